@@ -1,0 +1,35 @@
+package io.tensorcast.dataplane.source;
+
+import java.io.InputStream;
+import java.util.List;
+
+/**
+ * Where an artifact's bytes come from: a local directory, an S3 or OSS prefix, a Hugging Face
+ * repository. Implementations are thread-safe: ranges are opened concurrently.
+ */
+public interface ArtifactSource extends AutoCloseable {
+
+  /**
+   * Lists the artifact's files after include/exclude filtering, sorted by path.
+   *
+   * @throws SourceException if the source cannot be listed (missing bucket, denied, ...)
+   */
+  List<SourceFile> list() throws SourceException;
+
+  /**
+   * Opens bytes {@code [offset, offset + length)} of {@code file}. The stream yields exactly {@code
+   * length} bytes and then end-of-stream; implementations check the response (status, {@code
+   * Content-Range}, length) and never substitute other bytes. A stream that ends early is the
+   * caller's signal to resume at the byte where it broke.
+   *
+   * @throws SourceException if the range cannot be opened; {@link SourceException#retryable()}
+   *     tells whether trying again may help
+   */
+  InputStream openRange(SourceFile file, long offset, long length) throws SourceException;
+
+  /** A short description for logs and status, e.g. {@code s3://bucket/prefix/}; no secrets. */
+  String describe();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,359 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.InsufficientMemoryException;
+import io.tensorcast.dataplane.store.LockStatus;
+import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.store.StoredArtifact;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
+ * safetensors headers) → admit (size against the limit and the store's budget, before any byte is
+ * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
+ * digests of the bytes in the store) → Ready.
+ *
+ * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
+ * time; it reports only what the bytes in the store back. On failure the artifact's memory is
+ * released and the status keeps the reason.
+ */
+public final class ArtifactLoader {
+  private static final Logger log = LoggerFactory.getLogger(ArtifactLoader.class);
+
+  /**
+   * What to load and how.
+   *
+   * @param artifactId store identifier (DNS-1123 label)
+   * @param memoryLimitBytes refuse an artifact larger than this; 0 for no limit
+   * @param read options of the parallel ranged reader
+   */
+  public record Options(String artifactId, long memoryLimitBytes, ReadOptions read) {
+    public Options {
+      Objects.requireNonNull(artifactId, "artifactId");
+      Objects.requireNonNull(read, "read");
+      if (memoryLimitBytes < 0) {
+        throw new IllegalArgumentException("memoryLimitBytes must be >= 0");
+      }
+    }
+  }
+
+  private final ArtifactSource source;
+  private final PinnedStore store;
+  private final Options options;
+  private final LoadMetrics metrics;
+  private final LoadState state;
+
+  public ArtifactLoader(
+      ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
+    this.source = Objects.requireNonNull(source, "source");
+    this.store = Objects.requireNonNull(store, "store");
+    this.options = Objects.requireNonNull(options, "options");
+    this.metrics = Objects.requireNonNull(metrics, "metrics");
+    this.state = new LoadState(options.artifactId(), source.describe());
+    metrics.bind(state);
+  }
+
+  /** A consistent snapshot of where the load is. */
+  public DataPlaneStatus status() {
+    return state.snapshot();
+  }
+
+  /**
+   * Runs the load to completion on the calling thread.
+   *
+   * @return the final status ({@link Phase#Ready})
+   * @throws LoadFailure with a reason and a message naming the file and rule, after the store's
+   *     memory for this artifact was released
+   */
+  public DataPlaneStatus load() throws LoadFailure {
+    StoredArtifact stored = null;
+    try {
+      state.phase(Phase.Resolving);
+      List<SourceFile> files = listFiles();
+      Map<String, SafetensorsHeader> headers = readHeaders(files);
+      state.resolved(files, headers, revisionOf(files));
+
+      long total = files.stream().mapToLong(SourceFile::size).sum();
+      admit(total);
+      stored = allocate(files);
+      state.locked(stored.lockStatus(), stored.directory().toString());
+
+      state.phase(Phase.Loading);
+      StoredArtifact target = stored;
+      new ParallelRangeReader(options.read())
+          .read(
+              source,
+              files,
+              new RangeSink() {
+                @Override
+                public ByteBuffer target(SourceFile file, long offset, int length) {
+                  return target.writable(file.path(), offset, length);
+                }
+
+                @Override
+                public void rangeCompleted(SourceFile file, long offset, int length) {
+                  state.addLoaded(length);
+                }
+              },
+              state);
+
+      state.phase(Phase.Verifying);
+      for (SourceFile file : files) {
+        verify(stored, file, headers.get(file.path()));
+      }
+      state.ready(Instant.now());
+      log.info(
+          "artifact {} ready: {} files, {} bytes in {}",
+          options.artifactId(),
+          files.size(),
+          total,
+          stored.directory());
+      return state.snapshot();
+    } catch (LoadFailure f) {
+      fail(stored, f);
+      throw f;
+    } catch (RuntimeException e) {
+      LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
+      fail(stored, f);
+      throw f;
+    }
+  }
+
+  private void fail(StoredArtifact stored, LoadFailure f) {
+    if (stored != null) {
+      try {
+        store.unload(options.artifactId());
+      } catch (IOException | RuntimeException e) {
+        f.addSuppressed(e);
+      }
+    }
+    state.failed(f.reason(), f.getMessage());
+    log.warn("artifact {} failed: {}: {}", options.artifactId(), f.reason(), f.getMessage());
+  }
+
+  private List<SourceFile> listFiles() throws LoadFailure {
+    List<SourceFile> files;
+    try {
+      files = source.list();
+    } catch (SourceException e) {
+      throw new LoadFailure(e.reason(), source.describe() + ": " + e.getMessage(), e);
+    }
+    if (files.isEmpty()) {
+      throw new LoadFailure(
+          "EmptyArtifact",
+          source.describe() + " has no files (after include/exclude filters); nothing to load");
+    }
+    return files;
+  }
+
+  /** Reads and validates every safetensors header with two small ranged reads per file. */
+  private Map<String, SafetensorsHeader> readHeaders(List<SourceFile> files) throws LoadFailure {
+    List<SourceFile> st =
+        files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
+    Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
+    if (st.isEmpty()) {
+      return out;
+    }
+    int threads = Math.max(1, Math.min(options.read().concurrency(), st.size()));
+    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
+    try {
+      List<Future<SafetensorsHeader>> futures = new ArrayList<>();
+      for (SourceFile f : st) {
+        futures.add(pool.submit(() -> readHeader(f)));
+      }
+      for (int i = 0; i < st.size(); i++) {
+        out.put(st.get(i).path(), futures.get(i).get());
+      }
+      return out;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof LoadFailure f) {
+        throw f;
+      }
+      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while reading headers", e);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
+    try {
+      if (f.size() < 8) {
+        // Let the parser produce the rule and message for a too-short file.
+        return SafetensorsHeader.parse(f.path(), f.size(), readBytes(f, 0, (int) f.size()));
+      }
+      long headerLen = SafetensorsHeader.readHeaderLength(f.path(), readBytes(f, 0, 8), f.size());
+      byte[] json = readBytes(f, 8, Math.toIntExact(headerLen));
+      return SafetensorsHeader.parse(f.path(), f.size(), json);
+    } catch (SafetensorsFormatException e) {
+      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+    }
+  }
+
+  private byte[] readBytes(SourceFile f, long offset, int length) throws LoadFailure {
+    SourceException last = null;
+    for (int attempt = 1; attempt <= options.read().maxAttempts(); attempt++) {
+      try (InputStream in = source.openRange(f, offset, length)) {
+        byte[] b = in.readNBytes(length);
+        if (b.length == length) {
+          return b;
+        }
+        last =
+            new SourceException(
+                "TruncatedResponse",
+                "got " + b.length + " of " + length + " bytes at offset " + offset,
+                true);
+      } catch (SourceException e) {
+        if (!e.retryable()) {
+          throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
+        }
+        last = e;
+      } catch (IOException e) {
+        last = new SourceException("SourceUnavailable", e.toString(), true, e);
+      }
+      state.retried();
+    }
+    throw new LoadFailure(
+        last.reason(),
+        f.path()
+            + ": reading "
+            + length
+            + " bytes at offset "
+            + offset
+            + " failed after "
+            + options.read().maxAttempts()
+            + " attempts: "
+            + last.getMessage(),
+        last);
+  }
+
+  private void admit(long total) throws LoadFailure {
+    long limit = options.memoryLimitBytes();
+    if (limit > 0 && total > limit) {
+      throw new LoadFailure(
+          "ArtifactTooLarge",
+          "artifact is "
+              + total
+              + " bytes, over the memory limit of "
+              + limit
+              + " bytes (spec.memory.limit)");
+    }
+  }
+
+  private StoredArtifact allocate(List<SourceFile> files) throws LoadFailure {
+    List<StoreFile> entries = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
+    try {
+      return store.allocate(options.artifactId(), entries);
+    } catch (InsufficientMemoryException e) {
+      throw new LoadFailure("InsufficientMemory", e.getMessage(), e);
+    } catch (IllegalArgumentException e) {
+      throw new LoadFailure("UnsafePath", e.getMessage(), e);
+    } catch (IOException e) {
+      throw new LoadFailure("StoreError", e.toString(), e);
+    }
+  }
+
+  /**
+   * Checks one file's bytes in the store: the safetensors header in the store must be the header
+   * validated before loading (so the structure check applies to the bytes consumers will read),
+   * and the SHA-256 must equal the source's when it gives one.
+   */
+  private void verify(StoredArtifact stored, SourceFile file, SafetensorsHeader header)
+      throws LoadFailure {
+    if (header != null) {
+      int len = Math.toIntExact(header.dataOffset());
+      ByteBuffer inStore = stored.readOnly(file.path(), 0, len);
+      byte[] bytes = new byte[len];
+      inStore.get(bytes);
+      try {
+        long headerLen =
+            SafetensorsHeader.readHeaderLength(
+                file.path(), java.util.Arrays.copyOf(bytes, 8), file.size());
+        SafetensorsHeader again =
+            SafetensorsHeader.parse(
+                file.path(),
+                file.size(),
+                java.util.Arrays.copyOfRange(bytes, 8, 8 + Math.toIntExact(headerLen)));
+        if (again.tensors().size() != header.tensors().size()
+            || again.dataOffset() != header.dataOffset()) {
+          throw new LoadFailure(
+              "ObjectChanged",
+              file.path() + ": the header in the loaded bytes differs from the one read first");
+        }
+      } catch (SafetensorsFormatException e) {
+        throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+      }
+    }
+    String sha = stored.sha256(file.path());
+    if (file.sha256().isPresent() && !file.sha256().get().equalsIgnoreCase(sha)) {
+      throw new LoadFailure(
+          "DigestMismatch",
+          file.path()
+              + ": sha256 of the loaded bytes is "
+              + sha
+              + " but the source says "
+              + file.sha256().get());
+    }
+    try {
+      stored.markComplete(file.path());
+    } catch (IOException e) {
+      throw new LoadFailure("StoreError", e.toString(), e);
+    }
+    state.fileComplete(file.path(), sha);
+  }
+
+  /**
+   * Identity of what was listed: a digest over (path, size, ETag) of every file. For sources that
+   * have revisions of their own (the Hub's commit sha) the source's revision is used instead.
+   */
+  static String revisionOf(List<SourceFile> files) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (SourceFile f : files) {
+        md.update((f.path() + "\0" + f.size() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
+      }
+      return "listing-sha256:" + HexFormat.of().formatHex(md.digest()).substring(0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static java.util.concurrent.ThreadFactory daemon(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
+    return new DataPlaneStatus.LockInfo(s.locked(), s.lockedBytes(), s.reason(), s.message());
+  }
+}

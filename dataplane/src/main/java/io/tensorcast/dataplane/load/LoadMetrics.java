@@ -1,0 +1,47 @@
+package io.tensorcast.dataplane.load;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+
+/**
+ * Prometheus-facing metrics of a load (Micrometer). Names follow Prometheus conventions (base
+ * units, {@code _bytes}, {@code _total}); every series carries the {@code artifact} tag.
+ *
+ * <ul>
+ *   <li>{@code tensorcast_artifact_bytes}: artifact size
+ *   <li>{@code tensorcast_artifact_loaded_bytes}: bytes in the store
+ *   <li>{@code tensorcast_source_read_bytes_total}: bytes received from the source
+ *   <li>{@code tensorcast_source_retries_total}: ranged reads retried
+ *   <li>{@code tensorcast_artifact_ready}: 1 when Ready, else 0
+ * </ul>
+ */
+public final class LoadMetrics {
+  private final MeterRegistry registry;
+
+  public LoadMetrics(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  void bind(LoadState s) {
+    Tags tags = Tags.of("artifact", s.snapshot().artifactId());
+    Gauge.builder("tensorcast.artifact.bytes", s, LoadState::bytesTotal)
+        .baseUnit("bytes")
+        .tags(tags)
+        .description("Artifact size")
+        .register(registry);
+    Gauge.builder("tensorcast.artifact.loaded", s, LoadState::bytesLoaded)
+        .baseUnit("bytes")
+        .tags(tags)
+        .description("Bytes of the artifact in the page-locked store")
+        .register(registry);
+    registry.more().counter(
+        "tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesLoaded());
+    registry.more().counter("tensorcast.source.retries", tags, s, st -> (double) st.retries());
+    Gauge.builder("tensorcast.artifact.ready", s, st -> st.phase() == Phase.Ready ? 1 : 0)
+        .tags(tags)
+        .description("1 when every byte is in the store and verified")
+        .register(registry);
+  }
+}

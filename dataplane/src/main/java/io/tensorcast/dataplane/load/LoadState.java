@@ -1,0 +1,136 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.FileStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.LockStatus;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Mutable progress of one load, written by the loader's threads and read by the control endpoint
+ * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()}
+ * is consistent.
+ */
+final class LoadState implements ReadProgressListener {
+  private final String artifactId;
+  private final String source;
+  private final AtomicLong bytesLoaded = new AtomicLong();
+  private final AtomicLong retries = new AtomicLong();
+
+  private Phase phase = Phase.Pending;
+  private String reason;
+  private String message;
+  private String revision;
+  private long bytesTotal;
+  private long tensors;
+  private DataPlaneStatus.LockInfo lock;
+  private String directory;
+  private String readyTime;
+  private final Map<String, FileStatus> files = new LinkedHashMap<>();
+
+  LoadState(String artifactId, String source) {
+    this.artifactId = artifactId;
+    this.source = source;
+  }
+
+  synchronized void phase(Phase p) {
+    this.phase = p;
+  }
+
+  synchronized Phase phase() {
+    return phase;
+  }
+
+  synchronized void resolved(
+      List<SourceFile> list, Map<String, SafetensorsHeader> headers, String revision) {
+    this.revision = revision;
+    long total = 0;
+    for (SourceFile f : list) {
+      files.put(f.path(), new FileStatus(f.path(), f.size(), false, null));
+      total += f.size();
+    }
+    this.bytesTotal = total;
+    this.tensors = headers.values().stream().mapToLong(h -> h.tensors().size()).sum();
+  }
+
+  synchronized void locked(LockStatus s, String dir) {
+    this.lock = ArtifactLoader.lockInfo(s);
+    this.directory = dir;
+  }
+
+  void addLoaded(long n) {
+    bytesLoaded.addAndGet(n);
+  }
+
+  @Override
+  public void retried() {
+    retries.incrementAndGet();
+  }
+
+  long retries() {
+    return retries.get();
+  }
+
+  long bytesLoaded() {
+    return bytesLoaded.get();
+  }
+
+  synchronized long bytesTotal() {
+    return bytesTotal;
+  }
+
+  synchronized void fileComplete(String path, String sha256) {
+    FileStatus f = files.get(path);
+    files.put(path, new FileStatus(path, f.size(), true, sha256));
+  }
+
+  synchronized void ready(Instant at) {
+    this.phase = Phase.Ready;
+    this.readyTime = at.toString();
+    this.reason = null;
+    this.message = null;
+  }
+
+  synchronized void failed(String reason, String message) {
+    this.phase = Phase.Failed;
+    this.reason = reason;
+    this.message = message;
+    // The store's copy was released: nothing is loaded any more.
+    bytesLoaded.set(0);
+    files.replaceAll((k, v) -> new FileStatus(v.path(), v.size(), false, null));
+    if (lock != null) {
+      lock = new DataPlaneStatus.LockInfo(false, 0, lock.reason(), lock.message());
+    }
+  }
+
+  synchronized DataPlaneStatus snapshot() {
+    List<FileStatus> fs = new ArrayList<>(files.values());
+    int complete = (int) fs.stream().filter(FileStatus::complete).count();
+    long loaded = bytesLoaded.get();
+    return new DataPlaneStatus(
+        artifactId,
+        phase,
+        reason,
+        message,
+        source,
+        revision,
+        fs.size(),
+        complete,
+        tensors,
+        bytesTotal,
+        loaded,
+        loaded,
+        0,
+        lock,
+        directory,
+        readyTime,
+        fs);
+  }
+}

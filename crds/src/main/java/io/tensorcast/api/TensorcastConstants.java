@@ -1,0 +1,52 @@
+package io.tensorcast.api;
+
+/**
+ * Names shared by the operator, the data plane and the RDMA device plugin: the API group, the
+ * extended resource and node label the device plugin publishes, the labels on data-plane pods and
+ * the finalizer. Values are Kubernetes label keys/values and resource names, so they follow the
+ * Kubernetes syntax rules for those (prefix {@code tensorcast.io/} for ours, {@code
+ * app.kubernetes.io/} for the recommended labels).
+ */
+public final class TensorcastConstants {
+
+  /** API group of every Tensorcast custom resource. */
+  public static final String GROUP = "tensorcast.io";
+
+  /**
+   * Extended resource the RDMA device plugin advertises in a node's allocatable (count of RDMA
+   * devices usable by pods); data-plane pods that need RDMA request one.
+   */
+  public static final String RDMA_RESOURCE = "tensorcast.io/rdma";
+
+  /** Node label key the RDMA device plugin sets on nodes where it found an RDMA device. */
+  public static final String RDMA_NODE_LABEL = "tensorcast.io/rdma";
+
+  /** Value of {@link #RDMA_NODE_LABEL} on RDMA-capable nodes. */
+  public static final String RDMA_NODE_LABEL_VALUE = "true";
+
+  /** Recommended Kubernetes label naming the application; set on every data-plane pod. */
+  public static final String LABEL_NAME = "app.kubernetes.io/name";
+
+  /** Value of {@link #LABEL_NAME} on data-plane pods. */
+  public static final String LABEL_NAME_DATAPLANE = "tensorcast-dataplane";
+
+  /** Recommended Kubernetes label naming the tool that manages an object. */
+  public static final String LABEL_MANAGED_BY = "app.kubernetes.io/managed-by";
+
+  /** Value of {@link #LABEL_MANAGED_BY} on objects the operator creates. */
+  public static final String LABEL_MANAGED_BY_OPERATOR = "tensorcast-operator";
+
+  /**
+   * Label on data-plane pods holding the name of the ModelArtifact they serve (same namespace); the
+   * operator selects an artifact's pods with it.
+   */
+  public static final String LABEL_ARTIFACT = "tensorcast.io/artifact";
+
+  /**
+   * Finalizer the operator puts on a ModelArtifact so that pods are stopped and the page-locked
+   * store is freed on every node before the object goes away.
+   */
+  public static final String FINALIZER = "tensorcast.io/finalizer";
+
+  private TensorcastConstants() {}
+}

@@ -1,0 +1,71 @@
+package io.tensorcast.api.v1alpha1;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Min;
+import io.fabric8.kubernetes.api.model.Quantity;
+import java.util.Objects;
+
+/**
+ * How bytes travel from the source to the nodes ({@code spec.distribution}). Absent {@code
+ * pieceSize} and {@code sourceConnections} leave the choice to the data plane. Field initialisers
+ * equal the CRD defaults.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public class DistributionSpec {
+
+  @Default("PeerToPeer")
+  @JsonPropertyDescription(
+      "PeerToPeer (each piece read from the source by one pod, shared with the others) or"
+          + " SourceOnly (every pod reads every byte from the source). Default PeerToPeer.")
+  private DistributionMode mode = DistributionMode.PeerToPeer;
+
+  @JsonPropertyDescription(
+      "Size of the pieces the artifact is cut into for loading and peer transfer, as a"
+          + " Kubernetes quantity in bytes (e.g. 64Mi). Absent means the data plane's default.")
+  private Quantity pieceSize;
+
+  @Min(1)
+  @JsonPropertyDescription(
+      "Most concurrent connections (ranged GETs) one pod opens to the source. At least 1;"
+          + " absent means the data plane's default.")
+  private Integer sourceConnections;
+
+  public DistributionMode getMode() {
+    return mode;
+  }
+
+  public void setMode(DistributionMode mode) {
+    this.mode = mode;
+  }
+
+  public Quantity getPieceSize() {
+    return pieceSize;
+  }
+
+  public void setPieceSize(Quantity pieceSize) {
+    this.pieceSize = pieceSize;
+  }
+
+  public Integer getSourceConnections() {
+    return sourceConnections;
+  }
+
+  public void setSourceConnections(Integer sourceConnections) {
+    this.sourceConnections = sourceConnections;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof DistributionSpec that
+        && mode == that.mode
+        && Objects.equals(pieceSize, that.pieceSize)
+        && Objects.equals(sourceConnections, that.sourceConnections);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(mode, pieceSize, sourceConnections);
+  }
+}

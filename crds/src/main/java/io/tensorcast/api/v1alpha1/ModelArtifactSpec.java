@@ -1,0 +1,105 @@
+package io.tensorcast.api.v1alpha1;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Required;
+import java.util.Objects;
+
+/**
+ * The desired state of a {@link ModelArtifact}: what to load, onto which nodes, held how. Written
+ * by users or GitOps only; the operator never writes it. Field initialisers equal the CRD defaults
+ * (the nested objects default to {@code {}} so that their own defaults apply).
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public class ModelArtifactSpec {
+
+  @Required
+  @JsonPropertyDescription("Where the artifact's bytes come from.")
+  private SourceSpec source;
+
+  @Default("ModelWeights")
+  @JsonPropertyDescription("What the artifact holds: ModelWeights, KVCache or RLCheckpoint.")
+  private ArtifactKind kind = ArtifactKind.ModelWeights;
+
+  @Default("Auto")
+  @JsonPropertyDescription(
+      "File format: Auto (by name and first bytes), Safetensors or Torch. Default Auto.")
+  private ArtifactFormat format = ArtifactFormat.Auto;
+
+  @Default("{}")
+  @JsonPropertyDescription("Which nodes hold a copy, and how many.")
+  private PlacementSpec placement = new PlacementSpec();
+
+  @Default("{}")
+  @JsonPropertyDescription("How the copy is held in host memory.")
+  private MemorySpec memory = new MemorySpec();
+
+  @Default("{}")
+  @JsonPropertyDescription("How bytes travel from the source to the nodes.")
+  private DistributionSpec distribution = new DistributionSpec();
+
+  public SourceSpec getSource() {
+    return source;
+  }
+
+  public void setSource(SourceSpec source) {
+    this.source = source;
+  }
+
+  public ArtifactKind getKind() {
+    return kind;
+  }
+
+  public void setKind(ArtifactKind kind) {
+    this.kind = kind;
+  }
+
+  public ArtifactFormat getFormat() {
+    return format;
+  }
+
+  public void setFormat(ArtifactFormat format) {
+    this.format = format;
+  }
+
+  public PlacementSpec getPlacement() {
+    return placement;
+  }
+
+  public void setPlacement(PlacementSpec placement) {
+    this.placement = placement;
+  }
+
+  public MemorySpec getMemory() {
+    return memory;
+  }
+
+  public void setMemory(MemorySpec memory) {
+    this.memory = memory;
+  }
+
+  public DistributionSpec getDistribution() {
+    return distribution;
+  }
+
+  public void setDistribution(DistributionSpec distribution) {
+    this.distribution = distribution;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof ModelArtifactSpec that
+        && Objects.equals(source, that.source)
+        && kind == that.kind
+        && format == that.format
+        && Objects.equals(placement, that.placement)
+        && Objects.equals(memory, that.memory)
+        && Objects.equals(distribution, that.distribution);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(source, kind, format, placement, memory, distribution);
+  }
+}

@@ -1,0 +1,207 @@
+package io.tensorcast.api.v1alpha1;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.crd.generator.annotation.PrinterColumn;
+import io.fabric8.kubernetes.api.model.Condition;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The observed state of a {@link ModelArtifact}: discovered facts only, written by the operator
+ * through the status subresource. Numbers are backed by verified bytes on the nodes ("truthful
+ * status", ARCHITECTURE.md); {@code ready}, {@code size} and {@code progress} are preformatted
+ * strings for the printer columns and repeat facts held in the typed fields.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public class ModelArtifactStatus {
+
+  @PrinterColumn(name = "PHASE")
+  @JsonPropertyDescription("Summary state: Pending, Resolving, Loading, Ready or Failed.")
+  private ArtifactPhase phase;
+
+  @JsonPropertyDescription("metadata.generation of the spec this status describes.")
+  private Long observedGeneration;
+
+  @JsonPropertyDescription(
+      "Conditions of types Resolved, Scheduled, Loaded, Ready and Degraded, with CamelCase"
+          + " reasons; lastTransitionTime changes only when status changes.")
+  private List<Condition> conditions = new ArrayList<>();
+
+  @JsonPropertyDescription(
+      "What the source resolved to for this generation: the Hugging Face commit sha, or for"
+          + " S3/OSS a digest of the listed keys and ETags.")
+  private String resolvedRevision;
+
+  @JsonPropertyDescription("Number of files in the artifact after include/exclude.")
+  private Integer files;
+
+  @JsonPropertyDescription("Number of tensors found in the artifact's safetensors/torch headers.")
+  private Integer tensors;
+
+  @JsonPropertyDescription("Size of one full copy in bytes, as resolved from the source.")
+  private Long totalBytes;
+
+  @PrinterColumn(name = "SIZE")
+  @JsonPropertyDescription("totalBytes for people, in binary units, e.g. 1.2 GiB.")
+  private String size;
+
+  @JsonPropertyDescription("One entry per node chosen to hold a copy.")
+  private List<ArtifactNodeStatus> nodes = new ArrayList<>();
+
+  @JsonPropertyDescription("Number of nodes chosen to hold a copy.")
+  private Integer replicas;
+
+  @JsonPropertyDescription("Number of nodes whose copy is Ready (every byte present and verified).")
+  private Integer readyReplicas;
+
+  @PrinterColumn(name = "READY")
+  @JsonPropertyDescription("readyReplicas/replicas for people, e.g. 2/3.")
+  private String ready;
+
+  @PrinterColumn(name = "PROGRESS")
+  @JsonPropertyDescription(
+      "Verified bytes over all nodes divided by replicas x totalBytes, rounded down, e.g. 45%.")
+  private String progress;
+
+  public ArtifactPhase getPhase() {
+    return phase;
+  }
+
+  public void setPhase(ArtifactPhase phase) {
+    this.phase = phase;
+  }
+
+  public Long getObservedGeneration() {
+    return observedGeneration;
+  }
+
+  public void setObservedGeneration(Long observedGeneration) {
+    this.observedGeneration = observedGeneration;
+  }
+
+  public List<Condition> getConditions() {
+    return conditions;
+  }
+
+  public void setConditions(List<Condition> conditions) {
+    this.conditions = conditions;
+  }
+
+  public String getResolvedRevision() {
+    return resolvedRevision;
+  }
+
+  public void setResolvedRevision(String resolvedRevision) {
+    this.resolvedRevision = resolvedRevision;
+  }
+
+  public Integer getFiles() {
+    return files;
+  }
+
+  public void setFiles(Integer files) {
+    this.files = files;
+  }
+
+  public Integer getTensors() {
+    return tensors;
+  }
+
+  public void setTensors(Integer tensors) {
+    this.tensors = tensors;
+  }
+
+  public Long getTotalBytes() {
+    return totalBytes;
+  }
+
+  public void setTotalBytes(Long totalBytes) {
+    this.totalBytes = totalBytes;
+  }
+
+  public String getSize() {
+    return size;
+  }
+
+  public void setSize(String size) {
+    this.size = size;
+  }
+
+  public List<ArtifactNodeStatus> getNodes() {
+    return nodes;
+  }
+
+  public void setNodes(List<ArtifactNodeStatus> nodes) {
+    this.nodes = nodes;
+  }
+
+  public Integer getReplicas() {
+    return replicas;
+  }
+
+  public void setReplicas(Integer replicas) {
+    this.replicas = replicas;
+  }
+
+  public Integer getReadyReplicas() {
+    return readyReplicas;
+  }
+
+  public void setReadyReplicas(Integer readyReplicas) {
+    this.readyReplicas = readyReplicas;
+  }
+
+  public String getReady() {
+    return ready;
+  }
+
+  public void setReady(String ready) {
+    this.ready = ready;
+  }
+
+  public String getProgress() {
+    return progress;
+  }
+
+  public void setProgress(String progress) {
+    this.progress = progress;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof ModelArtifactStatus that
+        && phase == that.phase
+        && Objects.equals(observedGeneration, that.observedGeneration)
+        && Objects.equals(conditions, that.conditions)
+        && Objects.equals(resolvedRevision, that.resolvedRevision)
+        && Objects.equals(files, that.files)
+        && Objects.equals(tensors, that.tensors)
+        && Objects.equals(totalBytes, that.totalBytes)
+        && Objects.equals(size, that.size)
+        && Objects.equals(nodes, that.nodes)
+        && Objects.equals(replicas, that.replicas)
+        && Objects.equals(readyReplicas, that.readyReplicas)
+        && Objects.equals(ready, that.ready)
+        && Objects.equals(progress, that.progress);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(
+        phase,
+        observedGeneration,
+        conditions,
+        resolvedRevision,
+        files,
+        tensors,
+        totalBytes,
+        size,
+        nodes,
+        replicas,
+        readyReplicas,
+        ready,
+        progress);
+  }
+}

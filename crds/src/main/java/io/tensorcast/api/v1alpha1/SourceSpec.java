@@ -1,0 +1,200 @@
+package io.tensorcast.api.v1alpha1;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Pattern;
+import io.fabric8.generator.annotation.Required;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Where an artifact's bytes come from ({@code spec.source}).
+ *
+ * <p>The URI schemes and their meaning come from the unified artifact IO RFC (seed document):
+ * {@code s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and
+ * {@code file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the
+ * data plane still checks every listed path (no {@code ..}, no absolute keys).
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public class SourceSpec {
+
+  /** A path segment that is neither empty, {@code .} nor {@code ..}, and holds no whitespace. */
+  private static final String SEGMENT = "(?:[^/.\\s][^/\\s]*|\\.[^/.\\s][^/\\s]*|\\.\\.[^/\\s]+)";
+
+  /** An object key prefix after the bucket: nothing, {@code /}, or segments with optional '/'. */
+  private static final String OBJECT_PREFIX = "(?:/(?:" + SEGMENT + "/)*(?:" + SEGMENT + ")?)?";
+
+  /** S3 bucket naming rules: 3-63 characters, lowercase letters, digits, '.' and '-'. */
+  private static final String S3_BUCKET = "[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]";
+
+  /** OSS bucket naming rules: 3-63 characters, lowercase letters, digits and '-'. */
+  private static final String OSS_BUCKET = "[a-z0-9][a-z0-9-]{1,61}[a-z0-9]";
+
+  /**
+   * Hugging Face Hub rules for an org or repo name: letters, digits, '-', '_', '.', at most 96
+   * characters, not starting or ending with '-' or '.'.
+   */
+  private static final String HF_NAME = "[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?";
+
+  /**
+   * The rule {@code spec.source.uri} must match (also emitted as the CRD's OpenAPI {@code
+   * pattern}). Anchored, because Kubernetes searches the pattern anywhere in the value (Go RE2; no
+   * look-arounds, so it is written without them). Accepts {@code s3://BUCKET[/prefix[/]]}, {@code
+   * oss://BUCKET[/prefix[/]]}, {@code hf://ORG/REPO[/subdir][/]} and {@code file:///abs/path[/]};
+   * refuses other schemes, empty, {@code .} and {@code ..} segments, and whitespace.
+   */
+  public static final String URI_PATTERN =
+      "^(?:s3://"
+          + S3_BUCKET
+          + OBJECT_PREFIX
+          + "|oss://"
+          + OSS_BUCKET
+          + OBJECT_PREFIX
+          + "|hf://"
+          + HF_NAME
+          + "/"
+          + HF_NAME
+          + "(?:/"
+          + SEGMENT
+          + ")*/?"
+          + "|file://(?:/"
+          + SEGMENT
+          + ")+/?)$";
+
+  /** An http(s) URL with a host and an optional path, no query or fragment. */
+  public static final String ENDPOINT_PATTERN = "^https?://[^/\\s?#]+(?:/[^\\s?#]*)?$";
+
+  /** Region names of S3 and OSS: lowercase letters, digits and '-'. */
+  public static final String REGION_PATTERN = "^[a-z0-9][a-z0-9-]*$";
+
+  @Required
+  @Pattern(URI_PATTERN)
+  @JsonPropertyDescription(
+      "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
+          + " or file:///path (a directory on the node). Everything under the prefix or directory"
+          + " is the artifact, filtered by include/exclude.")
+  private String uri;
+
+  @JsonPropertyDescription(
+      "Hugging Face branch, tag or commit (default main); resolved once to a commit per"
+          + " generation and reported in status.resolvedRevision. Ignored for other schemes.")
+  private String revision;
+
+  @Pattern(ENDPOINT_PATTERN)
+  @JsonPropertyDescription(
+      "Endpoint URL of an S3-compatible or OSS server, e.g. https://oss-cn-hangzhou.aliyuncs.com"
+          + " or http://minio.storage:9000. Empty means the provider's public endpoint for the"
+          + " region.")
+  private String endpoint;
+
+  @Pattern(REGION_PATTERN)
+  @JsonPropertyDescription("Region of the bucket (S3 and OSS), e.g. us-east-1 or cn-hangzhou.")
+  private String region;
+
+  @JsonPropertyDescription(
+      "Address buckets as endpoint/bucket/key (path style) instead of bucket.endpoint/key"
+          + " (virtual-hosted). Needed by many S3-compatible servers; OSS refuses path style."
+          + " Default false.")
+  private Boolean pathStyle;
+
+  @JsonPropertyDescription(
+      "Secret in the artifact's namespace holding the source credentials. Only data-plane pods"
+          + " read it; the operator sees the name, never the contents. Absent means anonymous"
+          + " access.")
+  private CredentialsSecretRef credentialsSecretRef;
+
+  @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @JsonPropertyDescription(
+      "Glob patterns (e.g. *.safetensors, config.json) of files to load, relative to the uri;"
+          + " empty means every file.")
+  private List<String> include = new ArrayList<>();
+
+  @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @JsonPropertyDescription(
+      "Glob patterns of files to skip, relative to the uri; applied after include.")
+  private List<String> exclude = new ArrayList<>();
+
+  public String getUri() {
+    return uri;
+  }
+
+  public void setUri(String uri) {
+    this.uri = uri;
+  }
+
+  public String getRevision() {
+    return revision;
+  }
+
+  public void setRevision(String revision) {
+    this.revision = revision;
+  }
+
+  public String getEndpoint() {
+    return endpoint;
+  }
+
+  public void setEndpoint(String endpoint) {
+    this.endpoint = endpoint;
+  }
+
+  public String getRegion() {
+    return region;
+  }
+
+  public void setRegion(String region) {
+    this.region = region;
+  }
+
+  public Boolean getPathStyle() {
+    return pathStyle;
+  }
+
+  public void setPathStyle(Boolean pathStyle) {
+    this.pathStyle = pathStyle;
+  }
+
+  public CredentialsSecretRef getCredentialsSecretRef() {
+    return credentialsSecretRef;
+  }
+
+  public void setCredentialsSecretRef(CredentialsSecretRef credentialsSecretRef) {
+    this.credentialsSecretRef = credentialsSecretRef;
+  }
+
+  public List<String> getInclude() {
+    return include;
+  }
+
+  public void setInclude(List<String> include) {
+    this.include = include;
+  }
+
+  public List<String> getExclude() {
+    return exclude;
+  }
+
+  public void setExclude(List<String> exclude) {
+    this.exclude = exclude;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof SourceSpec that
+        && Objects.equals(uri, that.uri)
+        && Objects.equals(revision, that.revision)
+        && Objects.equals(endpoint, that.endpoint)
+        && Objects.equals(region, that.region)
+        && Objects.equals(pathStyle, that.pathStyle)
+        && Objects.equals(credentialsSecretRef, that.credentialsSecretRef)
+        && Objects.equals(include, that.include)
+        && Objects.equals(exclude, that.exclude);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(
+        uri, revision, endpoint, region, pathStyle, credentialsSecretRef, include, exclude);
+  }
+}

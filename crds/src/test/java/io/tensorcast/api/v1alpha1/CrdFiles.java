@@ -1,0 +1,52 @@
+package io.tensorcast.api.v1alpha1;
+
+import static org.assertj.core.api.Assertions.fail;
+
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Where the tests find the generated CRD, its committed copy and the samples. The pom passes the
+ * paths as system properties; the fallbacks hold when a test runs from the module directory.
+ */
+final class CrdFiles {
+
+  static final String CRD_FILE = ModelArtifact.CRD_NAME + "-v1.yml";
+
+  private CrdFiles() {}
+
+  /** The CRD the crd-generator-maven-plugin wrote at process-classes. */
+  static Path generated() {
+    Path path =
+        Path.of(System.getProperty("tensorcast.crd.generated", "target/classes/META-INF/fabric8"))
+            .resolve(CRD_FILE);
+    if (!Files.isRegularFile(path)) {
+      fail(
+          "Generated CRD "
+              + path.toAbsolutePath()
+              + " is missing: it is written by crd-generator-maven-plugin at process-classes."
+              + " Run the tests through Maven: mvn -pl crds test");
+    }
+    return path;
+  }
+
+  /** The committed copy under crds/generated/. */
+  static Path committed() {
+    return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(CRD_FILE);
+  }
+
+  /** The repository's samples/ folder. */
+  static Path samples() {
+    return Path.of(System.getProperty("tensorcast.samples", "../samples"));
+  }
+
+  static CustomResourceDefinition generatedCrd() throws IOException {
+    try (InputStream in = Files.newInputStream(generated())) {
+      return Serialization.unmarshal(in, CustomResourceDefinition.class);
+    }
+  }
+}

@@ -1,0 +1,63 @@
+package io.tensorcast.operator;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.javaoperatorsdk.operator.Operator;
+import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Entry point of the operator process. Connects with the fabric8 client's usual configuration
+ * (in-cluster service account, else {@code KUBECONFIG} / {@code ~/.kube/config}), reads {@link
+ * OperatorConfig} from the environment, registers {@link ModelArtifactReconciler} and runs until
+ * the JVM stops.
+ *
+ * <p>RBAC the operator needs: {@code modelartifacts} get/list/watch/patch/update, {@code
+ * modelartifacts/status} patch/update, {@code modelartifacts/finalizers} update; {@code pods}
+ * get/list/watch/create/delete; {@code nodes} get/list/watch. It reads no Secret.
+ */
+public final class OperatorMain {
+  private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);
+
+  private OperatorMain() {}
+
+  public static void main(String[] args) {
+    OperatorConfig config;
+    try {
+      config = OperatorConfig.fromEnvironment();
+    } catch (IllegalArgumentException e) {
+      System.err.println("tensorcast-operator: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    KubernetesClient client = new KubernetesClientBuilder().build();
+    Operator operator = create(client, config);
+    Runtime.getRuntime().addShutdownHook(new Thread(operator::stop, "tensorcast-operator-stop"));
+    operator.start();
+    log.info(
+        "tensorcast operator started against {} (data-plane image {})",
+        client.getMasterUrl(),
+        config.dataPlaneImage());
+  }
+
+  /**
+   * Builds an operator with the ModelArtifact reconciler registered, not yet started; the caller
+   * calls {@link Operator#start()} and {@link Operator#stop()}. Used by {@link #main} and by tests
+   * that run the operator in their own JVM.
+   *
+   * @param client client to the API server; the operator does not close it on stop
+   * @param config operator settings
+   */
+  public static Operator create(KubernetesClient client, OperatorConfig config) {
+    Operator operator =
+        new Operator(
+            o ->
+                o.withKubernetesClient(client)
+                    .withCloseClientOnStop(false)
+                    .withStopOnInformerErrorDuringStartup(true));
+    operator.register(new ModelArtifactReconciler(config));
+    return operator;
+  }
+}

@@ -1,0 +1,241 @@
+package io.tensorcast.operator.config;
+
+import io.fabric8.kubernetes.api.model.Quantity;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * The operator's own settings: what the data-plane pods it creates look like and how often it looks
+ * at them. Read once at start from environment variables, each overridable by a Java system
+ * property of the name in parentheses (system property wins):
+ *
+ * <ul>
+ *   <li>{@code TENSORCAST_DATAPLANE_IMAGE} ({@code tensorcast.dataplane.image}): image of the
+ *       data-plane container; its entrypoint is the {@code dataplane} CLI, the operator passes
+ *       {@code serve ...} as args. Default {@value #DEFAULT_IMAGE}.
+ *   <li>{@code TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY} ({@code
+ *       tensorcast.dataplane.imagePullPolicy}): {@code Always}, {@code IfNotPresent} or {@code
+ *       Never}. Default {@code IfNotPresent}.
+ *   <li>{@code TENSORCAST_CONTROL_PORT} ({@code tensorcast.controlPort}): TCP port of the pods'
+ *       control endpoint ({@code /healthz}, {@code /readyz}, {@code /status}). Default {@value
+ *       #DEFAULT_CONTROL_PORT}.
+ *   <li>{@code TENSORCAST_STORE_ROOT} ({@code tensorcast.storeRoot}): host directory of the
+ *       page-locked store, mounted into each pod at the same path. Default {@value
+ *       #DEFAULT_STORE_ROOT}.
+ *   <li>{@code TENSORCAST_MEMORY_OVERHEAD} ({@code tensorcast.memoryOverhead}): memory a data-plane
+ *       process needs besides the artifact's bytes (JVM heap, staging buffers), as a Kubernetes
+ *       quantity. Added to the artifact's size in each pod's memory request and limit. Default
+ *       {@value #DEFAULT_MEMORY_OVERHEAD}.
+ *   <li>{@code TENSORCAST_POLL_INTERVAL} ({@code tensorcast.pollInterval}): how soon a reconcile
+ *       runs again while an artifact is not Ready (ISO-8601 duration such as {@code PT2S}, or
+ *       seconds). Default 2 s.
+ *   <li>{@code TENSORCAST_READY_RESYNC} ({@code tensorcast.readyResync}): how soon a Ready
+ *       artifact's pods are looked at again without any event. Default 60 s.
+ *   <li>{@code TENSORCAST_STATUS_TIMEOUT} ({@code tensorcast.statusTimeout}): bound on one {@code
+ *       GET /status} to a pod (connect plus response). Default 2 s.
+ *   <li>{@code TENSORCAST_CONTROL_TOKEN_SECRET} ({@code tensorcast.controlTokenSecret}): name of a
+ *       Secret, expected in each artifact's namespace with key {@value #CONTROL_TOKEN_KEY}, that
+ *       data-plane pods mount and require as a bearer token on {@code /status}. Absent: no token.
+ *   <li>{@code TENSORCAST_CONTROL_TOKEN_FILE} ({@code tensorcast.controlTokenFile}): file holding
+ *       the same token for the operator's own {@code /status} calls (mount the Secret there).
+ * </ul>
+ *
+ * @param dataPlaneImage image reference of the data-plane container
+ * @param imagePullPolicy pull policy of that container
+ * @param controlPort control endpoint port, 1-65535
+ * @param storeRoot absolute host path of the store
+ * @param memoryOverheadBytes bytes added to the artifact's size in each pod's memory request, ≥ 0
+ * @param pollInterval reschedule delay while not Ready
+ * @param readyResync reschedule delay while Ready
+ * @param statusTimeout bound on one status call
+ * @param controlTokenSecret Secret name for the control token, or empty
+ * @param controlTokenFile token file for the operator's calls, or empty
+ */
+public record OperatorConfig(
+    String dataPlaneImage,
+    String imagePullPolicy,
+    int controlPort,
+    String storeRoot,
+    long memoryOverheadBytes,
+    Duration pollInterval,
+    Duration readyResync,
+    Duration statusTimeout,
+    Optional<String> controlTokenSecret,
+    Optional<Path> controlTokenFile) {
+
+  public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
+  public static final int DEFAULT_CONTROL_PORT = 8471;
+  public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
+  public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
+
+  /** Key of the control token in the Secret named by {@code controlTokenSecret}. */
+  public static final String CONTROL_TOKEN_KEY = "token";
+
+  public OperatorConfig {
+    Objects.requireNonNull(dataPlaneImage, "dataPlaneImage");
+    Objects.requireNonNull(imagePullPolicy, "imagePullPolicy");
+    Objects.requireNonNull(storeRoot, "storeRoot");
+    Objects.requireNonNull(pollInterval, "pollInterval");
+    Objects.requireNonNull(readyResync, "readyResync");
+    Objects.requireNonNull(statusTimeout, "statusTimeout");
+    Objects.requireNonNull(controlTokenSecret, "controlTokenSecret");
+    Objects.requireNonNull(controlTokenFile, "controlTokenFile");
+    if (dataPlaneImage.isBlank()) {
+      throw new IllegalArgumentException(
+          "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
+    }
+    if (!java.util.Set.of("Always", "IfNotPresent", "Never").contains(imagePullPolicy)) {
+      throw new IllegalArgumentException(
+          "image pull policy '"
+              + imagePullPolicy
+              + "' is not one of Always, IfNotPresent, Never (TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY)");
+    }
+    if (controlPort < 1 || controlPort > 65535) {
+      throw new IllegalArgumentException(
+          "control port " + controlPort + " is outside 1-65535 (TENSORCAST_CONTROL_PORT)");
+    }
+    if (!storeRoot.startsWith("/")) {
+      throw new IllegalArgumentException(
+          "store root '" + storeRoot + "' is not an absolute path (TENSORCAST_STORE_ROOT)");
+    }
+    if (memoryOverheadBytes < 0) {
+      throw new IllegalArgumentException(
+          "memory overhead " + memoryOverheadBytes + " is negative (TENSORCAST_MEMORY_OVERHEAD)");
+    }
+    for (Duration d : new Duration[] {pollInterval, readyResync, statusTimeout}) {
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException("durations must be positive, got " + d);
+      }
+    }
+    if (controlTokenSecret.isPresent() != controlTokenFile.isPresent()) {
+      throw new IllegalArgumentException(
+          "TENSORCAST_CONTROL_TOKEN_SECRET and TENSORCAST_CONTROL_TOKEN_FILE go together: the pods"
+              + " require the token from the Secret, the operator presents it from the file");
+    }
+  }
+
+  /** The defaults, as documented on the class. */
+  public static OperatorConfig defaults() {
+    return fromLookup(name -> null);
+  }
+
+  /** Reads the settings from system properties, then the environment, then the defaults. */
+  public static OperatorConfig fromEnvironment() {
+    Map<String, String> env = System.getenv();
+    return fromLookup(
+        name -> {
+          String prop = System.getProperty(PROPERTIES.get(name));
+          return prop != null ? prop : env.get(name);
+        });
+  }
+
+  private static final Map<String, String> PROPERTIES =
+      Map.ofEntries(
+          Map.entry("TENSORCAST_DATAPLANE_IMAGE", "tensorcast.dataplane.image"),
+          Map.entry(
+              "TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY", "tensorcast.dataplane.imagePullPolicy"),
+          Map.entry("TENSORCAST_CONTROL_PORT", "tensorcast.controlPort"),
+          Map.entry("TENSORCAST_STORE_ROOT", "tensorcast.storeRoot"),
+          Map.entry("TENSORCAST_MEMORY_OVERHEAD", "tensorcast.memoryOverhead"),
+          Map.entry("TENSORCAST_POLL_INTERVAL", "tensorcast.pollInterval"),
+          Map.entry("TENSORCAST_READY_RESYNC", "tensorcast.readyResync"),
+          Map.entry("TENSORCAST_STATUS_TIMEOUT", "tensorcast.statusTimeout"),
+          Map.entry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast.controlTokenSecret"),
+          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"));
+
+  /**
+   * Builds the settings from a lookup of the environment variable names listed on the class ({@code
+   * null} for unset).
+   *
+   * @throws IllegalArgumentException naming the variable and the rule its value breaks
+   */
+  public static OperatorConfig fromLookup(Function<String, String> lookup) {
+    Function<String, Optional<String>> get =
+        name ->
+            Optional.ofNullable(lookup.apply(name)).map(String::strip).filter(s -> !s.isEmpty());
+    return new OperatorConfig(
+        get.apply("TENSORCAST_DATAPLANE_IMAGE").orElse(DEFAULT_IMAGE),
+        get.apply("TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY").orElse("IfNotPresent"),
+        get.apply("TENSORCAST_CONTROL_PORT")
+            .map(v -> parseInt("TENSORCAST_CONTROL_PORT", v))
+            .orElse(DEFAULT_CONTROL_PORT),
+        get.apply("TENSORCAST_STORE_ROOT").orElse(DEFAULT_STORE_ROOT),
+        bytes(
+            "TENSORCAST_MEMORY_OVERHEAD",
+            get.apply("TENSORCAST_MEMORY_OVERHEAD").orElse(DEFAULT_MEMORY_OVERHEAD)),
+        get.apply("TENSORCAST_POLL_INTERVAL")
+            .map(v -> duration("TENSORCAST_POLL_INTERVAL", v))
+            .orElse(Duration.ofSeconds(2)),
+        get.apply("TENSORCAST_READY_RESYNC")
+            .map(v -> duration("TENSORCAST_READY_RESYNC", v))
+            .orElse(Duration.ofSeconds(60)),
+        get.apply("TENSORCAST_STATUS_TIMEOUT")
+            .map(v -> duration("TENSORCAST_STATUS_TIMEOUT", v))
+            .orElse(Duration.ofSeconds(2)),
+        get.apply("TENSORCAST_CONTROL_TOKEN_SECRET"),
+        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of));
+  }
+
+  /** A copy with another data-plane image. */
+  public OperatorConfig withDataPlaneImage(String image) {
+    return new OperatorConfig(
+        image,
+        imagePullPolicy,
+        controlPort,
+        storeRoot,
+        memoryOverheadBytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        controlTokenSecret,
+        controlTokenFile);
+  }
+
+  /** A copy with another memory overhead. */
+  public OperatorConfig withMemoryOverheadBytes(long bytes) {
+    return new OperatorConfig(
+        dataPlaneImage,
+        imagePullPolicy,
+        controlPort,
+        storeRoot,
+        bytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        controlTokenSecret,
+        controlTokenFile);
+  }
+
+  private static int parseInt(String name, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + "='" + value + "' is not an integer", e);
+    }
+  }
+
+  private static long bytes(String name, String value) {
+    try {
+      return Quantity.getAmountInBytes(new Quantity(value)).longValueExact();
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(
+          name + "='" + value + "' is not a Kubernetes quantity of whole bytes (e.g. 256Mi)", e);
+    }
+  }
+
+  private static Duration duration(String name, String value) {
+    try {
+      if (value.chars().allMatch(Character::isDigit)) {
+        return Duration.ofSeconds(Long.parseLong(value));
+      }
+      return Duration.parse(value);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(
+          name + "='" + value + "' is neither seconds nor an ISO-8601 duration (e.g. PT2S)", e);
+    }
+  }
+}

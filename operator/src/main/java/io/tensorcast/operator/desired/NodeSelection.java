@@ -1,0 +1,433 @@
+package io.tensorcast.operator.desired;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeCondition;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.Taint;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.tensorcast.api.TensorcastConstants;
+import io.tensorcast.api.v1alpha1.RdmaPolicy;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * Chooses the nodes that hold a copy of an artifact ({@code spec.placement}). Pure: works on the
+ * Node objects it is given, never calls the API server.
+ *
+ * <p>A node is eligible when, checked in this order: it is not cordoned ({@code
+ * spec.unschedulable}); its {@code Ready} condition is {@code True}; it carries every label of
+ * {@code nodeSelector}; every taint with effect {@code NoSchedule} or {@code NoExecute} is
+ * tolerated by {@code tolerations} (Kubernetes toleration matching); with {@code rdma: Required} it
+ * is RDMA-capable (allocatable {@value TensorcastConstants#RDMA_RESOURCE} &gt; 0, or label {@code
+ * tensorcast.io/rdma=true}); its allocatable memory is at least the memory one data-plane pod asks
+ * for.
+ *
+ * <p>Among eligible nodes, the order of choice is: nodes that already hold a pod of this artifact
+ * (so a running copy is never moved for a tie), then with {@code rdma: Preferred} RDMA-capable
+ * nodes before others, then spread across {@code topology.kubernetes.io/zone} (fewest chosen copies
+ * in the zone first), then node name. The first chosen node is where the artifact is resolved.
+ */
+public final class NodeSelection {
+
+  /** Zone label of well-known topology (Kubernetes 1.17+). */
+  public static final String ZONE_LABEL = "topology.kubernetes.io/zone";
+
+  /** The deprecated zone label, read when the current one is absent. */
+  public static final String LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone";
+
+  /** Node label holding the name the kubelet registered; pods pin to nodes through it. */
+  public static final String HOSTNAME_LABEL = "kubernetes.io/hostname";
+
+  private static final int NAMES_IN_MESSAGE = 5;
+
+  private NodeSelection() {}
+
+  /**
+   * What to choose.
+   *
+   * @param replicas number of nodes wanted, ≥ 1
+   * @param rdma RDMA policy
+   * @param nodeSelector labels a node must carry (empty: any)
+   * @param tolerations taints that are tolerated
+   * @param memoryPerNodeBytes memory request of one data-plane pod, bytes; 0 skips the check
+   * @param memoryBasis how {@code memoryPerNodeBytes} was computed, for messages (e.g. {@code
+   *     artifact 8.0 MiB + overhead 256.0 MiB})
+   * @param nodesWithPods nodes that hold a pod of this artifact now
+   */
+  public record Request(
+      int replicas,
+      RdmaPolicy rdma,
+      Map<String, String> nodeSelector,
+      List<Toleration> tolerations,
+      long memoryPerNodeBytes,
+      String memoryBasis,
+      Set<String> nodesWithPods) {
+    public Request {
+      if (replicas < 1) {
+        throw new IllegalArgumentException("replicas must be >= 1, got " + replicas);
+      }
+      Objects.requireNonNull(rdma, "rdma");
+      nodeSelector = nodeSelector == null ? Map.of() : Map.copyOf(nodeSelector);
+      tolerations = tolerations == null ? List.of() : List.copyOf(tolerations);
+      memoryBasis = memoryBasis == null ? "" : memoryBasis;
+      nodesWithPods = nodesWithPods == null ? Set.of() : Set.copyOf(nodesWithPods);
+    }
+  }
+
+  /** Why a node was not eligible; the first rule it fails. */
+  public enum Exclusion {
+    CORDONED,
+    NOT_READY,
+    SELECTOR_MISMATCH,
+    TAINT_NOT_TOLERATED,
+    NOT_RDMA_CAPABLE,
+    INSUFFICIENT_MEMORY
+  }
+
+  /**
+   * A node as the selection sees it.
+   *
+   * @param name node name
+   * @param hostname value of {@value #HOSTNAME_LABEL}, or empty if the node lacks it
+   * @param rdmaResource allocatable {@value TensorcastConstants#RDMA_RESOURCE} &gt; 0
+   * @param rdmaCapable {@code rdmaResource} or the RDMA node label
+   * @param zone zone label value, "" when absent
+   * @param allocatableMemoryBytes allocatable memory, 0 when not reported
+   */
+  public record Candidate(
+      String name,
+      Optional<String> hostname,
+      boolean rdmaResource,
+      boolean rdmaCapable,
+      String zone,
+      long allocatableMemoryBytes) {
+
+    /** Reads the facts the selection needs from a Node. */
+    public static Candidate of(Node node) {
+      Map<String, String> labels = labels(node);
+      Map<String, Quantity> allocatable = allocatable(node);
+      boolean resource = positive(allocatable.get(TensorcastConstants.RDMA_RESOURCE));
+      boolean label =
+          TensorcastConstants.RDMA_NODE_LABEL_VALUE.equals(
+              labels.get(TensorcastConstants.RDMA_NODE_LABEL));
+      String zone = labels.getOrDefault(ZONE_LABEL, labels.getOrDefault(LEGACY_ZONE_LABEL, ""));
+      return new Candidate(
+          node.getMetadata().getName(),
+          Optional.ofNullable(labels.get(HOSTNAME_LABEL)),
+          resource,
+          resource || label,
+          zone,
+          memoryBytes(allocatable.get("memory")));
+    }
+  }
+
+  /**
+   * The outcome.
+   *
+   * @param chosen chosen nodes in order of choice; at most {@code replicas}
+   * @param replicas number wanted
+   * @param nodeCount number of nodes considered
+   * @param excluded nodes excluded, by first failing rule, names sorted
+   * @param reason {@code NodesSelected}, {@code InsufficientNodes} or {@code InsufficientMemory}
+   * @param message for people: which nodes, or why too few, with counts and numbers
+   */
+  public record Result(
+      List<Candidate> chosen,
+      int replicas,
+      int nodeCount,
+      Map<Exclusion, List<String>> excluded,
+      String reason,
+      String message) {
+
+    /** Whether {@code replicas} nodes were chosen. */
+    public boolean satisfied() {
+      return chosen.size() == replicas;
+    }
+
+    /**
+     * Whether memory is the reason nothing fits: no node chosen, and some node was excluded only
+     * because its allocatable memory is below the pod's request.
+     */
+    public boolean noNodeHasEnoughMemory() {
+      return chosen.isEmpty() && excluded.containsKey(Exclusion.INSUFFICIENT_MEMORY);
+    }
+
+    /** Names of the chosen nodes, in order of choice. */
+    public List<String> chosenNames() {
+      return chosen.stream().map(Candidate::name).toList();
+    }
+  }
+
+  /** Reason of {@link Result} when every replica got a node. */
+  public static final String REASON_NODES_SELECTED = "NodesSelected";
+
+  /** Reason of {@link Result} when too few nodes are eligible for other reasons than memory. */
+  public static final String REASON_INSUFFICIENT_NODES = "InsufficientNodes";
+
+  /** Reason of {@link Result} when too few nodes are eligible and memory excluded some. */
+  public static final String REASON_INSUFFICIENT_MEMORY = "InsufficientMemory";
+
+  /**
+   * Chooses up to {@code request.replicas()} nodes.
+   *
+   * @param nodes every node of the cluster (order does not matter)
+   * @param request what to choose
+   */
+  public static Result select(List<Node> nodes, Request request) {
+    Map<Exclusion, List<String>> excluded = new EnumMap<>(Exclusion.class);
+    Map<Exclusion, String> example = new EnumMap<>(Exclusion.class);
+    List<Candidate> eligible = new ArrayList<>();
+    long largestMemory = 0;
+    for (Node node : nodes) {
+      Candidate c = Candidate.of(node);
+      Optional<String> why = exclusion(node, c, request);
+      if (why.isEmpty()) {
+        eligible.add(c);
+        continue;
+      }
+      Exclusion e = Exclusion.valueOf(why.get().substring(0, why.get().indexOf(':')));
+      excluded.computeIfAbsent(e, k -> new ArrayList<>()).add(c.name());
+      example.putIfAbsent(e, why.get().substring(why.get().indexOf(':') + 1));
+      if (e == Exclusion.INSUFFICIENT_MEMORY) {
+        largestMemory = Math.max(largestMemory, c.allocatableMemoryBytes());
+      }
+    }
+    excluded.values().forEach(l -> l.sort(Comparator.naturalOrder()));
+    List<Candidate> chosen = choose(eligible, request);
+    int n = nodes.size();
+    if (chosen.size() == request.replicas()) {
+      return new Result(
+          chosen,
+          request.replicas(),
+          n,
+          excluded,
+          REASON_NODES_SELECTED,
+          "chose "
+              + String.join(", ", chosen.stream().map(Candidate::name).toList())
+              + " ("
+              + eligible.size()
+              + " of "
+              + n
+              + " nodes eligible)");
+    }
+    List<String> causes = new ArrayList<>();
+    for (Map.Entry<Exclusion, List<String>> e : excluded.entrySet()) {
+      causes.add(cause(e.getKey(), e.getValue(), example.get(e.getKey()), request, largestMemory));
+    }
+    String message =
+        eligible.size()
+            + " of "
+            + n
+            + " nodes are eligible for "
+            + request.replicas()
+            + (request.replicas() == 1 ? " replica" : " replicas")
+            + (causes.isEmpty() ? "" : ": " + String.join("; ", causes));
+    String reason =
+        excluded.containsKey(Exclusion.INSUFFICIENT_MEMORY)
+            ? REASON_INSUFFICIENT_MEMORY
+            : REASON_INSUFFICIENT_NODES;
+    return new Result(chosen, request.replicas(), n, excluded, reason, message);
+  }
+
+  /** "RULE:detail" for the first rule the node fails, or empty when eligible. */
+  private static Optional<String> exclusion(Node node, Candidate c, Request request) {
+    if (node.getSpec() != null && Boolean.TRUE.equals(node.getSpec().getUnschedulable())) {
+      return Optional.of(Exclusion.CORDONED + ":");
+    }
+    if (!ready(node)) {
+      return Optional.of(Exclusion.NOT_READY + ":");
+    }
+    Map<String, String> labels = labels(node);
+    for (Map.Entry<String, String> want : request.nodeSelector().entrySet()) {
+      if (!want.getValue().equals(labels.get(want.getKey()))) {
+        return Optional.of(
+            Exclusion.SELECTOR_MISMATCH + ":" + want.getKey() + "=" + want.getValue());
+      }
+    }
+    List<Taint> taints = node.getSpec() == null ? null : node.getSpec().getTaints();
+    if (taints != null) {
+      for (Taint t : taints) {
+        boolean blocking = "NoSchedule".equals(t.getEffect()) || "NoExecute".equals(t.getEffect());
+        if (blocking && request.tolerations().stream().noneMatch(tol -> tolerates(tol, t))) {
+          return Optional.of(Exclusion.TAINT_NOT_TOLERATED + ":" + describe(t));
+        }
+      }
+    }
+    if (request.rdma() == RdmaPolicy.Required && !c.rdmaCapable()) {
+      return Optional.of(Exclusion.NOT_RDMA_CAPABLE + ":");
+    }
+    if (request.memoryPerNodeBytes() > 0
+        && c.allocatableMemoryBytes() < request.memoryPerNodeBytes()) {
+      return Optional.of(Exclusion.INSUFFICIENT_MEMORY + ":");
+    }
+    return Optional.empty();
+  }
+
+  private static List<Candidate> choose(List<Candidate> eligible, Request request) {
+    boolean preferRdma = request.rdma() == RdmaPolicy.Preferred;
+    List<Candidate> ranked = new ArrayList<>(eligible);
+    ranked.sort(
+        Comparator.comparing((Candidate c) -> !request.nodesWithPods().contains(c.name()))
+            .thenComparing(c -> preferRdma && !c.rdmaCapable())
+            .thenComparing(Candidate::name));
+    List<Candidate> chosen = new ArrayList<>();
+    Map<String, Integer> perZone = new HashMap<>();
+    // Running copies stay where they are.
+    for (Candidate c : ranked) {
+      if (chosen.size() < request.replicas() && request.nodesWithPods().contains(c.name())) {
+        chosen.add(c);
+        perZone.merge(c.zone(), 1, Integer::sum);
+      }
+    }
+    List<Candidate> rest = new ArrayList<>(ranked);
+    rest.removeAll(chosen);
+    while (chosen.size() < request.replicas() && !rest.isEmpty()) {
+      Candidate best = null;
+      for (Candidate c : rest) {
+        if (best == null || before(c, best, perZone, preferRdma)) {
+          best = c;
+        }
+      }
+      chosen.add(best);
+      rest.remove(best);
+      perZone.merge(best.zone(), 1, Integer::sum);
+    }
+    return List.copyOf(chosen);
+  }
+
+  /** Whether {@code a} goes before {@code b}; {@code rest} is already in rank order. */
+  private static boolean before(
+      Candidate a, Candidate b, Map<String, Integer> perZone, boolean preferRdma) {
+    if (preferRdma && a.rdmaCapable() != b.rdmaCapable()) {
+      return a.rdmaCapable();
+    }
+    int za = perZone.getOrDefault(a.zone(), 0);
+    int zb = perZone.getOrDefault(b.zone(), 0);
+    return za < zb;
+  }
+
+  private static String cause(
+      Exclusion e, List<String> names, String example, Request request, long largestMemory) {
+    int k = names.size();
+    String text =
+        switch (e) {
+          case CORDONED -> k + " cordoned (spec.unschedulable)";
+          case NOT_READY -> k + " not Ready";
+          case SELECTOR_MISMATCH ->
+              k + " not matching spec.placement.nodeSelector (e.g. lacks " + example + ")";
+          case TAINT_NOT_TOLERATED ->
+              k
+                  + " with a taint not tolerated by spec.placement.tolerations (e.g. "
+                  + example
+                  + ")";
+          case NOT_RDMA_CAPABLE ->
+              k
+                  + " not RDMA-capable (no "
+                  + TensorcastConstants.RDMA_RESOURCE
+                  + " in allocatable, no label "
+                  + TensorcastConstants.RDMA_NODE_LABEL
+                  + "="
+                  + TensorcastConstants.RDMA_NODE_LABEL_VALUE
+                  + "; spec.placement.rdma is Required)";
+          case INSUFFICIENT_MEMORY ->
+              k
+                  + " with too little allocatable memory (largest "
+                  + ByteSize.exact(largestMemory)
+                  + " < "
+                  + ByteSize.exact(request.memoryPerNodeBytes())
+                  + " needed per node"
+                  + (request.memoryBasis().isEmpty() ? "" : " = " + request.memoryBasis())
+                  + ")";
+        };
+    String list =
+        names.stream().limit(NAMES_IN_MESSAGE).collect(Collectors.joining(", "))
+            + (k > NAMES_IN_MESSAGE ? ", ..." : "");
+    return text + " [" + list + "]";
+  }
+
+  /** Kubernetes toleration matching (core/v1 {@code Toleration.ToleratesTaint}). */
+  static boolean tolerates(Toleration tol, Taint taint) {
+    if (tol.getEffect() != null
+        && !tol.getEffect().isEmpty()
+        && !tol.getEffect().equals(taint.getEffect())) {
+      return false;
+    }
+    if (tol.getKey() != null && !tol.getKey().isEmpty() && !tol.getKey().equals(taint.getKey())) {
+      return false;
+    }
+    if ("Exists".equals(tol.getOperator())) {
+      return true;
+    }
+    if (tol.getKey() == null || tol.getKey().isEmpty()) {
+      return false; // an empty key needs operator Exists
+    }
+    return Objects.equals(emptyToNull(tol.getValue()), emptyToNull(taint.getValue()));
+  }
+
+  private static String emptyToNull(String s) {
+    return s == null || s.isEmpty() ? null : s;
+  }
+
+  private static String describe(Taint t) {
+    return t.getKey()
+        + (t.getValue() == null || t.getValue().isEmpty() ? "" : "=" + t.getValue())
+        + ":"
+        + t.getEffect();
+  }
+
+  private static boolean ready(Node node) {
+    if (node.getStatus() == null || node.getStatus().getConditions() == null) {
+      return false;
+    }
+    for (NodeCondition c : node.getStatus().getConditions()) {
+      if ("Ready".equals(c.getType())) {
+        return "True".equals(c.getStatus());
+      }
+    }
+    return false;
+  }
+
+  private static Map<String, String> labels(Node node) {
+    Map<String, String> l = node.getMetadata().getLabels();
+    return l == null ? Map.of() : l;
+  }
+
+  private static Map<String, Quantity> allocatable(Node node) {
+    if (node.getStatus() == null || node.getStatus().getAllocatable() == null) {
+      return new LinkedHashMap<>();
+    }
+    return node.getStatus().getAllocatable();
+  }
+
+  private static boolean positive(Quantity q) {
+    if (q == null) {
+      return false;
+    }
+    try {
+      return Quantity.getAmountInBytes(q).compareTo(BigDecimal.ZERO) > 0;
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  private static long memoryBytes(Quantity q) {
+    if (q == null) {
+      return 0;
+    }
+    try {
+      return Quantity.getAmountInBytes(q).longValue();
+    } catch (RuntimeException e) {
+      return 0;
+    }
+  }
+}

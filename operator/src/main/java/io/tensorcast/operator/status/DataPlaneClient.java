@@ -1,0 +1,145 @@
+package io.tensorcast.operator.status;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Asks data-plane pods for their {@link DataPlaneStatus} on {@code GET
+ * http://<podIP>:<port>/status} (java.net.http, HTTP/1.1). Every call is bounded by the timeout;
+ * pods are asked in parallel, so one round takes at most about one timeout. A pod that does not
+ * answer, answers non-200 or with JSON that does not parse is left out of the result for this
+ * round: the caller treats it as unknown, not as failed.
+ *
+ * <p>With a token file, the call carries {@code Authorization: Bearer <token>}; the file is read on
+ * every round, so a rotated Secret takes effect without a restart.
+ */
+public final class DataPlaneClient {
+  private static final Logger log = LoggerFactory.getLogger(DataPlaneClient.class);
+
+  /** Largest status body accepted (a status lists files, so it grows with the artifact). */
+  static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+  private final HttpClient http;
+  private final int port;
+  private final Duration timeout;
+  private final Optional<Path> tokenFile;
+  private final ObjectMapper json =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
+  /**
+   * @param port the pods' control port
+   * @param timeout bound on connect plus response of one call
+   * @param tokenFile file holding the bearer token, if the pods require one
+   */
+  public DataPlaneClient(int port, Duration timeout, Optional<Path> tokenFile) {
+    this.port = port;
+    this.timeout = timeout;
+    this.tokenFile = tokenFile;
+    this.http =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(timeout)
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .build();
+  }
+
+  /**
+   * Asks every pod that has an IP and is not being deleted.
+   *
+   * @return reports by pod name; pods that did not answer properly are absent
+   */
+  public Map<String, DataPlaneStatus> poll(List<Pod> pods) {
+    Optional<String> token = token();
+    Map<String, CompletableFuture<DataPlaneStatus>> calls = new LinkedHashMap<>();
+    for (Pod p : pods) {
+      String ip = p.getStatus() == null ? null : p.getStatus().getPodIP();
+      if (ip == null || ip.isEmpty() || p.getMetadata().getDeletionTimestamp() != null) {
+        continue;
+      }
+      calls.put(p.getMetadata().getName(), fetch(ip, token, p.getMetadata().getName()));
+    }
+    Map<String, DataPlaneStatus> out = new LinkedHashMap<>();
+    long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(500);
+    for (Map.Entry<String, CompletableFuture<DataPlaneStatus>> e : calls.entrySet()) {
+      try {
+        long left = Math.max(1, deadline - System.nanoTime());
+        DataPlaneStatus s = e.getValue().get(left, TimeUnit.NANOSECONDS);
+        if (s != null) {
+          out.put(e.getKey(), s);
+        }
+      } catch (TimeoutException ex) {
+        e.getValue().cancel(true);
+        log.debug("pod {}: no status within {}", e.getKey(), timeout);
+      } catch (ExecutionException ex) {
+        log.debug("pod {}: status call failed: {}", e.getKey(), ex.getCause().toString());
+      } catch (InterruptedException ex) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    return out;
+  }
+
+  /** One call; completes with null when the answer is not a usable status. */
+  CompletableFuture<DataPlaneStatus> fetch(String ip, Optional<String> token, String pod) {
+    String host = ip.contains(":") ? "[" + ip + "]" : ip;
+    HttpRequest.Builder req =
+        HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + "/status"))
+            .timeout(timeout)
+            .header("Accept", "application/json")
+            .GET();
+    token.ifPresent(t -> req.header("Authorization", "Bearer " + t));
+    return http.sendAsync(req.build(), HttpResponse.BodyHandlers.ofByteArray())
+        .thenApply(
+            resp -> {
+              if (resp.statusCode() != 200) {
+                log.debug("pod {}: /status answered {}", pod, resp.statusCode());
+                return null;
+              }
+              byte[] body = resp.body();
+              if (body.length > MAX_BODY_BYTES) {
+                log.warn("pod {}: /status body of {} bytes ignored", pod, body.length);
+                return null;
+              }
+              try {
+                return json.readValue(body, DataPlaneStatus.class);
+              } catch (IOException ex) {
+                log.warn("pod {}: /status is not a DataPlaneStatus: {}", pod, ex.getMessage());
+                return null;
+              }
+            });
+  }
+
+  private Optional<String> token() {
+    if (tokenFile.isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(Files.readString(tokenFile.get(), StandardCharsets.UTF_8).strip());
+    } catch (IOException e) {
+      log.warn("cannot read control token {}: {}", tokenFile.get(), e.toString());
+      return Optional.empty();
+    }
+  }
+}

@@ -1,0 +1,548 @@
+package io.tensorcast.operator.status;
+
+import static io.tensorcast.api.v1alpha1.Conditions.DEGRADED;
+import static io.tensorcast.api.v1alpha1.Conditions.FALSE;
+import static io.tensorcast.api.v1alpha1.Conditions.LOADED;
+import static io.tensorcast.api.v1alpha1.Conditions.READY;
+import static io.tensorcast.api.v1alpha1.Conditions.RESOLVED;
+import static io.tensorcast.api.v1alpha1.Conditions.SCHEDULED;
+import static io.tensorcast.api.v1alpha1.Conditions.TRUE;
+
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
+import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.Conditions;
+import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.operator.desired.ByteSize;
+import io.tensorcast.operator.desired.DataPlanePod;
+import io.tensorcast.operator.desired.NodeSelection;
+import io.tensorcast.operator.desired.PodPlan;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Turns what the operator observed — the artifact's pods, what each pod reported on {@code GET
+ * /status}, the node selection and any failure — into the ModelArtifact's status. Pure and
+ * deterministic: the same observations and previous status give an equal status, so in steady state
+ * the operator writes nothing (PITFALLS 6). This class owns the conditions.
+ *
+ * <p>Phase: {@code Failed} on a failure (invalid spec, no node with enough memory, a pod reporting
+ * {@code Failed}); {@code Ready} when {@code replicas} up-to-date pods of the current generation
+ * report {@code Ready}; {@code Loading} once the size is resolved; {@code Resolving} while a pod
+ * runs but the size is unknown; {@code Pending} otherwise.
+ *
+ * <p>Numbers come only from pods' reports: {@code progress} is the bytes up-to-date pods report as
+ * loaded (each capped at {@code totalBytes}) over {@code replicas × totalBytes}, rounded down. When
+ * a pod cannot be reached for one round, its last entry is kept while the pod is still running.
+ */
+public final class StatusAggregator {
+
+  /** Reason for the operator's memory fit check failing (no eligible node fits the artifact). */
+  public static final String REASON_INSUFFICIENT_MEMORY = NodeSelection.REASON_INSUFFICIENT_MEMORY;
+
+  /** Reason when a pod's container cannot start because a Secret or key is missing. */
+  public static final String REASON_CREDENTIALS_NOT_FOUND = Conditions.REASON_CREDENTIALS_NOT_FOUND;
+
+  /** Reason of the data plane when a pod's budget cannot hold the artifact. */
+  static final String DATAPLANE_INSUFFICIENT_MEMORY = "InsufficientMemory";
+
+  private StatusAggregator() {}
+
+  /**
+   * What the source resolved to for one generation.
+   *
+   * @param totalBytes size of one copy, bytes
+   * @param files number of files
+   * @param tensors number of tensors in safetensors headers
+   * @param revision resolved revision, or null
+   */
+  public record Resolution(long totalBytes, int files, long tensors, String revision) {}
+
+  /**
+   * Why an artifact's generation failed.
+   *
+   * @param reason CamelCase reason, e.g. {@code BucketNotFound}, {@code InvalidSpec}
+   * @param message for people: names the node, file, field or numbers
+   * @param beforeResolve whether the failure happened before the source was resolved
+   */
+  public record Failure(String reason, String message, boolean beforeResolve) {}
+
+  /**
+   * Everything one reconcile observed.
+   *
+   * @param artifact the ModelArtifact (generation, spec, previous status)
+   * @param pods the artifact's pods, all generations
+   * @param reports this round's reports by pod name (absent: pod not reachable or not asked)
+   * @param upToDate names of the pods that stand for desired pods (kept by the plan)
+   * @param resolution the size etc. for this generation, if known
+   * @param selection the node selection, or null when none was made (invalid spec)
+   * @param failure the failure of this generation, if any
+   * @param now time of this reconcile (used only for changed conditions)
+   */
+  public record Input(
+      ModelArtifact artifact,
+      List<Pod> pods,
+      Map<String, DataPlaneStatus> reports,
+      Set<String> upToDate,
+      Optional<Resolution> resolution,
+      NodeSelection.Result selection,
+      Optional<Failure> failure,
+      Instant now) {}
+
+  /**
+   * The size of the current generation: from the previous status when its {@code Resolved}
+   * condition is {@code True} for this generation, else from the first pod (by name) of this
+   * generation whose report lists files.
+   */
+  public static Optional<Resolution> resolution(
+      ModelArtifact artifact, Collection<Pod> pods, Map<String, DataPlaneStatus> reports) {
+    long generation = DataPlanePod.generation(artifact);
+    ModelArtifactStatus old = artifact.getStatus();
+    if (old != null
+        && old.getTotalBytes() != null
+        && ConditionSet.is(old.getConditions(), RESOLVED, TRUE, generation)) {
+      return Optional.of(
+          new Resolution(
+              old.getTotalBytes(),
+              old.getFiles() == null ? 0 : old.getFiles(),
+              old.getTensors() == null ? 0 : old.getTensors(),
+              old.getResolvedRevision()));
+    }
+    return currentPods(pods, generation).stream()
+        .map(p -> report(p, reports))
+        .filter(r -> r != null && r.files() > 0)
+        .findFirst()
+        .map(r -> new Resolution(r.bytesTotal(), r.files(), r.tensors(), r.resolvedRevision()));
+  }
+
+  /**
+   * The failure a pod of this generation reports, if any: the first (by pod name) report with phase
+   * {@code Failed}, except a pod that ran out of memory while asking for less than the resolved
+   * size plus {@code overheadBytes} (the resolving pod, which is replaced by a sized one).
+   */
+  public static Optional<Failure> podFailure(
+      ModelArtifact artifact,
+      Collection<Pod> pods,
+      Map<String, DataPlaneStatus> reports,
+      Optional<Resolution> resolution,
+      long overheadBytes) {
+    long generation = DataPlanePod.generation(artifact);
+    for (Pod p : currentPods(pods, generation)) {
+      DataPlaneStatus r = report(p, reports);
+      if (r == null || r.phase() != DataPlaneStatus.Phase.Failed) {
+        continue;
+      }
+      if (DATAPLANE_INSUFFICIENT_MEMORY.equals(r.reason())
+          && resolution.isPresent()
+          && PodPlan.memoryRequest(p) < resolution.get().totalBytes() + overheadBytes) {
+        continue;
+      }
+      String reason =
+          r.reason() == null || r.reason().isEmpty() ? Conditions.REASON_LOAD_FAILED : r.reason();
+      String message =
+          "node "
+              + PodPlan.node(p)
+              + " (pod "
+              + p.getMetadata().getName()
+              + "): "
+              + (r.message() == null ? reason : r.message());
+      return Optional.of(new Failure(reason, message, r.files() == 0));
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * The failure recorded for this generation by an earlier reconcile that a pod reported (pods are
+   * removed after such a failure, so the status remembers it until the spec changes). Failures the
+   * operator computes itself (invalid spec, memory) are not remembered: they are checked anew.
+   */
+  public static Optional<Failure> recordedFailure(ModelArtifact artifact) {
+    ModelArtifactStatus old = artifact.getStatus();
+    long generation = DataPlanePod.generation(artifact);
+    if (old == null
+        || old.getPhase() != ArtifactPhase.Failed
+        || old.getObservedGeneration() == null
+        || old.getObservedGeneration() != generation) {
+      return Optional.empty();
+    }
+    Condition ready = ConditionSet.find(old.getConditions(), READY);
+    if (ready == null
+        || Conditions.REASON_INVALID_SPEC.equals(ready.getReason())
+        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())) {
+      return Optional.empty();
+    }
+    Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
+    boolean beforeResolve = resolved == null || !TRUE.equals(resolved.getStatus());
+    return Optional.of(new Failure(ready.getReason(), ready.getMessage(), beforeResolve));
+  }
+
+  /** The status for {@code in}. */
+  public static ModelArtifactStatus aggregate(Input in) {
+    ModelArtifact artifact = in.artifact();
+    long generation = DataPlanePod.generation(artifact);
+    int replicas = replicas(artifact);
+    ModelArtifactStatus old = artifact.getStatus();
+    List<Condition> oldConditions = old == null ? List.of() : old.getConditions();
+    Optional<Resolution> res = in.resolution();
+    List<Pod> current = currentPods(in.pods(), generation);
+
+    ModelArtifactStatus s = new ModelArtifactStatus();
+    s.setObservedGeneration(generation);
+    s.setReplicas(replicas);
+    res.ifPresent(
+        r -> {
+          s.setTotalBytes(r.totalBytes());
+          s.setSize(ByteSize.human(r.totalBytes()));
+          s.setFiles(r.files());
+          s.setTensors(Math.toIntExact(Math.min(Integer.MAX_VALUE, r.tensors())));
+          s.setResolvedRevision(r.revision());
+        });
+
+    List<ArtifactNodeStatus> entries = new ArrayList<>();
+    int ready = 0;
+    long loaded = 0;
+    Optional<String> credentialsProblem = Optional.empty();
+    if (in.failure().isEmpty()) {
+      for (Pod p : current) {
+        ArtifactNodeStatus e = entry(p, report(p, in.reports()), previous(old, p), res);
+        entries.add(e);
+        boolean upToDate = in.upToDate().contains(p.getMetadata().getName());
+        if (upToDate && e.getPhase() == ArtifactPhase.Ready) {
+          ready++;
+        }
+        if (upToDate && res.isPresent() && e.getBytesLoaded() != null) {
+          loaded += Math.min(e.getBytesLoaded(), res.get().totalBytes());
+        }
+        if (credentialsProblem.isEmpty()) {
+          credentialsProblem = configError(p);
+        }
+      }
+    }
+    ready = Math.min(ready, replicas);
+    s.setNodes(entries);
+    s.setReadyReplicas(ready);
+    s.setReady(ready + "/" + replicas);
+    if (res.isPresent() && res.get().totalBytes() > 0) {
+      long whole = (long) replicas * res.get().totalBytes();
+      long pct = Math.min(100, (long) Math.floor(100.0 * Math.min(loaded, whole) / whole));
+      if (pct == 100 && ready < replicas) {
+        pct = 99; // every byte present is not the same as verified everywhere
+      }
+      s.setProgress(pct + "%");
+    }
+
+    ConditionSet c = new ConditionSet(oldConditions, generation, in.now());
+    if (in.failure().isPresent()) {
+      Failure f = in.failure().get();
+      s.setPhase(ArtifactPhase.Failed);
+      if (res.isPresent()) {
+        c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+      } else {
+        c.set(RESOLVED, FALSE, f.reason(), f.message());
+      }
+      c.set(SCHEDULED, FALSE, f.reason(), f.message());
+      c.set(LOADED, FALSE, f.reason(), f.message());
+      c.set(READY, FALSE, f.reason(), f.message());
+      c.set(DEGRADED, FALSE, f.reason(), "the artifact failed; see the Ready condition");
+      s.setConditions(c.build());
+      return s;
+    }
+
+    NodeSelection.Result sel = in.selection();
+    boolean allReady = ready == replicas;
+    boolean anyRunning = current.stream().anyMatch(p -> in.reports().containsKey(name(p)));
+    if (allReady) {
+      s.setPhase(ArtifactPhase.Ready);
+    } else if (res.isPresent()) {
+      s.setPhase(
+          current.isEmpty() && (sel == null || sel.chosen().isEmpty())
+              ? ArtifactPhase.Pending
+              : ArtifactPhase.Loading);
+    } else {
+      s.setPhase(anyRunning ? ArtifactPhase.Resolving : ArtifactPhase.Pending);
+    }
+
+    // Resolved
+    if (res.isPresent()) {
+      c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+    } else {
+      Optional<Pod> resolver = current.stream().findFirst();
+      c.set(
+          RESOLVED,
+          FALSE,
+          Conditions.REASON_RESOLVING,
+          resolver
+              .map(
+                  p ->
+                      "pod "
+                          + name(p)
+                          + " on node "
+                          + PodPlan.node(p)
+                          + (anyRunning ? " is listing the source" : " is starting"))
+              .orElse("waiting for a data-plane pod to list the source"));
+    }
+
+    // Scheduled
+    if (sel != null && !sel.satisfied()) {
+      c.set(SCHEDULED, FALSE, sel.reason(), sel.message());
+    } else if (res.isEmpty()) {
+      c.set(
+          SCHEDULED,
+          FALSE,
+          Conditions.REASON_PODS_PENDING,
+          "the source is resolved first"
+              + (sel == null || sel.chosen().isEmpty()
+                  ? ""
+                  : " on node " + sel.chosenNames().get(0))
+              + "; pods are sized and placed once the artifact's size is known");
+    } else {
+      List<Pod> upToDate = current.stream().filter(p -> in.upToDate().contains(name(p))).toList();
+      long bound = upToDate.stream().filter(StatusAggregator::bound).count();
+      if (bound >= replicas) {
+        c.set(
+            SCHEDULED,
+            TRUE,
+            Conditions.REASON_NODES_SELECTED,
+            "nodes " + String.join(", ", upToDate.stream().map(PodPlan::node).sorted().toList()));
+      } else {
+        c.set(
+            SCHEDULED,
+            FALSE,
+            Conditions.REASON_PODS_PENDING,
+            bound + " of " + replicas + " pods bound to their node" + pendingDetail(current));
+      }
+    }
+
+    // Loaded and Ready
+    String readyText = ready + "/" + replicas + " replicas ready";
+    if (allReady) {
+      String each = res.map(r -> ByteSize.human(r.totalBytes())).orElse("?");
+      c.set(
+          LOADED,
+          TRUE,
+          Conditions.REASON_ALL_BYTES_LOADED,
+          "every byte present and verified on " + replicas + " node(s), " + each + " each");
+      c.set(READY, TRUE, Conditions.REASON_ALL_REPLICAS_READY, readyText);
+    } else {
+      c.set(
+          LOADED,
+          FALSE,
+          Conditions.REASON_LOADING,
+          res.isPresent()
+              ? s.getProgress()
+                  + " loaded ("
+                  + loaded
+                  + " of "
+                  + (long) replicas * res.get().totalBytes()
+                  + " bytes over "
+                  + replicas
+                  + " replica(s))"
+              : "waiting for the source to be resolved");
+      if (credentialsProblem.isPresent()) {
+        c.set(
+            READY,
+            FALSE,
+            REASON_CREDENTIALS_NOT_FOUND,
+            readyText + "; " + credentialsProblem.get());
+      } else if (sel != null && !sel.satisfied()) {
+        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText + "; " + sel.message());
+      } else {
+        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText);
+      }
+    }
+
+    // Degraded: lost a replica after this generation was Ready, until Ready again.
+    boolean wasReady =
+        ConditionSet.is(oldConditions, READY, TRUE, generation)
+            || ConditionSet.is(oldConditions, DEGRADED, TRUE, generation);
+    if (!allReady && wasReady) {
+      c.set(
+          DEGRADED,
+          TRUE,
+          Conditions.REASON_REPLICA_LOST,
+          readyText + " after all were ready; lost copies are being reloaded");
+    } else {
+      c.set(DEGRADED, FALSE, Conditions.REASON_HEALTHY, "");
+    }
+    s.setConditions(c.build());
+    return s;
+  }
+
+  private static ArtifactNodeStatus entry(
+      Pod p, DataPlaneStatus r, ArtifactNodeStatus prev, Optional<Resolution> res) {
+    ArtifactNodeStatus e = new ArtifactNodeStatus();
+    e.setNode(PodPlan.node(p));
+    e.setPod(name(p));
+    boolean running = "Running".equals(p.getStatus() == null ? null : p.getStatus().getPhase());
+    if (r != null) {
+      e.setPhase(phase(r.phase()));
+      e.setBytesLoaded(r.bytesLoaded());
+      e.setBytesFromSource(r.bytesFromSource());
+      e.setBytesFromPeers(r.bytesFromPeers());
+      e.setReadyTime(r.phase() == DataPlaneStatus.Phase.Ready ? r.readyTime() : null);
+      if (r.phase() == DataPlaneStatus.Phase.Failed) {
+        e.setMessage(r.reason() + ": " + r.message());
+      } else if (res.isPresent()
+          && res.get().revision() != null
+          && r.resolvedRevision() != null
+          && !res.get().revision().equals(r.resolvedRevision())) {
+        // A copy of another revision is not this generation's artifact.
+        e.setPhase(ArtifactPhase.Loading);
+        e.setReadyTime(null);
+        e.setMessage(
+            "resolved revision "
+                + r.resolvedRevision()
+                + " differs from the artifact's "
+                + res.get().revision());
+      }
+    } else if (prev != null && running && !PodPlan.terminating(p)) {
+      e.setPhase(prev.getPhase());
+      e.setBytesLoaded(prev.getBytesLoaded());
+      e.setBytesFromSource(prev.getBytesFromSource());
+      e.setBytesFromPeers(prev.getBytesFromPeers());
+      e.setReadyTime(prev.getReadyTime());
+      e.setMessage(prev.getMessage());
+    } else {
+      e.setPhase(ArtifactPhase.Pending);
+      e.setBytesLoaded(0L);
+      e.setMessage(podProblem(p).orElse(null));
+    }
+    return e;
+  }
+
+  private static Optional<String> podProblem(Pod p) {
+    Optional<String> config = configError(p);
+    if (config.isPresent()) {
+      return config;
+    }
+    PodCondition scheduled = podCondition(p, "PodScheduled");
+    if (scheduled != null && FALSE.equals(scheduled.getStatus())) {
+      return Optional.of(
+          "not scheduled: "
+              + Objects.requireNonNullElse(scheduled.getMessage(), scheduled.getReason()));
+    }
+    return Optional.empty();
+  }
+
+  /** A container waiting because its configuration (a Secret, a key) cannot be found. */
+  private static Optional<String> configError(Pod p) {
+    if (p.getStatus() == null || p.getStatus().getContainerStatuses() == null) {
+      return Optional.empty();
+    }
+    for (ContainerStatus cs : p.getStatus().getContainerStatuses()) {
+      if (cs.getState() != null
+          && cs.getState().getWaiting() != null
+          && "CreateContainerConfigError".equals(cs.getState().getWaiting().getReason())) {
+        return Optional.of(
+            "pod "
+                + name(p)
+                + ": "
+                + Objects.requireNonNullElse(
+                    cs.getState().getWaiting().getMessage(), "CreateContainerConfigError"));
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static String pendingDetail(List<Pod> pods) {
+    for (Pod p : pods) {
+      PodCondition scheduled = podCondition(p, "PodScheduled");
+      if (scheduled != null && FALSE.equals(scheduled.getStatus())) {
+        return "; pod "
+            + name(p)
+            + ": "
+            + Objects.requireNonNullElse(scheduled.getMessage(), scheduled.getReason());
+      }
+    }
+    return "";
+  }
+
+  private static PodCondition podCondition(Pod p, String type) {
+    if (p.getStatus() == null || p.getStatus().getConditions() == null) {
+      return null;
+    }
+    return p.getStatus().getConditions().stream()
+        .filter(c -> type.equals(c.getType()))
+        .findFirst()
+        .orElse(null);
+  }
+
+  private static boolean bound(Pod p) {
+    return p.getSpec() != null && p.getSpec().getNodeName() != null;
+  }
+
+  private static ArtifactNodeStatus previous(ModelArtifactStatus old, Pod p) {
+    if (old == null || old.getNodes() == null) {
+      return null;
+    }
+    return old.getNodes().stream().filter(e -> name(p).equals(e.getPod())).findFirst().orElse(null);
+  }
+
+  private static String describe(Resolution r) {
+    return r.files()
+        + " file(s), "
+        + r.tensors()
+        + " tensor(s), "
+        + ByteSize.exact(r.totalBytes())
+        + (r.revision() == null ? "" : ", revision " + r.revision());
+  }
+
+  static ArtifactPhase phase(DataPlaneStatus.Phase p) {
+    if (p == null) {
+      return ArtifactPhase.Pending;
+    }
+    return switch (p) {
+      case Pending -> ArtifactPhase.Pending;
+      case Resolving -> ArtifactPhase.Resolving;
+      case Loading, Verifying -> ArtifactPhase.Loading;
+      case Ready -> ArtifactPhase.Ready;
+      case Failed -> ArtifactPhase.Failed;
+    };
+  }
+
+  /** Pods of {@code generation} not being deleted, ordered by node then name. */
+  static List<Pod> currentPods(Collection<Pod> pods, long generation) {
+    String g = Long.toString(generation);
+    return pods.stream()
+        .filter(p -> !PodPlan.terminating(p))
+        .filter(
+            p ->
+                p.getMetadata().getLabels() != null
+                    && g.equals(p.getMetadata().getLabels().get(DataPlanePod.LABEL_GENERATION)))
+        .sorted(Comparator.comparing(PodPlan::node).thenComparing(StatusAggregator::name))
+        .toList();
+  }
+
+  /** The report of {@code p}, if it is about the artifact id the pod was made for. */
+  static DataPlaneStatus report(Pod p, Map<String, DataPlaneStatus> reports) {
+    DataPlaneStatus r = reports.get(name(p));
+    if (r == null) {
+      return null;
+    }
+    Map<String, String> a = p.getMetadata().getAnnotations();
+    String id = a == null ? null : a.get(DataPlanePod.ANNOTATION_ARTIFACT_ID);
+    return id == null || r.artifactId() == null || id.equals(r.artifactId()) ? r : null;
+  }
+
+  private static int replicas(ModelArtifact a) {
+    Integer r =
+        a.getSpec().getPlacement() == null ? null : a.getSpec().getPlacement().getReplicas();
+    return r == null ? 1 : r;
+  }
+
+  private static String name(Pod p) {
+    return p.getMetadata().getName();
+  }
+}

@@ -1,0 +1,65 @@
+package io.tensorcast.operator.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class OperatorConfigTest {
+
+  @Test
+  void defaults() {
+    OperatorConfig c = OperatorConfig.defaults();
+
+    assertThat(c.dataPlaneImage()).isEqualTo("tensorcast/dataplane:0.1.0");
+    assertThat(c.controlPort()).isEqualTo(8471);
+    assertThat(c.storeRoot()).isEqualTo("/dev/shm/tensorcast");
+    assertThat(c.memoryOverheadBytes()).isEqualTo(256L * 1024 * 1024);
+    assertThat(c.pollInterval()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(c.controlTokenSecret()).isEmpty();
+  }
+
+  @Test
+  void readsEveryVariable() {
+    OperatorConfig c =
+        OperatorConfig.fromLookup(
+            Map.of(
+                    "TENSORCAST_DATAPLANE_IMAGE", "registry/dp:1",
+                    "TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY", "Always",
+                    "TENSORCAST_CONTROL_PORT", "9000",
+                    "TENSORCAST_STORE_ROOT", "/mnt/store",
+                    "TENSORCAST_MEMORY_OVERHEAD", "64Mi",
+                    "TENSORCAST_POLL_INTERVAL", "PT0.5S",
+                    "TENSORCAST_READY_RESYNC", "30",
+                    "TENSORCAST_STATUS_TIMEOUT", "PT1S",
+                    "TENSORCAST_CONTROL_TOKEN_SECRET", "tok",
+                    "TENSORCAST_CONTROL_TOKEN_FILE", "/etc/tok")
+                ::get);
+
+    assertThat(c.dataPlaneImage()).isEqualTo("registry/dp:1");
+    assertThat(c.imagePullPolicy()).isEqualTo("Always");
+    assertThat(c.controlPort()).isEqualTo(9000);
+    assertThat(c.storeRoot()).isEqualTo("/mnt/store");
+    assertThat(c.memoryOverheadBytes()).isEqualTo(64L * 1024 * 1024);
+    assertThat(c.pollInterval()).isEqualTo(Duration.ofMillis(500));
+    assertThat(c.readyResync()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(c.controlTokenFile()).contains(Path.of("/etc/tok"));
+  }
+
+  @Test
+  void badValuesNameTheVariable() {
+    assertThatThrownBy(() -> OperatorConfig.fromLookup(Map.of("TENSORCAST_CONTROL_PORT", "x")::get))
+        .hasMessageContaining("TENSORCAST_CONTROL_PORT='x' is not an integer");
+    assertThatThrownBy(
+            () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_MEMORY_OVERHEAD", "lots")::get))
+        .hasMessageContaining("TENSORCAST_MEMORY_OVERHEAD='lots'");
+    assertThatThrownBy(() -> OperatorConfig.fromLookup(Map.of("TENSORCAST_STORE_ROOT", "rel")::get))
+        .hasMessageContaining("not an absolute path (TENSORCAST_STORE_ROOT)");
+    assertThatThrownBy(
+            () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_CONTROL_TOKEN_SECRET", "s")::get))
+        .hasMessageContaining("go together");
+  }
+}

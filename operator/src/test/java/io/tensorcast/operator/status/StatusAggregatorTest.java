@@ -1,0 +1,440 @@
+package io.tensorcast.operator.status;
+
+import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Failed;
+import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Loading;
+import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Ready;
+import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Resolving;
+import static io.tensorcast.operator.testing.Fixtures.MI;
+import static io.tensorcast.operator.testing.Fixtures.artifact;
+import static io.tensorcast.operator.testing.Fixtures.node;
+import static io.tensorcast.operator.testing.Fixtures.pod;
+import static io.tensorcast.operator.testing.Fixtures.report;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
+import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.v1alpha1.RdmaPolicy;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.operator.desired.NodeSelection;
+import io.tensorcast.operator.status.StatusAggregator.Failure;
+import io.tensorcast.operator.status.StatusAggregator.Input;
+import io.tensorcast.operator.status.StatusAggregator.Resolution;
+import io.tensorcast.operator.testing.Fixtures.PodState;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class StatusAggregatorTest {
+  private static final long SIZE = 8 * MI;
+  private static final long OVERHEAD = 256 * MI;
+  private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+  private static final Instant T1 = Instant.parse("2026-01-01T00:01:00Z");
+  private static final NodeSelection.Candidate A = node("a").rdmaResource(1).candidate();
+  private static final NodeSelection.Candidate B = node("b").rdmaResource(1).candidate();
+
+  private ModelArtifact artifact;
+
+  @BeforeEach
+  void setUp() {
+    artifact = artifact("ns", "m", 1, "s3://bucket/m/");
+    artifact.getSpec().getPlacement().setReplicas(2);
+  }
+
+  private NodeSelection.Result selection() {
+    return NodeSelection.select(
+        List.of(node("a").rdmaResource(1).build(), node("b").rdmaResource(1).build()),
+        new NodeSelection.Request(
+            2, RdmaPolicy.Required, Map.of(), List.of(), SIZE + OVERHEAD, "", Set.of()));
+  }
+
+  private static Set<String> names(Pod... pods) {
+    return java.util.Arrays.stream(pods)
+        .map(p -> p.getMetadata().getName())
+        .collect(Collectors.toSet());
+  }
+
+  private ModelArtifactStatus aggregate(
+      List<Pod> pods, Map<String, DataPlaneStatus> reports, Set<String> upToDate, Instant now) {
+    Optional<Resolution> res = StatusAggregator.resolution(artifact, pods, reports);
+    return StatusAggregator.aggregate(
+        new Input(artifact, pods, reports, upToDate, res, selection(), Optional.empty(), now));
+  }
+
+  private static Condition condition(ModelArtifactStatus s, String type) {
+    return s.getConditions().stream()
+        .filter(c -> type.equals(c.getType()))
+        .findFirst()
+        .orElseThrow();
+  }
+
+  private static void assertCondition(
+      ModelArtifactStatus s, String type, String status, String reason) {
+    Condition c = condition(s, type);
+    assertThat(c.getStatus()).as(type + ".status").isEqualTo(status);
+    assertThat(c.getReason()).as(type + ".reason").isEqualTo(reason);
+  }
+
+  @Test
+  void nothingRunningYetIsPendingAndUnresolved() {
+    ModelArtifactStatus s = aggregate(List.of(), Map.of(), Set.of(), T0);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Pending);
+    assertThat(s.getObservedGeneration()).isEqualTo(1L);
+    assertThat(s.getReady()).isEqualTo("0/2");
+    assertThat(s.getProgress()).isNull();
+    assertThat(s.getTotalBytes()).isNull();
+    assertCondition(s, "Resolved", "False", "Resolving");
+    assertCondition(s, "Scheduled", "False", "PodsPending");
+    assertCondition(s, "Loaded", "False", "Loading");
+    assertCondition(s, "Ready", "False", "ReplicasNotReady");
+    assertCondition(s, "Degraded", "False", "Healthy");
+    assertThat(s.getConditions())
+        .allSatisfy(
+            c -> {
+              assertThat(c.getLastTransitionTime()).isEqualTo("2026-01-01T00:00:00Z");
+              assertThat(c.getObservedGeneration()).isEqualTo(1L);
+            });
+  }
+
+  @Test
+  void aResolvingPodMakesTheArtifactResolving() {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(resolver), report(artifact, Resolving, 0, 0, 0, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(resolver), reports, Set.of(), T0);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Resolving);
+    assertThat(condition(s, "Resolved").getMessage())
+        .isEqualTo("pod " + name(resolver) + " on node a is listing the source");
+    assertThat(s.getNodes())
+        .extracting(ArtifactNodeStatus::getPhase)
+        .containsExactly(ArtifactPhase.Resolving);
+  }
+
+  @Test
+  void sizeComesFromTheFirstPodThatListedFilesAndProgressOnlyFromUpToDatePods() {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING); // undersized, on a
+    Pod sized = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports = new HashMap<>();
+    reports.put(name(resolver), report(artifact, Loading, 3, SIZE, SIZE, null, null));
+    reports.put(name(sized), report(artifact, Loading, 3, SIZE, SIZE / 2, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(resolver, sized), reports, names(sized), T0);
+
+    assertThat(s.getTotalBytes()).isEqualTo(SIZE);
+    assertThat(s.getSize()).isEqualTo("8.0 MiB");
+    assertThat(s.getFiles()).isEqualTo(3);
+    assertThat(s.getTensors()).isEqualTo(9);
+    assertThat(s.getResolvedRevision()).isEqualTo("listing-sha256:0123456789abcdef");
+    // Only the up-to-date pod counts: SIZE/2 of 2*SIZE.
+    assertThat(s.getProgress()).isEqualTo("25%");
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
+    assertCondition(s, "Resolved", "True", "SourceResolved");
+    assertThat(condition(s, "Resolved").getMessage())
+        .isEqualTo(
+            "3 file(s), 9 tensor(s), 8.0 MiB (8388608 bytes), revision"
+                + " listing-sha256:0123456789abcdef");
+    assertThat(condition(s, "Loaded").getMessage())
+        .isEqualTo("25% loaded (4194304 of 16777216 bytes over 2 replica(s))");
+    assertThat(s.getNodes()).extracting(ArtifactNodeStatus::getNode).containsExactly("a", "b");
+  }
+
+  @Test
+  void allReplicasReadyIsReadyWithEveryConditionTrue() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa), report(artifact, Ready, 3, SIZE, SIZE, null, null),
+            name(pb), report(artifact, Ready, 3, SIZE, SIZE, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Ready);
+    assertThat(s.getReady()).isEqualTo("2/2");
+    assertThat(s.getReadyReplicas()).isEqualTo(2);
+    assertThat(s.getProgress()).isEqualTo("100%");
+    assertCondition(s, "Resolved", "True", "SourceResolved");
+    assertCondition(s, "Scheduled", "True", "NodesSelected");
+    assertCondition(s, "Loaded", "True", "AllBytesLoaded");
+    assertCondition(s, "Ready", "True", "AllReplicasReady");
+    assertCondition(s, "Degraded", "False", "Healthy");
+    assertThat(condition(s, "Scheduled").getMessage()).isEqualTo("nodes a, b");
+    assertThat(s.getNodes())
+        .allSatisfy(n -> assertThat(n.getReadyTime()).isEqualTo("2026-01-01T00:00:05Z"));
+  }
+
+  @Test
+  void allBytesPresentButOneCopyNotVerifiedIsNotOneHundredPercent() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa), report(artifact, Ready, 3, SIZE, SIZE, null, null),
+            name(pb), report(artifact, DataPlaneStatus.Phase.Verifying, 3, SIZE, SIZE, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+
+    assertThat(s.getProgress()).isEqualTo("99%");
+    assertThat(s.getReady()).isEqualTo("1/2");
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
+  }
+
+  @Test
+  void steadyStateProducesAnEqualStatusSoNothingIsWritten() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa), report(artifact, Ready, 3, SIZE, SIZE, null, null),
+            name(pb), report(artifact, Ready, 3, SIZE, SIZE, null, null));
+    ModelArtifactStatus first = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+    artifact.setStatus(first);
+
+    ModelArtifactStatus second = aggregate(List.of(pa, pb), reports, names(pa, pb), T1);
+    // One pod unreachable this round: its last entry stands while it runs.
+    ModelArtifactStatus third =
+        aggregate(List.of(pa, pb), Map.of(name(pa), reports.get(name(pa))), names(pa, pb), T1);
+
+    assertThat(second).isEqualTo(first);
+    assertThat(third).isEqualTo(first);
+  }
+
+  @Test
+  void lastTransitionTimeMovesOnlyWhenTheStatusOfAConditionChanges() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> loading =
+        Map.of(
+            name(pa), report(artifact, Loading, 3, SIZE, 10, null, null),
+            name(pb), report(artifact, Loading, 3, SIZE, 20, null, null));
+    artifact.setStatus(aggregate(List.of(pa, pb), loading, names(pa, pb), T0));
+    Map<String, DataPlaneStatus> ready =
+        Map.of(
+            name(pa), report(artifact, Ready, 3, SIZE, SIZE, null, null),
+            name(pb), report(artifact, Ready, 3, SIZE, SIZE, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), ready, names(pa, pb), T1);
+
+    assertThat(condition(s, "Resolved").getLastTransitionTime()).isEqualTo("2026-01-01T00:00:00Z");
+    assertThat(condition(s, "Degraded").getLastTransitionTime()).isEqualTo("2026-01-01T00:00:00Z");
+    assertThat(condition(s, "Ready").getLastTransitionTime()).isEqualTo("2026-01-01T00:01:00Z");
+    assertThat(condition(s, "Loaded").getLastTransitionTime()).isEqualTo("2026-01-01T00:01:00Z");
+  }
+
+  @Test
+  void losingAReplicaAfterReadyIsDegradedUntilReadyAgain() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
+    DataPlaneStatus ready = report(artifact, Ready, 3, SIZE, SIZE, null, null);
+    artifact.setStatus(
+        aggregate(List.of(pa, pb), Map.of(name(pa), ready, name(pb), ready), names(pa, pb), T0));
+    Pod replacement = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> partial =
+        Map.of(
+            name(pa), ready, name(replacement), report(artifact, Loading, 3, SIZE, 0, null, null));
+
+    ModelArtifactStatus lost =
+        aggregate(List.of(pa, replacement), partial, names(pa, replacement), T1);
+    artifact.setStatus(lost);
+    ModelArtifactStatus stillLost =
+        aggregate(List.of(pa, replacement), partial, names(pa, replacement), T1);
+    artifact.setStatus(stillLost);
+    ModelArtifactStatus back =
+        aggregate(
+            List.of(pa, replacement),
+            Map.of(name(pa), ready, name(replacement), ready),
+            names(pa, replacement),
+            T1);
+
+    assertCondition(lost, "Degraded", "True", "ReplicaLost");
+    assertThat(lost.getReady()).isEqualTo("1/2");
+    assertCondition(stillLost, "Degraded", "True", "ReplicaLost");
+    assertCondition(back, "Degraded", "False", "Healthy");
+    assertThat(back.getPhase()).isEqualTo(ArtifactPhase.Ready);
+  }
+
+  @Test
+  void aPodReportingFailedFailsTheArtifactWithItsReasonAndFile() {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    DataPlaneStatus failed =
+        report(
+            artifact,
+            Failed,
+            0,
+            0,
+            0,
+            "InvalidSafetensors",
+            "broken.safetensors: header length 1000 exceeds the file size 88");
+    Map<String, DataPlaneStatus> reports = Map.of(name(resolver), failed);
+
+    Optional<Failure> f =
+        StatusAggregator.podFailure(
+            artifact, List.of(resolver), reports, Optional.empty(), OVERHEAD);
+    ModelArtifactStatus s =
+        StatusAggregator.aggregate(
+            new Input(
+                artifact, List.of(resolver), reports, Set.of(), Optional.empty(), null, f, T0));
+
+    assertThat(f).isPresent();
+    assertThat(f.get().reason()).isEqualTo("InvalidSafetensors");
+    assertThat(f.get().beforeResolve()).isTrue();
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertCondition(s, "Ready", "False", "InvalidSafetensors");
+    assertCondition(s, "Resolved", "False", "InvalidSafetensors");
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "node a (pod "
+                + name(resolver)
+                + "): broken.safetensors: header length 1000 exceeds the file size 88");
+    assertThat(s.getNodes()).isEmpty();
+  }
+
+  @Test
+  void theUndersizedResolverRunningOutOfMemoryIsNotAFailure() {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    DataPlaneStatus oom =
+        report(artifact, Failed, 3, SIZE + OVERHEAD, 0, "InsufficientMemory", "budget too small");
+    Map<String, DataPlaneStatus> reports = Map.of(name(resolver), oom);
+    Optional<Resolution> res = StatusAggregator.resolution(artifact, List.of(resolver), reports);
+    Pod sized =
+        pod(artifact, A, res.map(r -> OptionalLong.of(r.totalBytes())).get(), PodState.RUNNING);
+
+    assertThat(StatusAggregator.podFailure(artifact, List.of(resolver), reports, res, OVERHEAD))
+        .isEmpty();
+    assertThat(
+            StatusAggregator.podFailure(
+                artifact, List.of(sized), Map.of(name(sized), oom), res, OVERHEAD))
+        .map(Failure::reason)
+        .contains("InsufficientMemory");
+  }
+
+  @Test
+  void reportsOfOtherGenerationsAndOtherArtifactIdsAreIgnored() {
+    ModelArtifact old = artifact("ns", "m", 0, "s3://bucket/m/");
+    Pod oldPod = pod(old, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(oldPod), report(old, Failed, 0, 0, 0, "BucketNotFound", "gone"),
+            name(pb), report(old, Failed, 0, 0, 0, "BucketNotFound", "stale id"));
+
+    assertThat(
+            StatusAggregator.podFailure(
+                artifact, List.of(oldPod, pb), reports, Optional.empty(), OVERHEAD))
+        .isEmpty();
+  }
+
+  @Test
+  void recordedFailureIsRememberedForPodFailuresOnly() {
+    Failure bucket = new Failure("BucketNotFound", "node a: bucket 'nope' does not exist", true);
+    artifact.setStatus(
+        StatusAggregator.aggregate(
+            new Input(
+                artifact,
+                List.of(),
+                Map.of(),
+                Set.of(),
+                Optional.empty(),
+                null,
+                Optional.of(bucket),
+                T0)));
+
+    assertThat(StatusAggregator.recordedFailure(artifact)).contains(bucket);
+
+    artifact.getMetadata().setGeneration(2L);
+    assertThat(StatusAggregator.recordedFailure(artifact)).isEmpty();
+
+    artifact.getMetadata().setGeneration(1L);
+    artifact.setStatus(
+        StatusAggregator.aggregate(
+            new Input(
+                artifact,
+                List.of(),
+                Map.of(),
+                Set.of(),
+                Optional.empty(),
+                null,
+                Optional.of(new Failure("InvalidSpec", "invalid spec: x", true)),
+                T0)));
+    assertThat(StatusAggregator.recordedFailure(artifact)).isEmpty();
+  }
+
+  @Test
+  void resolutionIsReadFromTheStatusOfTheSameGenerationOnly() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(pa), report(artifact, Loading, 3, SIZE, 1, null, null));
+    artifact.setStatus(aggregate(List.of(pa), reports, names(pa), T0));
+
+    Optional<Resolution> sameGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
+    artifact.getMetadata().setGeneration(2L);
+    Optional<Resolution> nextGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
+
+    assertThat(sameGen).contains(new Resolution(SIZE, 3, 9, "listing-sha256:0123456789abcdef"));
+    assertThat(nextGen).isEmpty();
+  }
+
+  @Test
+  void unschedulablePodsAndMissingSecretsAreNamed() {
+    Pod pending = pod(artifact, A, OptionalLong.of(SIZE), PodState.UNSCHEDULED);
+    Pod noSecret =
+        new io.fabric8.kubernetes.api.model.PodBuilder(
+                pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING))
+            .editStatus()
+            .withPhase("Pending")
+            .withPodIP(null)
+            .addNewContainerStatus()
+            .withName("dataplane")
+            .withNewState()
+            .withNewWaiting()
+            .withReason("CreateContainerConfigError")
+            .withMessage("secret \"store-creds\" not found")
+            .endWaiting()
+            .endState()
+            .endContainerStatus()
+            .endStatus()
+            .build();
+    artifact.setStatus(new ModelArtifactStatus());
+    artifact.getStatus().setTotalBytes(SIZE);
+    artifact
+        .getStatus()
+        .setConditions(
+            List.of(
+                new Condition(
+                    "2026-01-01T00:00:00Z", "", 1L, "SourceResolved", "True", "Resolved")));
+
+    ModelArtifactStatus s =
+        aggregate(List.of(pending, noSecret), Map.of(), names(pending, noSecret), T0);
+
+    assertCondition(s, "Scheduled", "False", "PodsPending");
+    assertThat(condition(s, "Scheduled").getMessage())
+        .isEqualTo(
+            "1 of 2 pods bound to their node; pod "
+                + name(pending)
+                + ": 0/3 nodes are available: 3 Insufficient memory.");
+    assertCondition(s, "Ready", "False", "CredentialsNotFound");
+    assertThat(condition(s, "Ready").getMessage()).contains("secret \"store-creds\" not found");
+    assertThat(s.getNodes())
+        .extracting(ArtifactNodeStatus::getMessage)
+        .containsExactly(
+            "not scheduled: 0/3 nodes are available: 3 Insufficient memory.",
+            "pod " + name(noSecret) + ": secret \"store-creds\" not found");
+  }
+
+  private static String name(Pod p) {
+    return p.getMetadata().getName();
+  }
+}

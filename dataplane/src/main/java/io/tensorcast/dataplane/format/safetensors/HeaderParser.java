@@ -286,12 +286,9 @@ final class HeaderParser {
           }
         }
         default ->
-            throw fail(
-                UNKNOWN_FIELD,
-                name,
-                "unknown field \""
-                    + field
-                    + "\"; a tensor entry has only dtype, shape, data_offsets");
+            // Like the reference reader (serde without deny_unknown_fields): extra keys in a
+            // tensor entry are ignored, so files from writers that add fields still load.
+            p.skipChildren();
       }
     }
     if (dtypeName == null || shape == null || offsets == null) {

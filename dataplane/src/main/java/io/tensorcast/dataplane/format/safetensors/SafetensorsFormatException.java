@@ -48,9 +48,6 @@ public class SafetensorsFormatException extends Exception {
   /** A tensor's entry lacks {@code dtype}, {@code shape} or {@code data_offsets}. */
   public static final String MISSING_FIELD = "missing-field";
 
-  /** A tensor's entry has a field other than {@code dtype}, {@code shape}, {@code data_offsets}. */
-  public static final String UNKNOWN_FIELD = "unknown-field";
-
   /** A tensor's {@code dtype} is not a string naming a {@link Dtype}. */
   public static final String UNKNOWN_DTYPE = "unknown-dtype";
 

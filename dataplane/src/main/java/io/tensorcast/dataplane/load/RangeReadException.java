@@ -67,7 +67,10 @@ public final class RangeReadException extends Exception {
     return attempts;
   }
 
-  /** Bytes of the range received before the failure (they are not reported as completed). */
+  /**
+   * Bytes of the range received before the failure (they are not reported as completed), or -1
+   * when an unexpected failure left it unknown.
+   */
   public long received() {
     return received;
   }

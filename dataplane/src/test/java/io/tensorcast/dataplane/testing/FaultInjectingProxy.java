@@ -22,6 +22,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -127,8 +128,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
   }
 
   /**
-   * Answers the next {@code count} requests itself with {@code status} and an S3-style error
-   * ({@code SlowDown} for 503, {@code InternalError} otherwise).
+   * Answers the next {@code count} requests itself with {@code status} and an S3-style error code
+   * ({@code SlowDown} for 503, {@code InternalError} for 500, {@code AccessDenied} for 403, {@code
+   * NoSuchKey} for 404, {@code Error} otherwise).
    *
    * @param retryAfter sent as {@code Retry-After} in whole seconds, or {@code null} for none
    */
@@ -175,7 +177,11 @@ public final class FaultInjectingProxy implements AutoCloseable {
         .toList();
   }
 
-  /** The most client connections that were open at once. */
+  /**
+   * The most client connections that were open at once. A connection counts until the proxy has
+   * closed it, which may be a moment after the client has moved on: use {@link #maxInFlightGets()}
+   * to check a concurrency limit.
+   */
   public int maxConcurrentConnections() {
     return maxConnections.get();
   }
@@ -222,15 +228,20 @@ public final class FaultInjectingProxy implements AutoCloseable {
       Optional<String> range = header(headers, "range");
       requests.add(new RecordedRequest(method, requestLine[1], range, header(headers, "if-match")));
       boolean isGet = method.equals("GET");
+      AtomicBoolean done = new AtomicBoolean(!isGet);
+      Runnable finished =
+          () -> {
+            if (done.compareAndSet(false, true)) {
+              inFlightGets.decrementAndGet();
+            }
+          };
       if (isGet) {
         max(maxInFlightGets, inFlightGets.incrementAndGet());
       }
       try {
-        forward(method, requestLine, headers, in, out, isGet);
+        forward(method, requestLine, headers, in, out, isGet, finished);
       } finally {
-        if (isGet) {
-          inFlightGets.decrementAndGet();
-        }
+        finished.run();
       }
     } catch (IOException e) {
       // the client or the upstream went away; the connection ends
@@ -246,7 +257,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
       List<String> headers,
       InputStream in,
       OutputStream out,
-      boolean isGet)
+      boolean isGet,
+      Runnable finished)
       throws IOException {
     if (header(headers, "transfer-encoding").isPresent()) {
       respond(out, 501, "NotImplemented", "chunked request bodies are not proxied", null, true);
@@ -270,12 +282,21 @@ public final class FaultInjectingProxy implements AutoCloseable {
       }
     }
     if (takeOne(failuresLeft)) {
+      finished.run();
       int status = failureStatus.get();
+      String code =
+          switch (status) {
+            case 503 -> "SlowDown";
+            case 500 -> "InternalError";
+            case 403 -> "AccessDenied";
+            case 404 -> "NoSuchKey";
+            default -> "Error";
+          };
       respond(
           out,
           status,
-          status == 503 ? "SlowDown" : "InternalError",
-          status == 503 ? "Please reduce your request rate." : "We encountered an internal error.",
+          code,
+          "fault injected by the test proxy (" + code + ")",
           failureRetryAfter.get(),
           !method.equals("HEAD"));
       return;
@@ -319,11 +340,26 @@ public final class FaultInjectingProxy implements AutoCloseable {
         response.append(h).append("\r\n");
       }
       response.append("Connection: close\r\n\r\n");
+      // A request stops counting as in flight just before the last byte of its response is
+      // written: the client cannot start another request on its slot before it has that byte,
+      // so the maximum never overcounts.
+      long length =
+          responseHead.get(0).contains(" 304 ") || method.equals("HEAD")
+              ? 0
+              : header(responseHead.subList(1, responseHead.size()), "content-length")
+                  .map(Long::parseLong)
+                  .orElse(-1L);
+      if (length == 0) {
+        finished.run();
+      }
       out.write(response.toString().getBytes(StandardCharsets.ISO_8859_1));
       byte[] buffer = new byte[16 * 1024];
       long sent = 0;
-      while (true) {
+      while (length < 0 || sent < length) {
         int want = buffer.length;
+        if (length >= 0) {
+          want = (int) Math.min(want, length - sent);
+        }
         if (cut >= 0) {
           if (sent >= cut) {
             out.flush();
@@ -334,6 +370,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
         int n = down.read(buffer, 0, want);
         if (n < 0) {
           break;
+        }
+        if (length >= 0 && sent + n >= length) {
+          finished.run();
         }
         out.write(buffer, 0, n);
         sent += n;

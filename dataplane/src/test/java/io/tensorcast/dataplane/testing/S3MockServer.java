@@ -252,6 +252,32 @@ public final class S3MockServer implements AutoCloseable {
         client().putObject(b -> b.bucket(bucket).key(key), RequestBody.fromBytes(bytes)).eTag());
   }
 
+  /**
+   * Uploads bytes with a PUT whose path is sent exactly as given ({@code /bucket/} + {@code
+   * rawKeyPath}, percent-escapes included), bypassing the SDK's key encoding and URI normalisation:
+   * the way to seed keys such as {@code a/%2E%2E/b} ({@code a/../b}) that a hostile or careless
+   * store may hold. Unsigned; S3Mock does not check signatures.
+   */
+  public void putRawPath(String bucket, String rawKeyPath, byte[] bytes) {
+    try {
+      HttpURLConnection c =
+          (HttpURLConnection)
+              URI.create(endpoint() + "/" + bucket + "/" + rawKeyPath).toURL().openConnection();
+      c.setRequestMethod("PUT");
+      c.setDoOutput(true);
+      c.setFixedLengthStreamingMode(bytes.length);
+      try (var out = c.getOutputStream()) {
+        out.write(bytes);
+      }
+      int status = c.getResponseCode();
+      if (status != 200) {
+        throw new IllegalStateException("PUT " + rawKeyPath + " answered " + status);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   private static String unquote(String etag) {
     return etag == null ? "" : etag.replace("\"", "");
   }

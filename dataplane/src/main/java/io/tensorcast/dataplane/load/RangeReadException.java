@@ -68,8 +68,8 @@ public final class RangeReadException extends Exception {
   }
 
   /**
-   * Bytes of the range received before the failure (they are not reported as completed), or -1
-   * when an unexpected failure left it unknown.
+   * Bytes of the range received before the failure (they are not reported as completed), or -1 when
+   * an unexpected failure left it unknown.
    */
   public long received() {
     return received;

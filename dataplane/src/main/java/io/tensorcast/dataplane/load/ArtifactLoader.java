@@ -105,22 +105,17 @@ public final class ArtifactLoader {
 
       state.phase(Phase.Loading);
       StoredArtifact target = stored;
-      new ParallelRangeReader(options.read())
-          .read(
-              source,
-              files,
-              new RangeSink() {
-                @Override
-                public ByteBuffer target(SourceFile file, long offset, int length) {
-                  return target.writable(file.path(), offset, length);
-                }
+      readAll(
+          files,
+          new RangeSink() {
+            @Override
+            public ByteBuffer target(SourceFile file, long offset, int length) {
+              return target.writable(file.path(), offset, length);
+            }
 
-                @Override
-                public void rangeCompleted(SourceFile file, long offset, int length) {
-                  state.addLoaded(length);
-                }
-              },
-              state);
+            @Override
+            public void rangeCompleted(SourceFile file, long offset, int length) {}
+          });
 
       state.phase(Phase.Verifying);
       for (SourceFile file : files) {
@@ -141,6 +136,24 @@ public final class ArtifactLoader {
       LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
       fail(stored, f);
       throw f;
+    }
+  }
+
+  private void readAll(List<SourceFile> files, RangeSink sink) throws LoadFailure {
+    try {
+      ReadResult r = new ParallelRangeReader(options.read()).read(source, files, sink, state);
+      log.info(
+          "read {} bytes in {} ranges with {} requests ({} retries) in {}",
+          r.bytes(),
+          r.ranges(),
+          r.requests(),
+          r.retries(),
+          r.elapsed());
+    } catch (RangeReadException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while loading", e);
     }
   }
 
@@ -204,54 +217,7 @@ public final class ArtifactLoader {
   }
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
-    try {
-      if (f.size() < 8) {
-        // Let the parser produce the rule and message for a too-short file.
-        return SafetensorsHeader.parse(f.path(), f.size(), readBytes(f, 0, (int) f.size()));
-      }
-      long headerLen = SafetensorsHeader.readHeaderLength(f.path(), readBytes(f, 0, 8), f.size());
-      byte[] json = readBytes(f, 8, Math.toIntExact(headerLen));
-      return SafetensorsHeader.parse(f.path(), f.size(), json);
-    } catch (SafetensorsFormatException e) {
-      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
-    }
-  }
-
-  private byte[] readBytes(SourceFile f, long offset, int length) throws LoadFailure {
-    SourceException last = null;
-    for (int attempt = 1; attempt <= options.read().maxAttempts(); attempt++) {
-      try (InputStream in = source.openRange(f, offset, length)) {
-        byte[] b = in.readNBytes(length);
-        if (b.length == length) {
-          return b;
-        }
-        last =
-            new SourceException(
-                "TruncatedResponse",
-                "got " + b.length + " of " + length + " bytes at offset " + offset,
-                true);
-      } catch (SourceException e) {
-        if (!e.retryable()) {
-          throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
-        }
-        last = e;
-      } catch (IOException e) {
-        last = new SourceException("SourceUnavailable", e.toString(), true, e);
-      }
-      state.retried();
-    }
-    throw new LoadFailure(
-        last.reason(),
-        f.path()
-            + ": reading "
-            + length
-            + " bytes at offset "
-            + offset
-            + " failed after "
-            + options.read().maxAttempts()
-            + " attempts: "
-            + last.getMessage(),
-        last);
+    return HeaderFetcher.fetch(source, f, options.read().maxAttempts(), state::retried);
   }
 
   private void admit(long total) throws LoadFailure {

@@ -65,12 +65,32 @@ final class LoadState implements ReadProgressListener {
     this.directory = dir;
   }
 
-  void addLoaded(long n) {
-    bytesLoaded.addAndGet(n);
+  @Override
+  public void bytesDelivered(SourceFile file, long offset, int count) {
+    bytesLoaded.addAndGet(count);
   }
 
   @Override
-  public void retried() {
+  public void retrying(RetryEvent event) {
+    retries.incrementAndGet();
+    synchronized (this) {
+      this.reason = "Retrying";
+      this.message =
+          event.file().path()
+              + " at byte "
+              + event.resumeAt()
+              + ": attempt "
+              + event.failedAttempt()
+              + " failed ("
+              + event.cause()
+              + "); retrying in "
+              + event.delay().toMillis()
+              + " ms";
+    }
+  }
+
+  /** A header read was retried. */
+  void retried() {
     retries.incrementAndGet();
   }
 

@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The page-locked store: artifacts laid out as-is under a root on a memory-backed file system
- * (default {@value #DEFAULT_ROOT_STRING}), one directory per artifact, every file created at its
+ * (default {@code /dev/shm/tensorcast}), one directory per artifact, every file created at its
  * final size with {@code posix_fallocate}, mapped {@code MAP_SHARED} and locked with {@code mlock}
  * per the {@link LockPolicy}, within a byte budget. Consumer processes on the node open or mmap
  * {@code <root>/<artifactId>/} as a normal local model directory.
@@ -68,10 +68,8 @@ import org.slf4j.LoggerFactory;
 public final class PinnedStore implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PinnedStore.class);
 
-  static final String DEFAULT_ROOT_STRING = "/dev/shm/tensorcast";
-
-  /** {@value #DEFAULT_ROOT_STRING}: a directory on the node's memory-backed {@code /dev/shm}. */
-  public static final Path DEFAULT_ROOT = Path.of(DEFAULT_ROOT_STRING);
+  /** {@code /dev/shm/tensorcast}: a directory on the node's memory-backed {@code /dev/shm}. */
+  public static final Path DEFAULT_ROOT = Path.of("/dev/shm/tensorcast");
 
   /** 1 GiB: the default unit in which pages are locked and hashed. */
   public static final long DEFAULT_WINDOW_BYTES = 1L << 30;
@@ -579,7 +577,8 @@ public final class PinnedStore implements AutoCloseable {
    * budget. Afterwards nothing of the artifact remains under the root. Idempotent: unloading an
    * unknown id removes any leftover directory or state file of that id and otherwise does nothing.
    *
-   * @throws StoreException {@code InvalidArtifactId}; {@code ArtifactBusy} while the artifact is
+   * @throws StoreException {@code InvalidArtifactId}; {@code StoreClosed} after {@link #close()}
+   *     (closing keeps the files for the next store); {@code ArtifactBusy} while the artifact is
    *     being allocated; {@code StoreIoError} if deleting fails (the artifact then stays listed and
    *     unload may be retried)
    */
@@ -587,6 +586,9 @@ public final class PinnedStore implements AutoCloseable {
     StorePaths.checkArtifactId(artifactId);
     StoredArtifact a;
     synchronized (lock) {
+      if (closed) {
+        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+      }
       if (pending.containsKey(artifactId)) {
         throw new StoreException(
             "ArtifactBusy", "artifact " + artifactId + " is still being allocated");

@@ -104,6 +104,7 @@ public final class StoredArtifact {
       throws StoreException {
     List<MappedFile> done = new ArrayList<>();
     boolean ok = false;
+    boolean createdDirectory = false;
     try {
       ArtifactState.writeAtomically(
           stateFile,
@@ -114,6 +115,7 @@ public final class StoredArtifact {
                   .map(f -> new ArtifactState.FileState(f.path(), f.size(), null))
                   .toList()));
       Files.createDirectory(directory);
+      createdDirectory = true;
       for (StoreFile f : files) {
         Files.createDirectories(directory.resolve(f.path()).getParent());
       }
@@ -135,7 +137,7 @@ public final class StoredArtifact {
     } finally {
       if (!ok) {
         unmapQuietly(done);
-        deleteQuietly(stateFile, directory);
+        deleteQuietly(stateFile, createdDirectory ? directory : null);
       }
     }
   }
@@ -624,7 +626,9 @@ public final class StoredArtifact {
   private static void deleteQuietly(Path stateFile, Path directory) {
     try {
       Files.deleteIfExists(stateFile);
-      deleteTree(directory);
+      if (directory != null) {
+        deleteTree(directory);
+      }
     } catch (IOException ignored) {
       // best effort on a failure path; the next start removes what is left (no complete state)
     }

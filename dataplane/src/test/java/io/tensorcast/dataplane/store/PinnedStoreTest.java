@@ -354,6 +354,21 @@ class PinnedStoreTest {
   }
 
   @Test
+  void aDirectoryTheStoreDoesNotHoldIsNeverTakenOverOrDeleted() throws Exception {
+    PinnedStore store = store(MIB, LockPolicy.DISABLED, PAGE);
+    Files.createDirectories(root.resolve("intruder"));
+    Files.writeString(root.resolve("intruder/theirs.txt"), "keep me");
+    StoreException e =
+        catchThrowableOfType(
+            StoreException.class, () -> store.allocate("intruder", List.of(new StoreFile("x", 1))));
+    assertThat(e.reason()).isEqualTo("ArtifactExists");
+    assertThat(e.getMessage()).contains("exists but is not held by this store");
+    assertThat(root.resolve("intruder/theirs.txt")).hasContent("keep me");
+    assertThat(root.resolve(".tensorcast/intruder.json")).doesNotExist();
+    assertThat(store.bytesInUse()).isZero();
+  }
+
+  @Test
   void concurrentWritersOfDisjointRangesAllLand() throws Exception {
     PinnedStore store = store(8 * MIB, LockPolicy.BEST_EFFORT, 64 * KIB);
     int size = 4 * (int) MIB;
@@ -394,8 +409,16 @@ class PinnedStoreTest {
     assertThat(Files.size(shm.dir.resolve("other/same-id/x"))).isEqualTo(20);
 
     first.close();
+    StoreException closed =
+        catchThrowableOfType(StoreException.class, () -> first.unload("same-id"));
+    assertThat(closed.reason()).isEqualTo("StoreClosed");
+    assertThat(root.resolve("same-id/x")).exists(); // closing keeps the files
+
     PinnedStore reopened = store(MIB, LockPolicy.DISABLED, PAGE);
     assertThat(reopened.root()).isEqualTo(root);
+    assertThat(reopened.recovery())
+        .extracting(RecoveryAction::name, RecoveryAction::reason)
+        .containsExactly(org.assertj.core.groups.Tuple.tuple("same-id", "IncompleteFiles"));
   }
 
   @Test

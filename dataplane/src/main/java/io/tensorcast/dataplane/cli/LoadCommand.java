@@ -92,8 +92,7 @@ final class LoadCommand implements Callable<Integer> {
       err.printf("load failed: %s: %s%n", e.reason(), e.getMessage());
       return 1;
     } catch (SourceException | StoreException e) {
-      String reason =
-          e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
+      String reason = e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
       err.printf("load failed: %s: %s%n", reason, e.getMessage());
       return 1;
     }

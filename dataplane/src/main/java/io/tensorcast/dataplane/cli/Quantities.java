@@ -7,8 +7,8 @@ final class Quantities {
   private Quantities() {}
 
   /**
-   * @throws IllegalArgumentException naming the option when the value is not a non-negative
-   *     whole number of bytes
+   * @throws IllegalArgumentException naming the option when the value is not a non-negative whole
+   *     number of bytes
    */
   static long bytes(String value, String option) {
     try {

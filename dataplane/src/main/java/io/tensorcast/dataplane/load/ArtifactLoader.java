@@ -7,13 +7,11 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
-import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.LockStatus;
 import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreException;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -100,6 +98,18 @@ public final class ArtifactLoader {
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
+      StoredArtifact kept = adopted(files);
+      if (kept != null) {
+        // A restart of this pod: the store kept a complete, re-verified copy. Nothing to read.
+        state.locked(kept.lockStatus(), kept.directory().toString());
+        for (SourceFile f : files) {
+          state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
+        }
+        state.adopted(total);
+        state.ready(Instant.now());
+        log.info("artifact {} already complete in {}", options.artifactId(), kept.directory());
+        return state.snapshot();
+      }
       stored = allocate(files);
       state.locked(stored.lockStatus(), stored.directory().toString());
 
@@ -161,7 +171,7 @@ public final class ArtifactLoader {
     if (stored != null) {
       try {
         store.unload(options.artifactId());
-      } catch (IOException | RuntimeException e) {
+      } catch (StoreException | RuntimeException e) {
         f.addSuppressed(e);
       }
     }
@@ -186,8 +196,7 @@ public final class ArtifactLoader {
 
   /** Reads and validates every safetensors header with two small ranged reads per file. */
   private Map<String, SafetensorsHeader> readHeaders(List<SourceFile> files) throws LoadFailure {
-    List<SourceFile> st =
-        files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
+    List<SourceFile> st = files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
     Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
     if (st.isEmpty()) {
       return out;
@@ -237,19 +246,38 @@ public final class ArtifactLoader {
     List<StoreFile> entries = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
     try {
       return store.allocate(options.artifactId(), entries);
-    } catch (InsufficientMemoryException e) {
-      throw new LoadFailure("InsufficientMemory", e.getMessage(), e);
+    } catch (StoreException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (IllegalArgumentException e) {
       throw new LoadFailure("UnsafePath", e.getMessage(), e);
-    } catch (IOException e) {
-      throw new LoadFailure("StoreError", e.toString(), e);
     }
   }
 
   /**
+   * A complete copy of this artifact that the store adopted after a restart, holding exactly the
+   * listed files with the listed sizes; the store re-hashed it when adopting.
+   */
+  private StoredArtifact adopted(List<SourceFile> files) throws LoadFailure {
+    StoredArtifact a = store.get(options.artifactId()).orElse(null);
+    if (a == null) {
+      return null;
+    }
+    List<StoreFile> wanted = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
+    if (a.isComplete() && a.files().equals(wanted)) {
+      return a;
+    }
+    try {
+      store.unload(options.artifactId());
+    } catch (StoreException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    }
+    return null;
+  }
+
+  /**
    * Checks one file's bytes in the store: the safetensors header in the store must be the header
-   * validated before loading (so the structure check applies to the bytes consumers will read),
-   * and the SHA-256 must equal the source's when it gives one.
+   * validated before loading (so the structure check applies to the bytes consumers will read), and
+   * the SHA-256 must equal the source's when it gives one.
    */
   private void verify(StoredArtifact stored, SourceFile file, SafetensorsHeader header)
       throws LoadFailure {
@@ -277,20 +305,12 @@ public final class ArtifactLoader {
         throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
       }
     }
-    String sha = stored.sha256(file.path());
-    if (file.sha256().isPresent() && !file.sha256().get().equalsIgnoreCase(sha)) {
-      throw new LoadFailure(
-          "DigestMismatch",
-          file.path()
-              + ": sha256 of the loaded bytes is "
-              + sha
-              + " but the source says "
-              + file.sha256().get());
-    }
+    String sha;
     try {
-      stored.markComplete(file.path());
-    } catch (IOException e) {
-      throw new LoadFailure("StoreError", e.toString(), e);
+      sha = stored.markComplete(file.path(), file.sha256().orElse(null));
+    } catch (StoreException e) {
+      throw new LoadFailure(
+          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(), e.getMessage(), e);
     }
     state.fileComplete(file.path(), sha);
   }
@@ -303,7 +323,8 @@ public final class ArtifactLoader {
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
       for (SourceFile f : files) {
-        md.update((f.path() + "\0" + f.size() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
+        md.update(
+            (f.path() + "\0" + f.size() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
       }
       return "listing-sha256:" + HexFormat.of().formatHex(md.digest()).substring(0, 16);
     } catch (NoSuchAlgorithmException e) {

@@ -9,9 +9,9 @@ import java.io.IOException;
 import java.io.InputStream;
 
 /**
- * Reads a safetensors file's header from a source without reading its data: one ranged read of
- * the 8-byte length prefix, one of the JSON header. Used to validate an artifact before any of it
- * is loaded, and by {@code dataplane inspect}.
+ * Reads a safetensors file's header from a source without reading its data: one ranged read of the
+ * 8-byte length prefix, one of the JSON header. Used to validate an artifact before any of it is
+ * loaded, and by {@code dataplane inspect}.
  */
 public final class HeaderFetcher {
   private HeaderFetcher() {}

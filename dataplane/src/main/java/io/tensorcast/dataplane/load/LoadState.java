@@ -15,14 +15,15 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Mutable progress of one load, written by the loader's threads and read by the control endpoint
- * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()}
- * is consistent.
+ * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()} is
+ * consistent.
  */
 final class LoadState implements ReadProgressListener {
   private final String artifactId;
   private final String source;
   private final AtomicLong bytesLoaded = new AtomicLong();
   private final AtomicLong retries = new AtomicLong();
+  private volatile boolean adopted;
 
   private Phase phase = Phase.Pending;
   private String reason;
@@ -89,6 +90,12 @@ final class LoadState implements ReadProgressListener {
     }
   }
 
+  /** The store already held the whole artifact: loaded without reading from the source. */
+  void adopted(long bytes) {
+    bytesLoaded.set(bytes);
+    adopted = true;
+  }
+
   /** A header read was retried. */
   void retried() {
     retries.incrementAndGet();
@@ -146,7 +153,7 @@ final class LoadState implements ReadProgressListener {
         tensors,
         bytesTotal,
         loaded,
-        loaded,
+        adopted ? 0 : loaded,
         0,
         lock,
         directory,

@@ -285,7 +285,6 @@ class SafetensorsHeaderTest {
           "\"data_offsets\"");
     }
 
-
     @Test
     void unknownDtype() {
       refused(

@@ -14,7 +14,12 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = DataplaneCli.Version.class,
     description = "Tensorcast data plane: load ML artifacts into page-locked host memory.",
-    subcommands = {LoadCommand.class, InspectCommand.class, ServeCommand.class})
+    subcommands = {
+      LoadCommand.class,
+      InspectCommand.class,
+      ServeCommand.class,
+      GenerateCommand.class
+    })
 public final class DataplaneCli implements Runnable {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

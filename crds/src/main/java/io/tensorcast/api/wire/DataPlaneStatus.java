@@ -6,12 +6,12 @@ import java.util.List;
 
 /**
  * What a data-plane pod reports on {@code GET /status} of its control endpoint, and what the
- * operator aggregates into a ModelArtifact's status. JSON, field names as below; unknown fields
- * are ignored so either side may be newer.
+ * operator aggregates into a ModelArtifact's status. JSON, field names as below; unknown fields are
+ * ignored so either side may be newer.
  *
- * <p>Truthfulness rule: {@code bytesLoaded} counts only bytes that have landed in the store;
- * {@code phase == Ready} only after every file's size, structure and (where the source gives one)
- * digest were verified on the bytes in the store.
+ * <p>Truthfulness rule: {@code bytesLoaded} counts only bytes that have landed in the store; {@code
+ * phase == Ready} only after every file's size, structure and (where the source gives one) digest
+ * were verified on the bytes in the store.
  *
  * @param artifactId the store's identifier of the artifact (stable per ModelArtifact generation)
  * @param phase one of {@link Phase}

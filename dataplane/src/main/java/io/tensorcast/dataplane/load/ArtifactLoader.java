@@ -7,13 +7,11 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
-import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.LockStatus;
 import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreException;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -100,27 +98,34 @@ public final class ArtifactLoader {
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
+      StoredArtifact kept = adopted(files);
+      if (kept != null) {
+        // A restart of this pod: the store kept a complete, re-verified copy. Nothing to read.
+        state.locked(kept.lockStatus(), kept.directory().toString());
+        for (SourceFile f : files) {
+          state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
+        }
+        state.adopted(total);
+        state.ready(Instant.now());
+        log.info("artifact {} already complete in {}", options.artifactId(), kept.directory());
+        return state.snapshot();
+      }
       stored = allocate(files);
       state.locked(stored.lockStatus(), stored.directory().toString());
 
       state.phase(Phase.Loading);
       StoredArtifact target = stored;
-      new ParallelRangeReader(options.read())
-          .read(
-              source,
-              files,
-              new RangeSink() {
-                @Override
-                public ByteBuffer target(SourceFile file, long offset, int length) {
-                  return target.writable(file.path(), offset, length);
-                }
+      readAll(
+          files,
+          new RangeSink() {
+            @Override
+            public ByteBuffer target(SourceFile file, long offset, int length) {
+              return target.writable(file.path(), offset, length);
+            }
 
-                @Override
-                public void rangeCompleted(SourceFile file, long offset, int length) {
-                  state.addLoaded(length);
-                }
-              },
-              state);
+            @Override
+            public void rangeCompleted(SourceFile file, long offset, int length) {}
+          });
 
       state.phase(Phase.Verifying);
       for (SourceFile file : files) {
@@ -144,11 +149,29 @@ public final class ArtifactLoader {
     }
   }
 
+  private void readAll(List<SourceFile> files, RangeSink sink) throws LoadFailure {
+    try {
+      ReadResult r = new ParallelRangeReader(options.read()).read(source, files, sink, state);
+      log.info(
+          "read {} bytes in {} ranges with {} requests ({} retries) in {}",
+          r.bytes(),
+          r.ranges(),
+          r.requests(),
+          r.retries(),
+          r.elapsed());
+    } catch (RangeReadException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+    }
+  }
+
   private void fail(StoredArtifact stored, LoadFailure f) {
     if (stored != null) {
       try {
         store.unload(options.artifactId());
-      } catch (IOException | RuntimeException e) {
+      } catch (StoreException | RuntimeException e) {
         f.addSuppressed(e);
       }
     }
@@ -173,8 +196,7 @@ public final class ArtifactLoader {
 
   /** Reads and validates every safetensors header with two small ranged reads per file. */
   private Map<String, SafetensorsHeader> readHeaders(List<SourceFile> files) throws LoadFailure {
-    List<SourceFile> st =
-        files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
+    List<SourceFile> st = files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
     Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
     if (st.isEmpty()) {
       return out;
@@ -204,54 +226,7 @@ public final class ArtifactLoader {
   }
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
-    try {
-      if (f.size() < 8) {
-        // Let the parser produce the rule and message for a too-short file.
-        return SafetensorsHeader.parse(f.path(), f.size(), readBytes(f, 0, (int) f.size()));
-      }
-      long headerLen = SafetensorsHeader.readHeaderLength(f.path(), readBytes(f, 0, 8), f.size());
-      byte[] json = readBytes(f, 8, Math.toIntExact(headerLen));
-      return SafetensorsHeader.parse(f.path(), f.size(), json);
-    } catch (SafetensorsFormatException e) {
-      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
-    }
-  }
-
-  private byte[] readBytes(SourceFile f, long offset, int length) throws LoadFailure {
-    SourceException last = null;
-    for (int attempt = 1; attempt <= options.read().maxAttempts(); attempt++) {
-      try (InputStream in = source.openRange(f, offset, length)) {
-        byte[] b = in.readNBytes(length);
-        if (b.length == length) {
-          return b;
-        }
-        last =
-            new SourceException(
-                "TruncatedResponse",
-                "got " + b.length + " of " + length + " bytes at offset " + offset,
-                true);
-      } catch (SourceException e) {
-        if (!e.retryable()) {
-          throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
-        }
-        last = e;
-      } catch (IOException e) {
-        last = new SourceException("SourceUnavailable", e.toString(), true, e);
-      }
-      state.retried();
-    }
-    throw new LoadFailure(
-        last.reason(),
-        f.path()
-            + ": reading "
-            + length
-            + " bytes at offset "
-            + offset
-            + " failed after "
-            + options.read().maxAttempts()
-            + " attempts: "
-            + last.getMessage(),
-        last);
+    return HeaderFetcher.fetch(source, f, options.read().maxAttempts(), state::retried);
   }
 
   private void admit(long total) throws LoadFailure {
@@ -271,19 +246,38 @@ public final class ArtifactLoader {
     List<StoreFile> entries = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
     try {
       return store.allocate(options.artifactId(), entries);
-    } catch (InsufficientMemoryException e) {
-      throw new LoadFailure("InsufficientMemory", e.getMessage(), e);
+    } catch (StoreException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (IllegalArgumentException e) {
       throw new LoadFailure("UnsafePath", e.getMessage(), e);
-    } catch (IOException e) {
-      throw new LoadFailure("StoreError", e.toString(), e);
     }
   }
 
   /**
+   * A complete copy of this artifact that the store adopted after a restart, holding exactly the
+   * listed files with the listed sizes; the store re-hashed it when adopting.
+   */
+  private StoredArtifact adopted(List<SourceFile> files) throws LoadFailure {
+    StoredArtifact a = store.get(options.artifactId()).orElse(null);
+    if (a == null) {
+      return null;
+    }
+    List<StoreFile> wanted = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
+    if (a.isComplete() && a.files().equals(wanted)) {
+      return a;
+    }
+    try {
+      store.unload(options.artifactId());
+    } catch (StoreException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    }
+    return null;
+  }
+
+  /**
    * Checks one file's bytes in the store: the safetensors header in the store must be the header
-   * validated before loading (so the structure check applies to the bytes consumers will read),
-   * and the SHA-256 must equal the source's when it gives one.
+   * validated before loading (so the structure check applies to the bytes consumers will read), and
+   * the SHA-256 must equal the source's when it gives one.
    */
   private void verify(StoredArtifact stored, SourceFile file, SafetensorsHeader header)
       throws LoadFailure {
@@ -311,20 +305,12 @@ public final class ArtifactLoader {
         throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
       }
     }
-    String sha = stored.sha256(file.path());
-    if (file.sha256().isPresent() && !file.sha256().get().equalsIgnoreCase(sha)) {
-      throw new LoadFailure(
-          "DigestMismatch",
-          file.path()
-              + ": sha256 of the loaded bytes is "
-              + sha
-              + " but the source says "
-              + file.sha256().get());
-    }
+    String sha;
     try {
-      stored.markComplete(file.path());
-    } catch (IOException e) {
-      throw new LoadFailure("StoreError", e.toString(), e);
+      sha = stored.markComplete(file.path(), file.sha256().orElse(null));
+    } catch (StoreException e) {
+      throw new LoadFailure(
+          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(), e.getMessage(), e);
     }
     state.fileComplete(file.path(), sha);
   }
@@ -337,7 +323,8 @@ public final class ArtifactLoader {
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
       for (SourceFile f : files) {
-        md.update((f.path() + "\0" + f.size() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
+        md.update(
+            (f.path() + "\0" + f.size() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
       }
       return "listing-sha256:" + HexFormat.of().formatHex(md.digest()).substring(0, 16);
     } catch (NoSuchAlgorithmException e) {

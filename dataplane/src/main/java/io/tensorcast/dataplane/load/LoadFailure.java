@@ -2,8 +2,8 @@ package io.tensorcast.dataplane.load;
 
 /**
  * A load stopped. {@link #reason()} is the CamelCase reason that goes into the status and, through
- * the operator, into the ModelArtifact's conditions; the message names the file and the rule or
- * the numbers involved.
+ * the operator, into the ModelArtifact's conditions; the message names the file and the rule or the
+ * numbers involved.
  */
 public class LoadFailure extends Exception {
   private static final long serialVersionUID = 1L;

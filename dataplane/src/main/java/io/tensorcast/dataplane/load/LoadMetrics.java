@@ -36,8 +36,9 @@ public final class LoadMetrics {
         .tags(tags)
         .description("Bytes of the artifact in the page-locked store")
         .register(registry);
-    registry.more().counter(
-        "tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesLoaded());
+    registry
+        .more()
+        .counter("tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesLoaded());
     registry.more().counter("tensorcast.source.retries", tags, s, st -> (double) st.retries());
     Gauge.builder("tensorcast.artifact.ready", s, st -> st.phase() == Phase.Ready ? 1 : 0)
         .tags(tags)

@@ -15,14 +15,15 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Mutable progress of one load, written by the loader's threads and read by the control endpoint
- * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()}
- * is consistent.
+ * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()} is
+ * consistent.
  */
 final class LoadState implements ReadProgressListener {
   private final String artifactId;
   private final String source;
   private final AtomicLong bytesLoaded = new AtomicLong();
   private final AtomicLong retries = new AtomicLong();
+  private volatile boolean adopted;
 
   private Phase phase = Phase.Pending;
   private String reason;
@@ -65,12 +66,38 @@ final class LoadState implements ReadProgressListener {
     this.directory = dir;
   }
 
-  void addLoaded(long n) {
-    bytesLoaded.addAndGet(n);
+  @Override
+  public void bytesDelivered(SourceFile file, long offset, int count) {
+    bytesLoaded.addAndGet(count);
   }
 
   @Override
-  public void retried() {
+  public void retrying(RetryEvent event) {
+    retries.incrementAndGet();
+    synchronized (this) {
+      this.reason = "Retrying";
+      this.message =
+          event.file().path()
+              + " at byte "
+              + event.resumeAt()
+              + ": attempt "
+              + event.failedAttempt()
+              + " failed ("
+              + event.cause()
+              + "); retrying in "
+              + event.delay().toMillis()
+              + " ms";
+    }
+  }
+
+  /** The store already held the whole artifact: loaded without reading from the source. */
+  void adopted(long bytes) {
+    bytesLoaded.set(bytes);
+    adopted = true;
+  }
+
+  /** A header read was retried. */
+  void retried() {
     retries.incrementAndGet();
   }
 
@@ -126,7 +153,7 @@ final class LoadState implements ReadProgressListener {
         tensors,
         bytesTotal,
         loaded,
-        loaded,
+        adopted ? 0 : loaded,
         0,
         lock,
         directory,

@@ -9,10 +9,10 @@ import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
 
 /**
- * A bearer token read from a file, as Kubernetes mounts a Secret key. The file is re-read when
- * its modification time changes, so rotating the Secret rotates the token without a restart
- * (the kubelet updates mounted Secrets in place; environment variables would not change).
- * Comparison is constant-time.
+ * A bearer token read from a file, as Kubernetes mounts a Secret key. The file is re-read when its
+ * modification time changes, so rotating the Secret rotates the token without a restart (the
+ * kubelet updates mounted Secrets in place; environment variables would not change). Comparison is
+ * constant-time.
  */
 public final class ControlToken {
   private final Path file;

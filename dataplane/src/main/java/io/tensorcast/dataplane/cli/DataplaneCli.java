@@ -1,0 +1,50 @@
+package io.tensorcast.dataplane.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code dataplane} executable: {@code load}, {@code inspect}, {@code serve}.
+ *
+ * <p>Exit codes: 0 success, 1 the artifact failed to load or inspect (reason printed), 2 usage
+ * error.
+ */
+@Command(
+    name = "dataplane",
+    mixinStandardHelpOptions = true,
+    versionProvider = DataplaneCli.Version.class,
+    description = "Tensorcast data plane: load ML artifacts into page-locked host memory.",
+    subcommands = {
+      LoadCommand.class,
+      InspectCommand.class,
+      ServeCommand.class,
+      GenerateCommand.class
+    })
+public final class DataplaneCli implements Runnable {
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+
+  public static void main(String[] args) {
+    System.exit(commandLine().execute(args));
+  }
+
+  /** The configured command line (also used by tests and in-process harnesses). */
+  public static CommandLine commandLine() {
+    return new CommandLine(new DataplaneCli())
+        .setCaseInsensitiveEnumValuesAllowed(true)
+        .setExitCodeExceptionMapper(e -> 1);
+  }
+
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String v = DataplaneCli.class.getPackage().getImplementationVersion();
+      return new String[] {"tensorcast dataplane " + (v == null ? "dev" : v)};
+    }
+  }
+}

@@ -1,0 +1,82 @@
+package io.tensorcast.dataplane.cli;
+
+import io.tensorcast.dataplane.format.safetensors.Dtype;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.safetensors.TensorInfo;
+import io.tensorcast.dataplane.load.HeaderFetcher;
+import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code dataplane inspect URI}: files, tensors, dtypes and sizes, reading headers only. */
+@Command(
+    name = "inspect",
+    mixinStandardHelpOptions = true,
+    description = "List an artifact's files and safetensors tensors without loading its data.")
+final class InspectCommand implements Callable<Integer> {
+  @Mixin SourceArgs source;
+
+  @Option(names = "--tensors", description = "Print every tensor (name, dtype, shape, bytes).")
+  boolean tensors;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    try (ArtifactSource src = source.open()) {
+      List<SourceFile> files = src.list();
+      long total = 0;
+      long tensorCount = 0;
+      out.printf("%s%n", src.describe());
+      for (SourceFile f : files) {
+        total += f.size();
+        if (!f.path().endsWith(".safetensors")) {
+          out.printf("  %-50s %12s%n", f.path(), Quantities.human(f.size()));
+          continue;
+        }
+        SafetensorsHeader h =
+            HeaderFetcher.fetch(src, f, source.readOptions().maxAttempts(), () -> {});
+        tensorCount += h.tensors().size();
+        Map<Dtype, Integer> dtypes = new TreeMap<>();
+        for (TensorInfo t : h.tensors()) {
+          dtypes.merge(t.dtype(), 1, Integer::sum);
+        }
+        out.printf(
+            "  %-50s %12s  %d tensors  %s%n",
+            f.path(), Quantities.human(f.size()), h.tensors().size(), dtypes);
+        if (tensors) {
+          for (TensorInfo t : h.tensors()) {
+            out.printf(
+                "      %-60s %-8s %-20s %12d%n",
+                t.name(), t.dtype(), Arrays.toString(t.shape()), t.byteLength());
+          }
+        }
+      }
+      out.printf(
+          "%d files, %d tensors, %s (%d bytes)%n",
+          files.size(), tensorCount, Quantities.human(total), total);
+      out.flush();
+      return 0;
+    } catch (SourceException e) {
+      err.printf("inspect failed: %s: %s%n", e.reason(), e.getMessage());
+      return 1;
+    } catch (LoadFailure e) {
+      err.printf("inspect failed: %s: %s%n", e.reason(), e.getMessage());
+      return 1;
+    }
+  }
+}

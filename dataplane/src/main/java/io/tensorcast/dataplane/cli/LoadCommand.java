@@ -1,0 +1,162 @@
+package io.tensorcast.dataplane.cli;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.load.ArtifactLoader;
+import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.load.LoadMetrics;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreException;
+import java.io.PrintWriter;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code dataplane load URI}: one-shot load into the store with progress on the terminal. */
+@Command(
+    name = "load",
+    mixinStandardHelpOptions = true,
+    description =
+        "Load an artifact into the page-locked store, verify it and print what was loaded. The"
+            + " files stay in the store directory unless --unload is given.")
+final class LoadCommand implements Callable<Integer> {
+  @Mixin SourceArgs source;
+  @Mixin StoreArgs store;
+
+  @Option(
+      names = "--artifact-id",
+      defaultValue = "cli",
+      description = "Store directory name for the artifact (default ${DEFAULT-VALUE}).")
+  String artifactId;
+
+  @Option(names = "--unload", description = "Remove the artifact from the store when done.")
+  boolean unload;
+
+  @Option(
+      names = "--replace",
+      description = "Remove an artifact of the same id left in the store by an earlier run first.")
+  boolean replace;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    try (ArtifactSource src = source.open();
+        PinnedStore pinned = store.open()) {
+      if (replace && pinned.get(artifactId).isPresent()) {
+        pinned.unload(artifactId);
+      }
+      ArtifactLoader loader =
+          new ArtifactLoader(
+              src,
+              pinned,
+              new ArtifactLoader.Options(
+                  artifactId, store.memoryLimitBytes(), source.readOptions()),
+              new LoadMetrics(new SimpleMeterRegistry()));
+      Progress progress = new Progress(loader, err);
+      ScheduledExecutorService ticker =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "progress");
+                t.setDaemon(true);
+                return t;
+              });
+      ticker.scheduleAtFixedRate(progress::print, 500, 500, TimeUnit.MILLISECONDS);
+      DataPlaneStatus done;
+      try {
+        done = loader.load();
+      } finally {
+        ticker.shutdownNow();
+        progress.print();
+        err.println();
+      }
+      printSummary(out, done, progress.elapsedSeconds());
+      if (unload) {
+        pinned.unload(artifactId);
+        out.println("unloaded " + artifactId);
+      }
+      out.flush();
+      return 0;
+    } catch (LoadFailure e) {
+      err.printf("load failed: %s: %s%n", e.reason(), e.getMessage());
+      return 1;
+    } catch (SourceException | StoreException e) {
+      String reason = e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
+      err.printf("load failed: %s: %s%n", reason, e.getMessage());
+      return 1;
+    }
+  }
+
+  private static void printSummary(PrintWriter out, DataPlaneStatus s, double seconds) {
+    out.printf("loaded %s%n", s.source());
+    out.printf("  revision   %s%n", s.resolvedRevision());
+    out.printf(
+        "  files      %d (%d verified), %d tensors%n", s.files(), s.filesComplete(), s.tensors());
+    out.printf(
+        Locale.ROOT,
+        "  bytes      %s (%d) in %.2f s, %s/s%n",
+        Quantities.human(s.bytesTotal()),
+        s.bytesTotal(),
+        seconds,
+        Quantities.human((long) (s.bytesTotal() / Math.max(seconds, 1e-3))));
+    if (s.lock() != null) {
+      out.printf(
+          "  locked     %s (%s)%s%n",
+          s.lock().locked() ? "yes, " + Quantities.human(s.lock().lockedBytes()) : "no",
+          s.lock().reason(),
+          s.lock().locked() || s.lock().message() == null ? "" : ": " + s.lock().message());
+    }
+    out.printf("  directory  %s%n", s.storeDirectory());
+    for (DataPlaneStatus.FileStatus f : s.fileStatuses()) {
+      out.printf("    %-48s %12s  sha256:%s%n", f.path(), Quantities.human(f.size()), f.sha256());
+    }
+  }
+
+  /** One progress line on the terminal: bytes, rate, ETA. */
+  private static final class Progress {
+    private final ArtifactLoader loader;
+    private final PrintWriter err;
+    private final long start = System.nanoTime();
+
+    Progress(ArtifactLoader loader, PrintWriter err) {
+      this.loader = loader;
+      this.err = err;
+    }
+
+    double elapsedSeconds() {
+      return (System.nanoTime() - start) / 1e9;
+    }
+
+    synchronized void print() {
+      DataPlaneStatus s = loader.status();
+      double secs = Math.max(elapsedSeconds(), 1e-3);
+      double rate = s.bytesLoaded() / secs;
+      String eta =
+          rate > 0 && s.bytesTotal() > s.bytesLoaded()
+              ? String.format(Locale.ROOT, "%.0fs", (s.bytesTotal() - s.bytesLoaded()) / rate)
+              : "-";
+      double pct = s.bytesTotal() == 0 ? 0 : 100.0 * s.bytesLoaded() / s.bytesTotal();
+      err.printf(
+          Locale.ROOT,
+          "\r%-9s %10s / %-10s %5.1f%%  %10s/s  ETA %-6s",
+          s.phase(),
+          Quantities.human(s.bytesLoaded()),
+          Quantities.human(s.bytesTotal()),
+          pct,
+          Quantities.human((long) rate),
+          eta);
+      err.flush();
+    }
+  }
+}

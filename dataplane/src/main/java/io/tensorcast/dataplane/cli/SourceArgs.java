@@ -1,0 +1,89 @@
+package io.tensorcast.dataplane.cli;
+
+import io.tensorcast.dataplane.load.ReadOptions;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceOptions;
+import io.tensorcast.dataplane.source.Sources;
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** Where to read from and how: shared by {@code load}, {@code inspect} and {@code serve}. */
+final class SourceArgs {
+  @Parameters(
+      index = "0",
+      paramLabel = "URI",
+      arity = "0..1",
+      description = "Artifact URI: file:///dir, /dir, s3://bucket/prefix/")
+  String positionalUri;
+
+  @Option(names = "--uri", description = "Artifact URI (alternative to the positional URI).")
+  String uriOption;
+
+  @Option(names = "--include", description = "Glob of files to load (.gitignore rules); repeat.")
+  List<String> include = new ArrayList<>();
+
+  @Option(names = "--exclude", description = "Glob of files to skip (.gitignore rules); repeat.")
+  List<String> exclude = new ArrayList<>();
+
+  @Option(names = "--endpoint", description = "S3-compatible endpoint URL, e.g. http://host:9000")
+  URI endpoint;
+
+  @Option(names = "--region", description = "Region of the bucket (default: SDK chain, us-east-1)")
+  String region;
+
+  @Option(names = "--path-style", description = "Path-style bucket addressing (S3-compatible).")
+  boolean pathStyle;
+
+  @Option(
+      names = "--concurrency",
+      defaultValue = "16",
+      description = "Ranged reads in flight (default ${DEFAULT-VALUE}).")
+  int concurrency;
+
+  @Option(
+      names = "--range-size",
+      defaultValue = "8Mi",
+      description = "Bytes per ranged read, a Kubernetes quantity (default ${DEFAULT-VALUE}).")
+  String rangeSize;
+
+  @Option(
+      names = "--max-attempts",
+      defaultValue = "6",
+      description = "Attempts per range before the load fails (default ${DEFAULT-VALUE}).")
+  int maxAttempts;
+
+  String uri() {
+    String u = uriOption != null ? uriOption : positionalUri;
+    if (u == null) {
+      throw new IllegalArgumentException("an artifact URI is required (positional or --uri)");
+    }
+    return u;
+  }
+
+  ArtifactSource open() throws SourceException {
+    SourceOptions.Builder b =
+        SourceOptions.builder()
+            .include(include)
+            .exclude(exclude)
+            .pathStyle(pathStyle)
+            .maxConnections(concurrency);
+    if (endpoint != null) {
+      b.endpoint(endpoint);
+    }
+    if (region != null) {
+      b.region(region);
+    }
+    return Sources.open(uri(), b.build());
+  }
+
+  ReadOptions readOptions() {
+    return ReadOptions.DEFAULTS
+        .withConcurrency(concurrency)
+        .withRangeSize(Math.toIntExact(Quantities.bytes(rangeSize, "--range-size")))
+        .withMaxAttempts(maxAttempts);
+  }
+}

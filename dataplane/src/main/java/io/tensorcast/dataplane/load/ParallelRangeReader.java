@@ -1,0 +1,446 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The data path from a source into memory: cuts files into ranges and reads them with ranged
+ * requests, at most {@link ReadOptions#concurrency()} in flight, into the buffers a {@link
+ * RangeSink} hands out.
+ *
+ * <ul>
+ *   <li>Ranges are {@link ReadOptions#rangeSize()} bytes (the last one of a file shorter), taken in
+ *       file order then offset order by a fixed pool of {@code min(concurrency, ranges)} workers;
+ *       each worker has at most one request open. Zero-length files need no request and are not
+ *       shown to the sink.
+ *   <li>Bytes pass from the response stream through the worker's staging buffer ({@link
+ *       ReadOptions#stagingBufferSize()}) into the sink's buffer; the staging heap of one read is
+ *       {@code concurrency × stagingBufferSize}, checked against {@link
+ *       ReadOptions#stagingBudget()} when the reader is constructed.
+ *   <li>An I/O error, a body that ends early or a retryable {@link SourceException} is retried
+ *       after an exponential back-off with jitter ({@code base × 2^(attempt-1)}, capped, drawn
+ *       between half and all of it; a server's {@code Retry-After} raises it up to the cap). The
+ *       retry <em>resumes</em>: it asks only for the bytes from the first one not yet received, and
+ *       bytes already in the sink are neither requested nor reported again.
+ *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
+ *       listener failure fails the whole read: no new range starts, open requests are closed,
+ *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
+ *       file, range, attempts and last cause. Only complete ranges are reported to the sink.
+ * </ul>
+ *
+ * <p>A reader holds only its options; each {@link #read} call has its own workers and state, so one
+ * reader may serve concurrent reads.
+ */
+public final class ParallelRangeReader {
+  private final ReadOptions options;
+
+  /**
+   * @throws IllegalArgumentException when the staging buffers exceed the budget, with the numbers
+   */
+  public ParallelRangeReader(ReadOptions options) {
+    this.options = Objects.requireNonNull(options, "options");
+    options.requireStagingWithinBudget();
+  }
+
+  public ReadOptions options() {
+    return options;
+  }
+
+  /**
+   * Reads every byte of {@code files} from {@code source} into {@code sink}; returns when all
+   * ranges are complete or the read has failed and every worker has stopped.
+   *
+   * @param files files as the source listed them (each path once)
+   * @throws RangeReadException when a range cannot be read (see class comment)
+   * @throws InterruptedException when the calling thread is interrupted; the read is cancelled
+   *     first
+   */
+  public ReadResult read(
+      ArtifactSource source, List<SourceFile> files, RangeSink sink, ReadProgressListener listener)
+      throws RangeReadException, InterruptedException {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(sink, "sink");
+    Objects.requireNonNull(listener, "listener");
+    return new Run(source, plan(files), sink, listener).execute();
+  }
+
+  /** One range to read. */
+  private record Range(SourceFile file, long offset, int length, long index, long count) {
+    String describe() {
+      return "bytes ["
+          + offset
+          + ", "
+          + (offset + length)
+          + ") of "
+          + file.path()
+          + " ("
+          + file.size()
+          + " bytes; range "
+          + (index + 1)
+          + " of "
+          + count
+          + ")";
+    }
+  }
+
+  private List<Range> plan(List<SourceFile> files) {
+    Set<String> seen = new HashSet<>();
+    List<Range> ranges = new ArrayList<>();
+    long rangeSize = options.rangeSize();
+    for (SourceFile file : files) {
+      if (!seen.add(file.path())) {
+        throw new IllegalArgumentException("file " + file.path() + " is listed twice");
+      }
+      long count = (file.size() + rangeSize - 1) / rangeSize;
+      for (long i = 0; i < count; i++) {
+        long offset = i * rangeSize;
+        int length = (int) Math.min(rangeSize, file.size() - offset);
+        ranges.add(new Range(file, offset, length, i, count));
+      }
+    }
+    return ranges;
+  }
+
+  /** The state of one read. */
+  private final class Run {
+    private final ArtifactSource source;
+    private final List<Range> ranges;
+    private final RangeSink sink;
+    private final ReadProgressListener listener;
+    private final AtomicInteger next = new AtomicInteger();
+    private final AtomicReference<RangeReadException> failure = new AtomicReference<>();
+    private final CountDownLatch cancelled = new CountDownLatch(1);
+    private final List<Worker> workers = new ArrayList<>();
+    private final LongAdder bytes = new LongAdder();
+    private final LongAdder requests = new LongAdder();
+    private final LongAdder retries = new LongAdder();
+
+    Run(ArtifactSource source, List<Range> ranges, RangeSink sink, ReadProgressListener listener) {
+      this.source = source;
+      this.ranges = ranges;
+      this.sink = sink;
+      this.listener = listener;
+    }
+
+    ReadResult execute() throws RangeReadException, InterruptedException {
+      long started = System.nanoTime();
+      int threads = Math.min(options.concurrency(), ranges.size());
+      if (threads > 0) {
+        int staging = Math.min(options.stagingBufferSize(), options.rangeSize());
+        for (int i = 0; i < threads; i++) {
+          workers.add(new Worker(new byte[staging]));
+        }
+        String name = "tensorcast-range-" + Integer.toHexString(System.identityHashCode(this));
+        AtomicInteger threadNumber = new AtomicInteger();
+        ExecutorService pool =
+            Executors.newFixedThreadPool(
+                threads,
+                r -> {
+                  Thread t = new Thread(r, name + "-" + threadNumber.incrementAndGet());
+                  t.setDaemon(true);
+                  return t;
+                });
+        try {
+          List<Future<?>> futures = new ArrayList<>();
+          for (Worker worker : workers) {
+            futures.add(pool.submit(worker::run));
+          }
+          for (Future<?> future : futures) {
+            future.get();
+          }
+        } catch (InterruptedException e) {
+          cancel();
+          throw e;
+        } catch (ExecutionException e) {
+          // Workers catch everything; this is a bug in the reader itself.
+          cancel();
+          throw new IllegalStateException("range worker failed unexpectedly", e.getCause());
+        } finally {
+          pool.shutdownNow();
+          pool.awaitTermination(10, TimeUnit.SECONDS);
+        }
+      }
+      RangeReadException failed = failure.get();
+      if (failed != null) {
+        throw failed;
+      }
+      long fileCount = ranges.stream().map(Range::file).distinct().count();
+      return new ReadResult(
+          (int) fileCount,
+          ranges.size(),
+          bytes.sum(),
+          requests.sum(),
+          retries.sum(),
+          Duration.ofNanos(System.nanoTime() - started));
+    }
+
+    boolean isCancelled() {
+      return cancelled.getCount() == 0;
+    }
+
+    /** Records the first failure and stops everything else. */
+    void fail(RangeReadException e) {
+      if (failure.compareAndSet(null, e)) {
+        cancel();
+      }
+    }
+
+    void cancel() {
+      cancelled.countDown();
+      for (Worker worker : workers) {
+        worker.abort();
+      }
+    }
+
+    private final class Worker {
+      private final byte[] staging;
+      private final Object lock = new Object();
+      private InputStream current;
+
+      Worker(byte[] staging) {
+        this.staging = staging;
+      }
+
+      void run() {
+        try {
+          while (!isCancelled()) {
+            int i = next.getAndIncrement();
+            if (i >= ranges.size()) {
+              return;
+            }
+            Range range = ranges.get(i);
+            try {
+              read(range);
+            } catch (RuntimeException | Error e) {
+              if (isCancelled()) {
+                return;
+              }
+              throw failure(range, "ReadFailed", "unexpected " + e, 0, -1, false, e);
+            }
+          }
+        } catch (RangeReadException e) {
+          fail(e);
+        }
+      }
+
+      /** Closes the open request, if any, so a blocked read returns at once. */
+      void abort() {
+        InputStream in;
+        synchronized (lock) {
+          in = current;
+          current = null;
+        }
+        closeQuietly(in);
+      }
+
+      private boolean open(InputStream in) {
+        synchronized (lock) {
+          if (isCancelled()) {
+            return false;
+          }
+          current = in;
+          return true;
+        }
+      }
+
+      private void clearCurrent() {
+        synchronized (lock) {
+          current = null;
+        }
+      }
+
+      private void read(Range r) throws RangeReadException {
+        ByteBuffer target;
+        try {
+          target = sink.target(r.file(), r.offset(), r.length());
+        } catch (RuntimeException e) {
+          throw failure(r, "SinkFailed", "the sink failed to give a buffer", 0, 0, false, e);
+        }
+        if (target == null || target.isReadOnly() || target.remaining() != r.length()) {
+          throw failure(
+              r,
+              "SinkFailed",
+              "the sink gave "
+                  + (target == null
+                      ? "no buffer"
+                      : (target.isReadOnly() ? "a read-only buffer" : "a buffer")
+                          + " with "
+                          + target.remaining()
+                          + " bytes remaining")
+                  + " instead of a writable one with exactly "
+                  + r.length(),
+              0,
+              0,
+              false,
+              null);
+        }
+        long received = 0;
+        int attempt = 0;
+        while (true) {
+          if (isCancelled()) {
+            return;
+          }
+          attempt++;
+          requests.increment();
+          Throwable cause;
+          InputStream in = null;
+          try {
+            in = source.openRange(r.file(), r.offset() + received, r.length() - received);
+            if (!open(in)) {
+              closeQuietly(in);
+              return;
+            }
+            while (received < r.length()) {
+              int want = (int) Math.min(staging.length, r.length() - received);
+              int n = in.read(staging, 0, want);
+              if (n < 0) {
+                break;
+              }
+              if (n == 0) {
+                continue;
+              }
+              target.put(staging, 0, n);
+              long at = r.offset() + received;
+              received += n;
+              bytes.add(n);
+              listener.bytesDelivered(r.file(), at, n);
+            }
+            if (received == r.length()) {
+              break;
+            }
+            cause =
+                new EOFException(
+                    "the response body ended after "
+                        + (received)
+                        + " of the range's "
+                        + r.length()
+                        + " bytes");
+          } catch (SourceException e) {
+            if (!e.retryable()) {
+              throw failure(r, e.reason(), null, attempt, received, false, e);
+            }
+            cause = e;
+          } catch (IOException e) {
+            if (isCancelled()) {
+              return;
+            }
+            cause = e;
+          } finally {
+            clearCurrent();
+            closeQuietly(in);
+          }
+          if (attempt >= options.maxAttempts()) {
+            String reason = cause instanceof SourceException se ? se.reason() : "SourceUnavailable";
+            throw failure(r, reason, null, attempt, received, true, cause);
+          }
+          Duration delay = backoff(attempt, cause);
+          retries.increment();
+          listener.retrying(
+              new ReadProgressListener.RetryEvent(
+                  r.file(), r.offset(), r.length(), attempt, r.offset() + received, delay, cause));
+          try {
+            if (cancelled.await(delay.toNanos(), TimeUnit.NANOSECONDS)) {
+              return;
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+        sink.rangeCompleted(r.file(), r.offset(), r.length());
+        listener.rangeCompleted(r.file(), r.offset(), r.length());
+      }
+
+      private RangeReadException failure(
+          Range r,
+          String reason,
+          String what,
+          int attempts,
+          long received,
+          boolean exhausted,
+          Throwable cause) {
+        StringBuilder m = new StringBuilder("reading ").append(r.describe());
+        m.append(" from ").append(source.describe()).append(" failed");
+        if (attempts > 0) {
+          m.append(exhausted ? " after all " : " at attempt ").append(attempts);
+          if (exhausted) {
+            m.append(" attempts");
+          }
+        }
+        if (received >= 0) {
+          m.append(" (").append(received).append(" of ").append(r.length());
+          m.append(" bytes received)");
+        }
+        if (what != null) {
+          m.append(": ").append(what);
+        }
+        if (cause != null) {
+          m.append("; last cause: ");
+          if (cause instanceof SourceException se) {
+            m.append(se.reason()).append(": ");
+          } else {
+            m.append(cause.getClass().getSimpleName()).append(": ");
+          }
+          m.append(cause.getMessage());
+        }
+        return new RangeReadException(
+            reason,
+            m.toString(),
+            r.file(),
+            r.offset(),
+            r.length(),
+            attempts,
+            received,
+            exhausted,
+            cause);
+      }
+    }
+  }
+
+  /** {@code base × 2^(attempt-1)}, capped, with jitter; at least the server's Retry-After. */
+  private Duration backoff(int failedAttempt, Throwable cause) {
+    long cap = options.backoffCap().toNanos();
+    long delay = options.backoffBase().toNanos();
+    for (int i = 1; i < failedAttempt && delay < cap; i++) {
+      delay *= 2;
+    }
+    delay = Math.min(delay, cap);
+    long jittered =
+        delay <= 1 ? delay : delay / 2 + ThreadLocalRandom.current().nextLong(delay / 2 + 1);
+    if (cause instanceof SourceException se && se.retryAfter().isPresent()) {
+      jittered = Math.max(jittered, Math.min(se.retryAfter().get().toNanos(), cap));
+    }
+    return Duration.ofNanos(jittered);
+  }
+
+  private static void closeQuietly(InputStream in) {
+    if (in != null) {
+      try {
+        in.close();
+      } catch (IOException | RuntimeException ignored) {
+        // The request is being abandoned; its close failure changes nothing.
+      }
+    }
+  }
+}

@@ -1,0 +1,32 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.dataplane.source.SourceFile;
+import java.nio.ByteBuffer;
+
+/**
+ * Where {@link ParallelRangeReader} puts the bytes of each range: typically a slice of the
+ * page-locked mapping of the file in the store; a heap array in tests.
+ *
+ * <p>Called concurrently from the reader's workers, for distinct ranges: implementations must be
+ * thread-safe. The reader never asks twice for the same range within one read.
+ */
+public interface RangeSink {
+
+  /**
+   * The buffer that receives bytes {@code [offset, offset + length)} of {@code file}, called once
+   * per range before its first request. The reader writes with relative {@code put}s from the
+   * buffer's position; the buffer must have exactly {@code length} bytes remaining and must not be
+   * written by anyone else until {@link #rangeCompleted} or the read fails.
+   *
+   * @param offset byte offset in the file, ≥ 0
+   * @param length bytes in the range, 1 ≤ length ≤ {@link ReadOptions#rangeSize()}
+   */
+  ByteBuffer target(SourceFile file, long offset, int length);
+
+  /**
+   * Every byte of the range is in its buffer: each came from a response that passed the source's
+   * checks, and the count equals {@code length}. Called once per range, from the worker that read
+   * it. Ranges of a failed read that did not complete are never reported.
+   */
+  void rangeCompleted(SourceFile file, long offset, int length);
+}

@@ -1,0 +1,128 @@
+package io.tensorcast.dataplane.load;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How {@link ParallelRangeReader} reads: range size, parallelism, retries and staging memory.
+ *
+ * <p>Each field is checked here; whether the staging buffers fit the budget ({@code concurrency ×
+ * stagingBufferSize ≤ stagingBudget}) is checked when a reader is constructed, so the fields can be
+ * changed one at a time with the {@code with…} methods.
+ *
+ * @param rangeSize bytes per ranged request (the last range of a file may be shorter); 1 B – 1 GiB;
+ *     default 8 MiB
+ * @param concurrency most requests in flight at once (worker threads); 1–1024; default 16
+ * @param maxAttempts most requests made for one range, the first one and every retry or resume
+ *     included; 1–100; default 6
+ * @param backoffBase delay before the first retry; doubled for each further retry, with jitter
+ *     (uniform between half and all of it); ≥ 0; default 200 ms
+ * @param backoffCap the longest delay between attempts, also the most a server's {@code
+ *     Retry-After} is honoured; ≥ backoffBase; default 10 s
+ * @param stagingBufferSize bytes of the per-worker heap buffer that bytes pass through from the
+ *     response stream into the sink's buffer; 1 KiB – 64 MiB; default 256 KiB
+ * @param stagingBudget the most heap the staging buffers of one read may take, in bytes; default 64
+ *     MiB
+ */
+public record ReadOptions(
+    int rangeSize,
+    int concurrency,
+    int maxAttempts,
+    Duration backoffBase,
+    Duration backoffCap,
+    int stagingBufferSize,
+    long stagingBudget) {
+
+  public static final int MIB = 1 << 20;
+
+  /** The defaults listed above. */
+  public static final ReadOptions DEFAULTS =
+      new ReadOptions(
+          8 * MIB, 16, 6, Duration.ofMillis(200), Duration.ofSeconds(10), 256 * 1024, 64L * MIB);
+
+  public ReadOptions {
+    if (rangeSize < 1 || rangeSize > 1024 * MIB) {
+      throw new IllegalArgumentException(
+          "rangeSize must be between 1 byte and 1 GiB, got " + rangeSize);
+    }
+    if (concurrency < 1 || concurrency > 1024) {
+      throw new IllegalArgumentException(
+          "concurrency must be between 1 and 1024, got " + concurrency);
+    }
+    if (maxAttempts < 1 || maxAttempts > 100) {
+      throw new IllegalArgumentException(
+          "maxAttempts must be between 1 and 100, got " + maxAttempts);
+    }
+    Objects.requireNonNull(backoffBase, "backoffBase");
+    Objects.requireNonNull(backoffCap, "backoffCap");
+    if (backoffBase.isNegative()) {
+      throw new IllegalArgumentException("backoffBase must not be negative, got " + backoffBase);
+    }
+    if (backoffCap.compareTo(backoffBase) < 0) {
+      throw new IllegalArgumentException(
+          "backoffCap " + backoffCap + " must not be below backoffBase " + backoffBase);
+    }
+    if (stagingBufferSize < 1024 || stagingBufferSize > 64 * MIB) {
+      throw new IllegalArgumentException(
+          "stagingBufferSize must be between 1 KiB and 64 MiB, got " + stagingBufferSize);
+    }
+    if (stagingBudget < 1) {
+      throw new IllegalArgumentException("stagingBudget must be positive, got " + stagingBudget);
+    }
+  }
+
+  /** Heap the staging buffers take: concurrency × stagingBufferSize bytes. */
+  public long stagingBytes() {
+    return (long) concurrency * stagingBufferSize;
+  }
+
+  /**
+   * Checks {@code concurrency × stagingBufferSize ≤ stagingBudget}.
+   *
+   * @throws IllegalArgumentException giving the numbers and what to change
+   */
+  public void requireStagingWithinBudget() {
+    if (stagingBytes() > stagingBudget) {
+      throw new IllegalArgumentException(
+          "staging buffers need concurrency "
+              + concurrency
+              + " × stagingBufferSize "
+              + stagingBufferSize
+              + " B = "
+              + stagingBytes()
+              + " B, over the stagingBudget of "
+              + stagingBudget
+              + " B; lower concurrency or stagingBufferSize, or raise stagingBudget");
+    }
+  }
+
+  public ReadOptions withRangeSize(int v) {
+    return new ReadOptions(
+        v, concurrency, maxAttempts, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+  }
+
+  public ReadOptions withConcurrency(int v) {
+    return new ReadOptions(
+        rangeSize, v, maxAttempts, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+  }
+
+  public ReadOptions withMaxAttempts(int v) {
+    return new ReadOptions(
+        rangeSize, concurrency, v, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+  }
+
+  public ReadOptions withBackoff(Duration base, Duration cap) {
+    return new ReadOptions(
+        rangeSize, concurrency, maxAttempts, base, cap, stagingBufferSize, stagingBudget);
+  }
+
+  public ReadOptions withStagingBufferSize(int v) {
+    return new ReadOptions(
+        rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, v, stagingBudget);
+  }
+
+  public ReadOptions withStagingBudget(long v) {
+    return new ReadOptions(
+        rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, stagingBufferSize, v);
+  }
+}

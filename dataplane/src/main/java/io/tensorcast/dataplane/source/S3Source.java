@@ -1,0 +1,500 @@
+package io.tensorcast.dataplane.source;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import software.amazon.awssdk.auth.credentials.AnonymousCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.exception.AwsServiceException;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.http.SdkHttpClient;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.retries.api.RetryStrategy;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.S3Object;
+import software.amazon.awssdk.utils.SdkAutoCloseable;
+
+/**
+ * An S3 (or S3-compatible) prefix as an artifact source: {@code s3://bucket/prefix/}.
+ *
+ * <p>Client: AWS SDK v2 sync {@link S3Client} over the Apache HTTP client, whose pool holds {@link
+ * SourceOptions#maxConnections()} connections; endpoint override, path-style addressing and region
+ * from the options; request checksum calculation and response checksum validation only when the
+ * operation requires them (so S3-compatible stores that reject {@code aws-chunked} uploads or do
+ * not send checksums work). Listing calls use the SDK's standard retries ({@link
+ * SourceOptions#listMaxAttempts()}); ranged GETs are made once each — the data path ({@code
+ * ParallelRangeReader}) retries and resumes on its own.
+ *
+ * <p>Listing: ListObjectsV2, paginated, under the prefix; paths are keys relative to the prefix;
+ * directory markers (keys ending with {@code /}) are skipped; a key whose relative path is absolute
+ * or has {@code ..}, {@code .}, empty or backslash segments fails the listing ({@code UnsafePath}).
+ * ETags are recorded without quotes.
+ *
+ * <p>Ranged reads ({@link #openRange}) send {@code Range: bytes=a-b} (RFC 9110 §14.1.2: the end is
+ * inclusive, {@code b = offset + length - 1}) and {@code If-Match} with the listed ETag, then check
+ * the response before any byte is handed on: 206 with {@code Content-Range: bytes a-b/size} equal
+ * to what was asked and the listed size (200 only when the range is the whole object), a {@code
+ * Content-Length} equal to the length, the listed ETag. Anything else is a {@link SourceException};
+ * other bytes are never returned.
+ *
+ * <p>Errors map to reasons: NoSuchBucket → {@code BucketNotFound}; NoSuchKey/404 → {@code
+ * ObjectNotFound}; 401/403 → {@code AccessDenied}; 412 (If-Match failed), 416, a different size or
+ * ETag → {@code ObjectChanged} (not retryable: resolve again); 429, 503 SlowDown → retryable {@code
+ * Throttled}; other 5xx, timeouts and I/O errors → retryable {@code SourceUnavailable}.
+ */
+public final class S3Source implements ArtifactSource {
+  private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
+
+  private final String bucket;
+  private final String prefix;
+  private final String description;
+  private final PathFilter filter;
+  private final SdkHttpClient http;
+  private final AwsCredentialsProvider credentials;
+  private final S3Client listClient;
+  private final S3Client getClient;
+
+  private S3Source(SourceUri uri, SourceOptions options) {
+    this.bucket = uri.bucket();
+    this.prefix = uri.prefix();
+    this.description = uri.toString();
+    this.filter = options.filter();
+    this.http =
+        ApacheHttpClient.builder()
+            .maxConnections(options.maxConnections())
+            .connectionTimeout(options.connectTimeout())
+            .socketTimeout(options.readTimeout())
+            .connectionAcquisitionTimeout(options.requestTimeout())
+            .tcpKeepAlive(true)
+            .build();
+    this.credentials = credentialsProvider(options);
+    RetryStrategy listRetries =
+        AwsRetryStrategy.standardRetryStrategy().toBuilder()
+            .maxAttempts(options.listMaxAttempts())
+            .build();
+    this.listClient = client(options, listRetries);
+    this.getClient = client(options, AwsRetryStrategy.doNotRetry());
+  }
+
+  /**
+   * Creates the source; no request is made until {@link #list()}.
+   *
+   * @param uri an {@code s3://} URI (an {@code oss://} URI is accepted here for S3-compatible
+   *     testing, but {@link Sources#open} refuses it until OSS is supported)
+   */
+  public static S3Source open(SourceUri uri, SourceOptions options) {
+    if (uri.scheme() != SourceUri.Scheme.S3 && uri.scheme() != SourceUri.Scheme.OSS) {
+      throw new IllegalArgumentException("not an s3:// URI: " + uri);
+    }
+    return new S3Source(uri, options);
+  }
+
+  private S3Client client(SourceOptions options, RetryStrategy retries) {
+    S3ClientBuilder builder =
+        S3Client.builder()
+            .httpClient(http)
+            .credentialsProvider(credentials)
+            .region(Region.of(options.region().orElse("us-east-1")))
+            .forcePathStyle(options.pathStyle())
+            .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+            .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+            .overrideConfiguration(
+                o -> o.retryStrategy(retries).apiCallAttemptTimeout(options.requestTimeout()));
+    options.endpoint().ifPresent(builder::endpointOverride);
+    if (options.endpoint().isEmpty() && options.region().isEmpty()) {
+      // No region given for AWS itself: follow the bucket's region rather than failing with 301.
+      builder.crossRegionAccessEnabled(true);
+    }
+    return builder.build();
+  }
+
+  private static AwsCredentialsProvider credentialsProvider(SourceOptions options) {
+    return switch (options.credentialsMode()) {
+      case ANONYMOUS -> AnonymousCredentialsProvider.create();
+      case DEFAULT_CHAIN -> DefaultCredentialsProvider.builder().build();
+      case STATIC -> {
+        SourceOptions.StaticCredentials c = options.credentials().orElseThrow();
+        yield StaticCredentialsProvider.create(
+            c.sessionToken().isPresent()
+                ? AwsSessionCredentials.create(
+                    c.accessKeyId(), c.secretAccessKey(), c.sessionToken().get())
+                : AwsBasicCredentials.create(c.accessKeyId(), c.secretAccessKey()));
+      }
+    };
+  }
+
+  @Override
+  public List<SourceFile> list() throws SourceException {
+    ListObjectsV2Request request =
+        ListObjectsV2Request.builder().bucket(bucket).prefix(prefix).build();
+    List<SourceFile> files = new ArrayList<>();
+    try {
+      for (ListObjectsV2Response page : listClient.listObjectsV2Paginator(request)) {
+        for (S3Object object : page.contents()) {
+          String key = object.key();
+          if (!key.startsWith(prefix)) {
+            throw new SourceException(
+                "InvalidResponse",
+                "listing " + description + " returned the key '" + key + "' outside the prefix",
+                false);
+          }
+          String relative = key.substring(prefix.length());
+          if (relative.isEmpty() || relative.endsWith("/")) {
+            continue; // a directory marker, not a file
+          }
+          SourcePaths.requireSafe(relative, description);
+          if (!filter.accepts(relative)) {
+            continue;
+          }
+          Long size = object.size();
+          if (size == null || size < 0) {
+            throw new SourceException(
+                "InvalidResponse",
+                "listing " + description + " gave no size for '" + relative + "'",
+                false);
+          }
+          files.add(new SourceFile(relative, size, unquote(object.eTag()), Optional.empty()));
+        }
+      }
+    } catch (SdkException e) {
+      throw map(e, "listing " + description, true);
+    }
+    files.sort(Comparator.comparing(SourceFile::path));
+    return List.copyOf(files);
+  }
+
+  @Override
+  public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
+    FileSource.checkRange(file, offset, length);
+    if (length == 0) {
+      return InputStream.nullInputStream();
+    }
+    SourcePaths.requireSafe(file.path(), description);
+    String where = description + file.path();
+    long last = offset + length - 1;
+    String range = "bytes=" + offset + "-" + last;
+    GetObjectRequest.Builder request =
+        GetObjectRequest.builder().bucket(bucket).key(prefix + file.path()).range(range);
+    if (!file.etag().isEmpty()) {
+      request.ifMatch('"' + file.etag() + '"');
+    }
+    ResponseInputStream<GetObjectResponse> in;
+    try {
+      in = getClient.getObject(request.build());
+    } catch (SdkException e) {
+      throw map(e, "reading " + where + " (Range: " + range + ")", false);
+    }
+    try {
+      checkResponse(in.response(), file, offset, length, where, range);
+    } catch (SourceException e) {
+      in.abort();
+      closeQuietly(in);
+      throw e;
+    }
+    return new RangeStream(in, length);
+  }
+
+  /** The checks of PITFALLS #2: status, Content-Range, length and identity of every response. */
+  private static void checkResponse(
+      GetObjectResponse response,
+      SourceFile file,
+      long offset,
+      long length,
+      String where,
+      String range)
+      throws SourceException {
+    int status = response.sdkHttpResponse().statusCode();
+    String asked = "asked for " + range + " of " + where + " (" + file.size() + " bytes)";
+    Long contentLength = response.contentLength();
+    if (status == 200) {
+      if (offset != 0 || length != file.size()) {
+        throw new SourceException(
+            "RangeNotHonored",
+            asked
+                + " but the server answered 200 with the whole object"
+                + (contentLength != null ? " (Content-Length " + contentLength + ")" : "")
+                + "; the endpoint or a proxy in between ignores Range headers, so these bytes"
+                + " are refused",
+            false);
+      }
+    } else if (status == 206) {
+      String contentRange = response.contentRange();
+      Matcher m = contentRange == null ? null : CONTENT_RANGE.matcher(contentRange.strip());
+      if (m == null || !m.matches()) {
+        throw new SourceException(
+            "InvalidResponse",
+            asked + " but the 206 answer has Content-Range '" + contentRange + "'",
+            false);
+      }
+      long start = Long.parseLong(m.group(1));
+      long end = Long.parseLong(m.group(2));
+      String total = m.group(3);
+      if (!total.equals("*") && Long.parseLong(total) != file.size()) {
+        throw new SourceException(
+            "ObjectChanged",
+            asked
+                + " but Content-Range '"
+                + contentRange
+                + "' gives the object size "
+                + total
+                + "; it changed since listing, resolve the artifact again",
+            false);
+      }
+      if (start != offset || end != offset + length - 1 || total.equals("*")) {
+        throw new SourceException(
+            "InvalidResponse",
+            asked + " but the server sent Content-Range '" + contentRange + "'",
+            false);
+      }
+    } else {
+      throw new SourceException(
+          status >= 500 ? "SourceUnavailable" : "InvalidResponse",
+          asked + " but the server answered HTTP " + status + " instead of 206",
+          status >= 500);
+    }
+    if (contentLength == null || contentLength != length) {
+      throw new SourceException(
+          "InvalidResponse",
+          asked + " but the answer has Content-Length " + contentLength + " instead of " + length,
+          false);
+    }
+    String etag = unquote(response.eTag());
+    if (!file.etag().isEmpty() && !etag.isEmpty() && !etag.equals(file.etag())) {
+      throw new SourceException(
+          "ObjectChanged",
+          asked
+              + " but the object's ETag is now "
+              + etag
+              + " (listed "
+              + file.etag()
+              + "); resolve the artifact again",
+          false);
+    }
+  }
+
+  /**
+   * Maps an SDK failure to a reason.
+   *
+   * @param what the operation and object, for the message
+   * @param listing whether this was a listing call (a bare 404 then means the bucket)
+   */
+  static SourceException map(SdkException e, String what, boolean listing) {
+    if (e instanceof NoSuchBucketException) {
+      return new SourceException(
+          "BucketNotFound", what + ": the bucket does not exist (NoSuchBucket)", false, e);
+    }
+    if (e instanceof NoSuchKeyException) {
+      return new SourceException(
+          "ObjectNotFound", what + ": the object does not exist (NoSuchKey)", false, e);
+    }
+    if (e instanceof AwsServiceException ase) {
+      int status = ase.statusCode();
+      String code = ase.awsErrorDetails() == null ? null : ase.awsErrorDetails().errorCode();
+      String detail =
+          " (HTTP "
+              + status
+              + (code != null ? " " + code : "")
+              + (ase.awsErrorDetails() != null && ase.awsErrorDetails().errorMessage() != null
+                  ? ": " + ase.awsErrorDetails().errorMessage()
+                  : "")
+              + ")";
+      Duration retryAfter = retryAfter(ase);
+      if ("NoSuchBucket".equals(code) || (listing && status == 404)) {
+        return new SourceException(
+            "BucketNotFound", what + ": the bucket does not exist" + detail, false, e);
+      }
+      if ("NoSuchKey".equals(code) || status == 404) {
+        return new SourceException(
+            "ObjectNotFound", what + ": the object does not exist" + detail, false, e);
+      }
+      if (status == 401 || status == 403) {
+        return new SourceException(
+            "AccessDenied",
+            what
+                + ": access denied"
+                + detail
+                + "; check the credentials (credentialsSecretRef), region and bucket policy",
+            false,
+            e);
+      }
+      if (status == 412 || status == 416) {
+        return new SourceException(
+            "ObjectChanged",
+            what
+                + ": the object is no longer the one listed"
+                + detail
+                + "; resolve the artifact again",
+            false,
+            e);
+      }
+      if (status == 429
+          || "SlowDown".equals(code)
+          || "Throttling".equals(code)
+          || "RequestLimitExceeded".equals(code)) {
+        return new SourceException(
+            "Throttled", what + ": throttled by the store" + detail, true, retryAfter, e);
+      }
+      if (status >= 500 || status == 408 || "RequestTimeout".equals(code)) {
+        return new SourceException(
+            "SourceUnavailable", what + ": the store failed" + detail, true, retryAfter, e);
+      }
+      return new SourceException("SourceRequestRejected", what + ": rejected" + detail, false, e);
+    }
+    if (e instanceof SdkClientException) {
+      String message = String.valueOf(e.getMessage());
+      if (message.startsWith("Unable to load credentials")) {
+        return new SourceException(
+            "AccessDenied",
+            what + ": no credentials: " + message + "; set credentialsSecretRef",
+            false,
+            e);
+      }
+      return new SourceException(
+          "SourceUnavailable", what + ": " + message, isTransient(e), null, e);
+    }
+    return new SourceException("SourceUnavailable", what + ": " + e.getMessage(), false, e);
+  }
+
+  /** Client-side failures that another attempt may cure: I/O errors and timeouts. */
+  private static boolean isTransient(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof IOException
+          || t.getClass().getSimpleName().contains("Timeout")
+          || t.getClass().getSimpleName().contains("Aborted")) {
+        return true;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
+
+  private static Duration retryAfter(AwsServiceException e) {
+    if (e.awsErrorDetails() == null || e.awsErrorDetails().sdkHttpResponse() == null) {
+      return null;
+    }
+    Optional<String> header =
+        e.awsErrorDetails().sdkHttpResponse().firstMatchingHeader("Retry-After");
+    if (header.isEmpty()) {
+      return null;
+    }
+    try {
+      long seconds = Long.parseLong(header.get().strip());
+      return seconds >= 0 ? Duration.ofSeconds(seconds) : null;
+    } catch (NumberFormatException notSeconds) {
+      return null; // an HTTP-date; the back-off schedule applies
+    }
+  }
+
+  static String unquote(String etag) {
+    if (etag == null) {
+      return "";
+    }
+    String t = etag.strip();
+    if (t.startsWith("W/")) {
+      t = t.substring(2);
+    }
+    if (t.length() >= 2 && t.startsWith("\"") && t.endsWith("\"")) {
+      t = t.substring(1, t.length() - 1);
+    }
+    return t;
+  }
+
+  private static void closeQuietly(InputStream in) {
+    try {
+      in.close();
+    } catch (IOException | RuntimeException ignored) {
+      // Already aborted; the refusal is what matters.
+    }
+  }
+
+  @Override
+  public String describe() {
+    return description;
+  }
+
+  @Override
+  public void close() {
+    listClient.close();
+    getClient.close();
+    http.close();
+    if (credentials instanceof SdkAutoCloseable closeable) {
+      closeable.close();
+    }
+  }
+
+  /**
+   * A checked response body: never more than the range's length; SDK runtime failures surface as
+   * {@link IOException} so the reader resumes; closing early aborts the connection instead of
+   * draining the rest of the body.
+   */
+  private static final class RangeStream extends InputStream {
+    private final ResponseInputStream<GetObjectResponse> in;
+    private long remaining;
+
+    RangeStream(ResponseInputStream<GetObjectResponse> in, long length) {
+      this.in = in;
+      this.remaining = length;
+    }
+
+    @Override
+    public int read() throws IOException {
+      byte[] one = new byte[1];
+      int n = read(one, 0, 1);
+      return n < 0 ? -1 : one[0] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      java.util.Objects.checkFromIndexSize(off, len, b.length);
+      if (remaining == 0) {
+        return -1;
+      }
+      if (len == 0) {
+        return 0;
+      }
+      int n;
+      try {
+        n = in.read(b, off, (int) Math.min(len, remaining));
+      } catch (RuntimeException e) {
+        throw new IOException("reading the response body failed: " + e.getMessage(), e);
+      }
+      if (n > 0) {
+        remaining -= n;
+      }
+      return n;
+    }
+
+    @Override
+    public void close() {
+      if (remaining > 0) {
+        in.abort();
+      }
+      closeQuietly(in);
+    }
+  }
+}

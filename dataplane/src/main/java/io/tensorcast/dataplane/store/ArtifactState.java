@@ -1,0 +1,112 @@
+package io.tensorcast.dataplane.store;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * The per-artifact state file {@code <root>/.tensorcast/<artifactId>.json}: the artifact's files
+ * and, for each complete file, its SHA-256. Kept outside the artifact directory so that directory
+ * holds exactly the artifact's files. Written atomically (temporary file, then rename).
+ *
+ * @param formatVersion {@value #FORMAT_VERSION}
+ * @param artifactId the artifact id; must equal the file's name
+ * @param files every file of the artifact, in allocation order
+ */
+record ArtifactState(int formatVersion, String artifactId, List<FileState> files) {
+  static final int FORMAT_VERSION = 1;
+  private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
+
+  /**
+   * @param sha256 lowercase hex SHA-256 once the file is complete; null while it is not
+   */
+  record FileState(String path, long size, String sha256) {
+    boolean complete() {
+      return sha256 != null;
+    }
+  }
+
+  private static final ObjectMapper JSON =
+      new ObjectMapper()
+          .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+          .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+          .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES);
+
+  ArtifactState {
+    Objects.requireNonNull(artifactId, "artifactId");
+    files = List.copyOf(files);
+  }
+
+  static Path pathFor(Path stateDir, String artifactId) {
+    return stateDir.resolve(artifactId + ".json");
+  }
+
+  /** Writes {@code state} to {@code target} through a temporary file and an atomic rename. */
+  static void writeAtomically(Path target, ArtifactState state) throws IOException {
+    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
+    byte[] bytes = JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(state);
+    try (FileChannel ch =
+        FileChannel.open(
+            tmp,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING,
+            StandardOpenOption.WRITE)) {
+      ByteBuffer b = ByteBuffer.wrap(bytes);
+      while (b.hasRemaining()) {
+        ch.write(b);
+      }
+      ch.force(true);
+    }
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  /**
+   * Reads and checks a state file: strict JSON (no duplicate keys, no unknown fields), the format
+   * version, the id against the file name, and every path and size by the allocation rules.
+   *
+   * @throws IOException naming the file and what is wrong
+   */
+  static ArtifactState read(Path file, String expectedId) throws IOException {
+    ArtifactState s;
+    try {
+      s = JSON.readValue(file.toFile(), ArtifactState.class);
+    } catch (IOException e) {
+      throw new IOException("state file " + file + " is not valid: " + e.getMessage(), e);
+    }
+    if (s.formatVersion() != FORMAT_VERSION) {
+      throw new IOException(
+          "state file " + file + " has formatVersion " + s.formatVersion() + ", expected 1");
+    }
+    if (!s.artifactId().equals(expectedId)) {
+      throw new IOException(
+          "state file " + file + " names artifact '" + s.artifactId() + "', not " + expectedId);
+    }
+    for (FileState f : s.files()) {
+      if (f == null || f.path() == null) {
+        throw new IOException("state file " + file + " lists a file without a path");
+      }
+      if (f.sha256() != null && !SHA256_HEX.matcher(f.sha256()).matches()) {
+        throw new IOException(
+            "state file " + file + ": sha256 of '" + f.path() + "' is not 64 lowercase hex digits");
+      }
+    }
+    try {
+      StorePaths.checkFiles(
+          expectedId, s.files().stream().map(f -> new StoreFile(f.path(), f.size())).toList());
+    } catch (StoreException e) {
+      throw new IOException("state file " + file + ": " + e.getMessage(), e);
+    }
+    return s;
+  }
+}

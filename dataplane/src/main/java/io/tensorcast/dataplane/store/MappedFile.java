@@ -1,0 +1,118 @@
+package io.tensorcast.dataplane.store;
+
+import com.sun.jna.Pointer;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * One file of an artifact mapped {@code MAP_SHARED} read-write as a single contiguous mapping of
+ * its whole size (none for an empty file). Not thread-safe by itself: {@link StoredArtifact} guards
+ * it.
+ */
+final class MappedFile {
+  final StoreFile file;
+  final Path absolutePath;
+
+  /** Start of the mapping; 0 for an empty file. */
+  final long address;
+
+  /** Whether the file's pages were reserved with posix_fallocate (false: ftruncate fallback). */
+  final boolean preallocated;
+
+  private MappedFile(StoreFile file, Path absolutePath, long address, boolean preallocated) {
+    this.file = file;
+    this.absolutePath = absolutePath;
+    this.address = address;
+    this.preallocated = preallocated;
+  }
+
+  /**
+   * Creates the file (it must not exist), sizes it with {@code posix_fallocate} so that a tmpfs
+   * reserves its pages now (a full file system fails here with {@code FilesystemFull} rather than
+   * as a SIGBUS on a later write through the mapping), falls back to {@code ftruncate} when the
+   * file system does not support it, and maps it.
+   */
+  static MappedFile create(String artifactId, StoreFile file, Path absolutePath)
+      throws StoreException {
+    int fd;
+    try {
+      fd = MemoryLockSupport.createExclusive(absolutePath);
+    } catch (ErrnoException e) {
+      throw new StoreException(
+          "StoreIoError", "artifact " + artifactId + ": cannot create file: " + e.getMessage(), e);
+    }
+    try {
+      boolean preallocated = true;
+      if (file.size() > 0) {
+        int err = MemoryLockSupport.fallocate(fd, file.size());
+        if (err == MemoryLockSupport.ENOSPC) {
+          throw new StoreException(
+              "FilesystemFull",
+              "artifact "
+                  + artifactId
+                  + ": no space left for file '"
+                  + file.path()
+                  + "' ("
+                  + file.size()
+                  + " bytes) on the file system of "
+                  + absolutePath
+                  + " (posix_fallocate: ENOSPC); the tmpfs is full or its size limit is lower"
+                  + " than the store's budget");
+        }
+        if (err == MemoryLockSupport.EOPNOTSUPP || err == MemoryLockSupport.EINVAL) {
+          preallocated = false;
+          MemoryLockSupport.ftruncate(fd, file.size(), absolutePath);
+        } else if (err != 0) {
+          throw new ErrnoException("posix_fallocate(" + absolutePath + ")", err);
+        }
+      }
+      long address =
+          file.size() == 0 ? 0 : MemoryLockSupport.mmapShared(fd, file.size(), absolutePath);
+      return new MappedFile(file, absolutePath, address, preallocated);
+    } catch (ErrnoException e) {
+      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+    } finally {
+      MemoryLockSupport.close(fd); // the mapping keeps the file open
+    }
+  }
+
+  /** Maps an existing file of exactly {@code file.size()} bytes (re-adoption after a restart). */
+  static MappedFile mapExisting(String artifactId, StoreFile file, Path absolutePath)
+      throws StoreException {
+    if (file.size() == 0) {
+      return new MappedFile(file, absolutePath, 0, true);
+    }
+    int fd;
+    try {
+      fd = MemoryLockSupport.openExisting(absolutePath);
+    } catch (ErrnoException e) {
+      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+    }
+    try {
+      return new MappedFile(
+          file, absolutePath, MemoryLockSupport.mmapShared(fd, file.size(), absolutePath), true);
+    } catch (ErrnoException e) {
+      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+    } finally {
+      MemoryLockSupport.close(fd);
+    }
+  }
+
+  long size() {
+    return file.size();
+  }
+
+  /** A direct buffer over bytes {@code [offset, offset + length)}; the caller checked bounds. */
+  ByteBuffer buffer(long offset, int length) {
+    if (length == 0) {
+      return ByteBuffer.allocateDirect(0);
+    }
+    return new Pointer(address).getByteBuffer(offset, length);
+  }
+
+  void unmap() throws ErrnoException {
+    if (address != 0) {
+      MemoryLockSupport.munmap(address, file.size(), absolutePath);
+    }
+  }
+}

@@ -1,0 +1,728 @@
+package io.tensorcast.dataplane.store;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The page-locked store: artifacts laid out as-is under a root on a memory-backed file system
+ * (default {@code /dev/shm/tensorcast}), one directory per artifact, every file created at its
+ * final size with {@code posix_fallocate}, mapped {@code MAP_SHARED} and locked with {@code mlock}
+ * per the {@link LockPolicy}, within a byte budget. Consumer processes on the node open or mmap
+ * {@code <root>/<artifactId>/} as a normal local model directory.
+ *
+ * <p><b>Layout.</b> {@code <root>/<artifactId>/<path>} holds exactly the artifact's files. The
+ * store's own bookkeeping lives in {@code <root>/.tensorcast/}: a state file {@code
+ * <artifactId>.json} per artifact (its files and the SHA-256 of each complete one, replaced
+ * atomically) and {@code store.lock}, an exclusive file lock held while the store is open, so two
+ * stores (in one process or two) never share a root.
+ *
+ * <p><b>Budget.</b> An artifact is charged its file sizes each rounded up to whole pages (what a
+ * tmpfs really uses). {@link #allocate} refuses an artifact that does not fit {@code budget - in
+ * use} with {@link InsufficientMemoryException} before it creates anything; {@link #unload} returns
+ * the bytes.
+ *
+ * <p><b>Start (PITFALLS 5: clean up on start).</b> Opening a store scans its root. An artifact is
+ * <em>adopted</em> — re-mapped, every file's SHA-256 recomputed over the mapping and compared with
+ * the state file, locked per the policy, charged to the budget — only if its state file is
+ * readable, every file in it is complete, and the directory holds exactly those files (regular
+ * files, same sizes, nothing else). Adopting saves reloading a model after a data-plane restart:
+ * tmpfs pages outlive the process. Everything else that is the store's is removed: directories
+ * named like an artifact id without a state file or with any incomplete file, state files without a
+ * directory, temporary state files, artifacts whose bytes changed, artifacts that cannot be locked
+ * under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit,
+ * adopted in id order. Entries that are not directories named like an artifact id are left alone
+ * and reported. {@link #recovery()} lists every decision.
+ *
+ * <p><b>Memory accounting.</b> tmpfs pages are charged to the memory cgroup of the process that
+ * first touches them and outlive it, and deleting a file that is still mapped frees nothing; so
+ * {@link #unload} unlocks and unmaps before it deletes, and a data-plane container's memory limit
+ * must cover the artifacts it holds.
+ *
+ * <p>Thread-safe. No process-global state: several stores with different roots may live in one JVM.
+ */
+public final class PinnedStore implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PinnedStore.class);
+
+  /** {@code /dev/shm/tensorcast}: a directory on the node's memory-backed {@code /dev/shm}. */
+  public static final Path DEFAULT_ROOT = Path.of("/dev/shm/tensorcast");
+
+  /** 1 GiB: the default unit in which pages are locked and hashed. */
+  public static final long DEFAULT_WINDOW_BYTES = 1L << 30;
+
+  /** Name of the store's bookkeeping directory under the root. */
+  public static final String STATE_DIR = ".tensorcast";
+
+  private static final String LOCK_FILE = "store.lock";
+  private static final AtomicInteger POOL_IDS = new AtomicInteger();
+
+  private final Path root;
+  private final Path stateDir;
+  private final LockPolicy policy;
+  private final long windowBytes;
+  private final long budgetBytes;
+  private final Optional<MemoryBudget> detectedBudget;
+  private final ExecutorService pool;
+  private final FileChannel lockChannel;
+  private final List<RecoveryAction> recovery;
+
+  private final Object lock = new Object();
+  private final Map<String, StoredArtifact> artifacts = new LinkedHashMap<>(); // guarded by lock
+  private final Map<String, Long> pending = new HashMap<>(); // guarded by lock
+  private long inUseBytes; // guarded by lock; artifacts + pending
+  private boolean closed; // guarded by lock
+
+  /**
+   * Opens a store with a fixed budget and 1 GiB windows; see {@link #PinnedStore(Path, long,
+   * LockPolicy, long)}.
+   */
+  public PinnedStore(Path root, long budgetBytes, LockPolicy policy) throws StoreException {
+    this(root, budgetBytes, policy, DEFAULT_WINDOW_BYTES);
+  }
+
+  /**
+   * Opens a store: creates {@code root} if needed, takes its lock, and adopts or removes what an
+   * earlier store left there (see the class comment).
+   *
+   * @param root the store's directory, on a memory-backed file system for page-locked serving;
+   *     dedicated to this store
+   * @param budgetBytes the most bytes (page-rounded file sizes) the store holds at once, adopted
+   *     artifacts included; {@code > 0}
+   * @param policy whether to page-lock
+   * @param windowBytes unit of parallel locking and of hashing: a positive multiple of the page
+   *     size, at most 1 GiB
+   * @throws StoreException {@code StoreInUse} if another store holds {@code root}; {@code
+   *     StoreIoError} if it cannot be read or created
+   */
+  public PinnedStore(Path root, long budgetBytes, LockPolicy policy, long windowBytes)
+      throws StoreException {
+    this(root, OptionalLong.of(budgetBytes), policy, windowBytes);
+  }
+
+  /**
+   * Opens a store whose budget is measured: after recovery, the bytes of adopted artifacts plus
+   * {@link MemoryBudget#detect(Path)} of {@code root} (the least of the memory cgroup's headroom,
+   * {@code MemAvailable} and the file system's free space). {@link #detectedBudget()} tells which
+   * bound it.
+   */
+  public static PinnedStore open(Path root, LockPolicy policy) throws StoreException {
+    return new PinnedStore(root, OptionalLong.empty(), policy, DEFAULT_WINDOW_BYTES);
+  }
+
+  private PinnedStore(Path root, OptionalLong budget, LockPolicy policy, long windowBytes)
+      throws StoreException {
+    if (policy == null) {
+      throw new IllegalArgumentException("policy is required");
+    }
+    if (budget.isPresent() && budget.getAsLong() <= 0) {
+      throw new IllegalArgumentException("budgetBytes must be > 0, got " + budget.getAsLong());
+    }
+    long page = MemoryLockSupport.pageSize();
+    if (windowBytes <= 0 || windowBytes % page != 0 || windowBytes > (1L << 30)) {
+      throw new IllegalArgumentException(
+          "windowBytes must be a positive multiple of the page size ("
+              + page
+              + " bytes) and at most 1 GiB, got "
+              + windowBytes);
+    }
+    this.root = root.toAbsolutePath().normalize();
+    this.stateDir = this.root.resolve(STATE_DIR);
+    this.policy = policy;
+    this.windowBytes = windowBytes;
+    FileChannel channel = null;
+    ExecutorService threads = null;
+    boolean ok = false;
+    try {
+      Files.createDirectories(stateDir);
+      channel = lockRoot();
+      threads = newPool();
+      this.lockChannel = channel;
+      this.pool = threads;
+      this.recovery = List.copyOf(recover(budget));
+      if (budget.isPresent()) {
+        this.budgetBytes = budget.getAsLong();
+        this.detectedBudget = Optional.empty();
+      } else {
+        MemoryBudget detected = MemoryBudget.detect(this.root);
+        this.detectedBudget = Optional.of(detected);
+        this.budgetBytes = inUseBytes + detected.bytes();
+        log.info("store {}: budget {} bytes ({})", this.root, budgetBytes, detected.description());
+      }
+      ok = true;
+    } catch (IOException e) {
+      throw new StoreException(
+          "StoreIoError", "cannot open store at " + this.root + ": " + e.getMessage(), e);
+    } finally {
+      if (!ok) {
+        for (StoredArtifact a : artifacts.values()) {
+          try {
+            a.release(false);
+          } catch (StoreException ignored) {
+            // failing to open; the next open starts over
+          }
+        }
+        if (threads != null) {
+          threads.shutdownNow();
+        }
+        closeQuietly(channel);
+      }
+    }
+  }
+
+  private FileChannel lockRoot() throws IOException, StoreException {
+    Path lockFile = stateDir.resolve(LOCK_FILE);
+    FileChannel ch =
+        FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    FileLock l;
+    try {
+      l = ch.tryLock();
+    } catch (OverlappingFileLockException e) {
+      l = null;
+    }
+    if (l == null) {
+      ch.close();
+      throw new StoreException(
+          "StoreInUse",
+          "another store holds "
+              + root
+              + " (lock on "
+              + lockFile
+              + "); one store per root: stop the other data plane or use another root");
+    }
+    return ch;
+  }
+
+  private ExecutorService newPool() {
+    int n = Math.max(1, Runtime.getRuntime().availableProcessors());
+    int id = POOL_IDS.incrementAndGet();
+    AtomicInteger threadIds = new AtomicInteger();
+    return Executors.newFixedThreadPool(
+        n,
+        r -> {
+          Thread t = new Thread(r, "pinned-store-" + id + "-" + threadIds.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  // ---------------------------------------------------------------- recovery
+
+  private List<RecoveryAction> recover(OptionalLong budget) throws IOException {
+    List<RecoveryAction> actions = new ArrayList<>();
+    Map<String, Path> states = new TreeMap<>();
+    try (Stream<Path> entries = Files.list(stateDir)) {
+      for (Path p : (Iterable<Path>) entries.sorted()::iterator) {
+        String name = p.getFileName().toString();
+        if (name.equals(LOCK_FILE)) {
+          continue;
+        }
+        String id = name.endsWith(".json") ? name.substring(0, name.length() - 5) : null;
+        if (id != null && StorePaths.isValidArtifactId(id) && Files.isRegularFile(p)) {
+          states.put(id, p);
+        } else {
+          StoredArtifact.deleteTree(p);
+          actions.add(removed(name, "StrayStateFile", "removed " + p + ": not a state file"));
+        }
+      }
+    }
+    TreeSet<String> dirs = new TreeSet<>();
+    try (Stream<Path> entries = Files.list(root)) {
+      for (Path p : (Iterable<Path>) entries.sorted()::iterator) {
+        String name = p.getFileName().toString();
+        if (name.equals(STATE_DIR)) {
+          continue;
+        }
+        if (StorePaths.isValidArtifactId(name) && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+          dirs.add(name);
+        } else {
+          actions.add(
+              new RecoveryAction(
+                  name,
+                  RecoveryAction.Action.IGNORED,
+                  "NotAnArtifact",
+                  "left alone: "
+                      + p
+                      + " is not a directory named like an artifact id; the root should be"
+                      + " dedicated to the store"));
+        }
+      }
+    }
+    for (Map.Entry<String, Path> s : states.entrySet()) {
+      if (!dirs.contains(s.getKey())) {
+        Files.deleteIfExists(s.getValue());
+        actions.add(
+            removed(s.getKey(), "NoArtifactDirectory", "removed state file without directory"));
+      }
+    }
+    for (String id : dirs) {
+      Path dir = root.resolve(id);
+      Path statePath = states.get(id);
+      if (statePath == null) {
+        StoredArtifact.deleteTree(dir);
+        actions.add(removed(id, "NoStateFile", "removed " + dir + ": it has no state file"));
+        continue;
+      }
+      ArtifactState state;
+      try {
+        state = ArtifactState.read(statePath, id);
+      } catch (IOException e) {
+        removeArtifactFiles(id);
+        actions.add(removed(id, "UnreadableStateFile", e.getMessage()));
+        continue;
+      }
+      long incomplete = state.files().stream().filter(f -> !f.complete()).count();
+      if (incomplete > 0) {
+        removeArtifactFiles(id);
+        actions.add(
+            removed(
+                id,
+                "IncompleteFiles",
+                incomplete
+                    + " of "
+                    + state.files().size()
+                    + " files were not complete (e.g. '"
+                    + state.files().stream().filter(f -> !f.complete()).findFirst().get().path()
+                    + "'); removed"));
+        continue;
+      }
+      String difference = differenceFromState(dir, state);
+      if (difference != null) {
+        removeArtifactFiles(id);
+        actions.add(removed(id, "FilesChanged", difference + "; removed"));
+        continue;
+      }
+      actions.add(adopt(state, budget));
+    }
+    for (RecoveryAction a : actions) {
+      log.info("store {}: {} {} ({}): {}", root, a.action(), a.name(), a.reason(), a.message());
+    }
+    return actions;
+  }
+
+  private RecoveryAction adopt(ArtifactState state, OptionalLong budget) throws IOException {
+    String id = state.artifactId();
+    List<StoreFile> files =
+        state.files().stream().map(f -> new StoreFile(f.path(), f.size())).toList();
+    long charged;
+    try {
+      charged = chargedBytes(files);
+    } catch (StoreException e) {
+      removeArtifactFiles(id);
+      return removed(id, e.reason(), e.getMessage() + "; removed");
+    }
+    if (budget.isPresent() && inUseBytes + charged > budget.getAsLong()) {
+      removeArtifactFiles(id);
+      return removed(
+          id,
+          "OverBudget",
+          "complete, but its "
+              + charged
+              + " bytes do not fit the budget of "
+              + budget.getAsLong()
+              + " bytes with "
+              + inUseBytes
+              + " bytes already adopted; removed");
+    }
+    StoredArtifact a;
+    try {
+      a =
+          StoredArtifact.adopt(
+              state,
+              root.resolve(id),
+              ArtifactState.pathFor(stateDir, id),
+              windowBytes,
+              charged,
+              pool);
+    } catch (StoreException e) {
+      removeArtifactFiles(id);
+      return removed(id, e.reason(), e.getMessage() + "; removed");
+    }
+    LockStatus status = lock(a, charged);
+    if (policy == LockPolicy.REQUIRED && !status.locked()) {
+      try {
+        a.release(true);
+      } catch (StoreException e) {
+        throw new IOException(e.getMessage(), e);
+      }
+      return removed(id, status.reason(), status.message() + "; removed");
+    }
+    a.setLockStatus(status);
+    artifacts.put(id, a);
+    inUseBytes += charged;
+    return new RecoveryAction(
+        id,
+        RecoveryAction.Action.ADOPTED,
+        "Complete",
+        "adopted "
+            + files.size()
+            + " files, "
+            + a.bytesAllocated()
+            + " bytes, sha256 verified; "
+            + status.reason()
+            + ": "
+            + status.message());
+  }
+
+  /** What differs between the directory and the state's file list, or null if nothing. */
+  private static String differenceFromState(Path dir, ArtifactState state) throws IOException {
+    Map<String, Long> expected = new HashMap<>();
+    state.files().forEach(f -> expected.put(f.path(), f.size()));
+    Map<String, Long> found = new HashMap<>();
+    List<String> odd = new ArrayList<>();
+    Files.walkFileTree(
+        dir,
+        new SimpleFileVisitor<>() {
+          @Override
+          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+            String rel = dir.relativize(file).toString();
+            if (attrs.isRegularFile()) {
+              found.put(rel, attrs.size());
+            } else {
+              odd.add(rel);
+            }
+            return FileVisitResult.CONTINUE;
+          }
+        });
+    if (!odd.isEmpty()) {
+      return "'" + odd.get(0) + "' is not a regular file";
+    }
+    for (Map.Entry<String, Long> e : expected.entrySet()) {
+      Long size = found.get(e.getKey());
+      if (size == null) {
+        return "file '" + e.getKey() + "' is missing";
+      }
+      if (size.longValue() != e.getValue()) {
+        return "file '" + e.getKey() + "' has " + size + " bytes, expected " + e.getValue();
+      }
+    }
+    for (String f : found.keySet()) {
+      if (!expected.containsKey(f)) {
+        return "file '" + f + "' is not one of the artifact's files";
+      }
+    }
+    return null;
+  }
+
+  private void removeArtifactFiles(String id) throws IOException {
+    Files.deleteIfExists(ArtifactState.pathFor(stateDir, id));
+    StoredArtifact.deleteTree(root.resolve(id));
+  }
+
+  private static RecoveryAction removed(String name, String reason, String message) {
+    return new RecoveryAction(name, RecoveryAction.Action.REMOVED, reason, message);
+  }
+
+  // ---------------------------------------------------------------- allocate / unload
+
+  /**
+   * Allocates an artifact: checks the id and every path, charges the budget, then creates {@code
+   * <root>/<artifactId>/<path>} for every file at its size (pages reserved with {@code
+   * posix_fallocate}), maps each file and page-locks per the policy. The files are then filled
+   * through {@link StoredArtifact#write} or {@link StoredArtifact#writable} and marked complete one
+   * by one.
+   *
+   * @param artifactId DNS-1123 label (lowercase letters, digits, '-', at most 63 characters)
+   * @param files the artifact's files: relative '/'-separated paths and sizes in bytes
+   * @throws StoreException before anything is created: {@code InvalidArtifactId}, {@code
+   *     InvalidPath}, {@code InvalidSize}, {@code DuplicatePath}, {@code PathConflict}, {@code
+   *     NoFiles}, {@code ArtifactExists}, {@link InsufficientMemoryException}, and under {@link
+   *     LockPolicy#REQUIRED} a {@link MemoryLockException} when {@code RLIMIT_MEMLOCK} without
+   *     {@code CAP_IPC_LOCK} cannot cover the artifact; after creating (everything removed again):
+   *     {@code FilesystemFull}, {@code StoreIoError}, {@link MemoryLockException}
+   */
+  public StoredArtifact allocate(String artifactId, List<StoreFile> files) throws StoreException {
+    StorePaths.checkArtifactId(artifactId);
+    List<StoreFile> checked = StorePaths.checkFiles(artifactId, files);
+    long charged = chargedBytes(checked);
+    reserve(artifactId, charged);
+    StoredArtifact created = null;
+    boolean ok = false;
+    try {
+      LockStatus precheck = precheckLock(artifactId, charged);
+      Path dir = root.resolve(artifactId);
+      if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+        throw new StoreException(
+            "ArtifactExists",
+            "artifact "
+                + artifactId
+                + ": "
+                + dir
+                + " exists but is not held by this store; something else writes into the root");
+      }
+      created =
+          StoredArtifact.create(
+              artifactId,
+              dir,
+              ArtifactState.pathFor(stateDir, artifactId),
+              checked,
+              windowBytes,
+              charged,
+              pool);
+      if (!created.preallocated()) {
+        log.warn(
+            "artifact {}: posix_fallocate is not supported on the file system of {}; sized with"
+                + " ftruncate, pages are allocated on first write",
+            artifactId,
+            root);
+      }
+      LockStatus status = precheck != null ? precheck : lock(created, charged);
+      if (policy == LockPolicy.REQUIRED && !status.locked()) {
+        throw new MemoryLockException(artifactId, status);
+      }
+      created.setLockStatus(status);
+      synchronized (lock) {
+        if (closed) {
+          throw new StoreException("StoreClosed", "the store at " + root + " was closed");
+        }
+        pending.remove(artifactId);
+        artifacts.put(artifactId, created);
+      }
+      ok = true;
+      return created;
+    } finally {
+      if (!ok) {
+        if (created != null) {
+          created.release(true);
+        }
+        synchronized (lock) {
+          pending.remove(artifactId);
+          inUseBytes -= charged;
+        }
+      }
+    }
+  }
+
+  private void reserve(String artifactId, long charged) throws StoreException {
+    synchronized (lock) {
+      if (closed) {
+        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+      }
+      if (artifacts.containsKey(artifactId) || pending.containsKey(artifactId)) {
+        throw new StoreException(
+            "ArtifactExists",
+            "artifact " + artifactId + " is already allocated in this store; unload it first");
+      }
+      if (charged > budgetBytes - inUseBytes) {
+        throw new InsufficientMemoryException(artifactId, charged, budgetBytes, inUseBytes);
+      }
+      pending.put(artifactId, charged);
+      inUseBytes += charged;
+    }
+  }
+
+  /**
+   * Without {@code CAP_IPC_LOCK}, checks {@code RLIMIT_MEMLOCK} before creating anything: under
+   * REQUIRED refuses, under BEST_EFFORT returns the unlocked status to use instead of locking.
+   */
+  private LockStatus precheckLock(String artifactId, long charged) throws MemoryLockException {
+    if (policy == LockPolicy.DISABLED) {
+      return LockStatus.disabled();
+    }
+    MemoryLockSupport.Facts facts = MemoryLockSupport.facts();
+    if (facts.allows(charged)) {
+      return null;
+    }
+    LockStatus s = MemoryLockSupport.failure(charged, 0, facts);
+    if (policy == LockPolicy.REQUIRED) {
+      throw new MemoryLockException(artifactId, s);
+    }
+    return s;
+  }
+
+  private LockStatus lock(StoredArtifact a, long charged) {
+    if (policy == LockPolicy.DISABLED) {
+      return LockStatus.disabled();
+    }
+    if (!MemoryLockSupport.facts().allows(charged)) {
+      return MemoryLockSupport.failure(charged, 0, MemoryLockSupport.facts());
+    }
+    long t0 = System.nanoTime();
+    LockStatus s = a.lockPages(pool);
+    log.debug(
+        "artifact {}: mlock of {} bytes took {} ms: {}",
+        a.artifactId(),
+        a.bytesAllocated(),
+        (System.nanoTime() - t0) / 1_000_000,
+        s.reason());
+    return s;
+  }
+
+  /**
+   * Unloads an artifact: unlocks and unmaps its files (waiting for guarded reads and writes in
+   * flight), deletes its state file, its files and its directory, and returns its bytes to the
+   * budget. Afterwards nothing of the artifact remains under the root. Idempotent: unloading an
+   * unknown id removes any leftover directory or state file of that id and otherwise does nothing.
+   *
+   * @throws StoreException {@code InvalidArtifactId}; {@code StoreClosed} after {@link #close()}
+   *     (closing keeps the files for the next store); {@code ArtifactBusy} while the artifact is
+   *     being allocated; {@code StoreIoError} if deleting fails (the artifact then stays listed and
+   *     unload may be retried)
+   */
+  public void unload(String artifactId) throws StoreException {
+    StorePaths.checkArtifactId(artifactId);
+    StoredArtifact a;
+    synchronized (lock) {
+      if (closed) {
+        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+      }
+      if (pending.containsKey(artifactId)) {
+        throw new StoreException(
+            "ArtifactBusy", "artifact " + artifactId + " is still being allocated");
+      }
+      a = artifacts.get(artifactId);
+    }
+    if (a == null) {
+      try {
+        removeArtifactFiles(artifactId);
+      } catch (IOException e) {
+        throw new StoreException(
+            "StoreIoError", "artifact " + artifactId + ": cannot delete: " + e.getMessage(), e);
+      }
+      return;
+    }
+    a.release(true);
+    synchronized (lock) {
+      if (artifacts.remove(artifactId, a)) {
+        inUseBytes -= a.chargedBytes();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  /** The artifact with this id, if the store holds it (allocation finished). */
+  public Optional<StoredArtifact> get(String artifactId) {
+    synchronized (lock) {
+      return Optional.ofNullable(artifacts.get(artifactId));
+    }
+  }
+
+  /** A snapshot of the artifacts the store holds, by id, in allocation (or adoption) order. */
+  public Map<String, StoredArtifact> artifacts() {
+    synchronized (lock) {
+      return Collections.unmodifiableMap(new LinkedHashMap<>(artifacts));
+    }
+  }
+
+  /** The store's root directory (absolute). */
+  public Path root() {
+    return root;
+  }
+
+  /** The lock policy. */
+  public LockPolicy policy() {
+    return policy;
+  }
+
+  /** The budget in bytes. */
+  public long budgetBytes() {
+    return budgetBytes;
+  }
+
+  /** Bytes charged to artifacts held or being allocated (page-rounded file sizes). */
+  public long bytesInUse() {
+    synchronized (lock) {
+      return inUseBytes;
+    }
+  }
+
+  /** {@code budget - in use}; may be 0, never negative. */
+  public long bytesFree() {
+    synchronized (lock) {
+      return Math.max(0, budgetBytes - inUseBytes);
+    }
+  }
+
+  /** How the budget was measured, for a store made with {@link #open(Path, LockPolicy)}. */
+  public Optional<MemoryBudget> detectedBudget() {
+    return detectedBudget;
+  }
+
+  /** What the store did with each entry it found under its root when it was opened. */
+  public List<RecoveryAction> recovery() {
+    return recovery;
+  }
+
+  /** The bytes an artifact is charged: every file's size rounded up to whole pages. */
+  static long chargedBytes(List<StoreFile> files) throws StoreException {
+    long page = MemoryLockSupport.pageSize();
+    long total = 0;
+    try {
+      for (StoreFile f : files) {
+        long pages = f.size() / page + (f.size() % page == 0 ? 0 : 1);
+        total = Math.addExact(total, Math.multiplyExact(pages, page));
+      }
+    } catch (ArithmeticException e) {
+      throw new StoreException("InvalidSize", "the artifact's total size overflows 2^63 bytes");
+    }
+    return total;
+  }
+
+  /**
+   * Closes the store: unlocks and unmaps every artifact but leaves the files and state files, so
+   * the next store on this root adopts the complete ones. Releases the root's lock. Idempotent.
+   */
+  @Override
+  public void close() {
+    List<StoredArtifact> held;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      held = new ArrayList<>(artifacts.values());
+      artifacts.clear();
+      for (StoredArtifact a : held) {
+        inUseBytes -= a.chargedBytes();
+      }
+    }
+    for (StoredArtifact a : held) {
+      try {
+        a.release(false);
+      } catch (StoreException e) {
+        log.warn("store {}: closing artifact {}: {}", root, a.artifactId(), e.getMessage());
+      }
+    }
+    pool.shutdownNow();
+    closeQuietly(lockChannel);
+  }
+
+  private static void closeQuietly(FileChannel ch) {
+    if (ch != null) {
+      try {
+        ch.close();
+      } catch (IOException ignored) {
+        // releasing the lock; nothing else to do
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PinnedStore[" + root + ", " + policy + ", budget " + budgetBytes + " bytes]";
+  }
+}

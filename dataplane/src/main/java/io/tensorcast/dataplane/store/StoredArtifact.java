@@ -1,0 +1,670 @@
+package io.tensorcast.dataplane.store;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * One artifact held by a {@link PinnedStore}: its files under {@code <root>/<artifactId>/}, each
+ * mapped {@code MAP_SHARED} read-write as one contiguous mapping and page-locked per the store's
+ * {@link LockPolicy}. Consumers on the node open or mmap {@link #directory()} as a normal local
+ * model directory.
+ *
+ * <p><b>Ranges and windows.</b> Every method takes a byte range {@code [offset, offset + length)}
+ * of one file; {@code offset} is a {@code long} (files may exceed 2 GiB), {@code length} an {@code
+ * int}. Because each file is a single mapping, any range inside the file is accepted wherever it
+ * lies: ranges never have to avoid window boundaries. The store's window size (default 1 GiB) is
+ * only the unit in which pages are locked (in parallel) and hashed.
+ *
+ * <p><b>Buffers and unload.</b> {@link #write}, {@link #read}, {@link #sha256} and {@link
+ * #markComplete} hold the artifact's read lock while they touch the mapping, so {@link
+ * PinnedStore#unload} waits for them and they fail with {@link IllegalStateException} afterwards.
+ * The zero-copy buffers of {@link #writable} and {@link #readOnly} point straight into the mapping
+ * and cannot be guarded: using one after the artifact is unloaded or the store closed touches
+ * unmapped memory and crashes the JVM. Callers must finish with them before unloading.
+ *
+ * <p>Thread-safe: different ranges may be written concurrently. Completed files are read-only.
+ */
+public final class StoredArtifact {
+  private final String artifactId;
+  private final Path directory;
+  private final Path stateFile;
+  private final List<StoreFile> files;
+  private final Map<String, MappedFile> mapped;
+  private final long windowBytes;
+  private final long bytesAllocated;
+  private final long chargedBytes;
+  private final boolean preallocated;
+
+  private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
+  private boolean released; // guarded by guard's write lock
+  private volatile LockStatus lockStatus;
+  private final Map<String, String> sha256ByPath = new ConcurrentHashMap<>();
+  private final Object stateWrite = new Object();
+
+  private StoredArtifact(
+      String artifactId,
+      Path directory,
+      Path stateFile,
+      List<MappedFile> mappedFiles,
+      long windowBytes,
+      long chargedBytes) {
+    this.artifactId = artifactId;
+    this.directory = directory;
+    this.stateFile = stateFile;
+    Map<String, MappedFile> m = new LinkedHashMap<>();
+    long total = 0;
+    boolean pre = true;
+    for (MappedFile f : mappedFiles) {
+      m.put(f.file.path(), f);
+      total += f.size();
+      pre &= f.preallocated;
+    }
+    this.mapped = m;
+    this.files = mappedFiles.stream().map(f -> f.file).toList();
+    this.windowBytes = windowBytes;
+    this.bytesAllocated = total;
+    this.chargedBytes = chargedBytes;
+    this.preallocated = pre;
+  }
+
+  // ---------------------------------------------------------------- creation (package-private)
+
+  /**
+   * Writes the state file (no file complete), then creates, sizes and maps every file in parallel.
+   * On failure removes everything it created.
+   */
+  static StoredArtifact create(
+      String artifactId,
+      Path directory,
+      Path stateFile,
+      List<StoreFile> files,
+      long windowBytes,
+      long chargedBytes,
+      ExecutorService pool)
+      throws StoreException {
+    List<MappedFile> done = new ArrayList<>();
+    boolean ok = false;
+    boolean createdDirectory = false;
+    try {
+      ArtifactState.writeAtomically(
+          stateFile,
+          new ArtifactState(
+              ArtifactState.FORMAT_VERSION,
+              artifactId,
+              files.stream()
+                  .map(f -> new ArtifactState.FileState(f.path(), f.size(), null))
+                  .toList()));
+      Files.createDirectory(directory);
+      createdDirectory = true;
+      for (StoreFile f : files) {
+        Files.createDirectories(directory.resolve(f.path()).getParent());
+      }
+      List<Callable<MappedFile>> tasks = new ArrayList<>();
+      for (StoreFile f : files) {
+        tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+      }
+      StoreException failure = runAll(pool, tasks, done);
+      if (failure != null) {
+        throw failure;
+      }
+      ok = true;
+      return new StoredArtifact(artifactId, directory, stateFile, done, windowBytes, chargedBytes);
+    } catch (IOException e) {
+      throw new StoreException(
+          "StoreIoError",
+          "artifact " + artifactId + ": cannot create " + directory + ": " + e.getMessage(),
+          e);
+    } finally {
+      if (!ok) {
+        unmapQuietly(done);
+        deleteQuietly(stateFile, createdDirectory ? directory : null);
+      }
+    }
+  }
+
+  /**
+   * Maps the files of a complete artifact found on start and checks each file's SHA-256 against the
+   * state file, in parallel.
+   *
+   * @throws StoreException {@code ChecksumMismatch} if a file's bytes changed, {@code StoreIoError}
+   *     if it cannot be mapped; nothing stays mapped
+   */
+  static StoredArtifact adopt(
+      ArtifactState state,
+      Path directory,
+      Path stateFile,
+      long windowBytes,
+      long chargedBytes,
+      ExecutorService pool)
+      throws StoreException {
+    String id = state.artifactId();
+    List<MappedFile> done = new ArrayList<>();
+    List<Callable<MappedFile>> tasks = new ArrayList<>();
+    for (ArtifactState.FileState f : state.files()) {
+      StoreFile sf = new StoreFile(f.path(), f.size());
+      tasks.add(() -> MappedFile.mapExisting(id, sf, directory.resolve(f.path())));
+    }
+    StoreException failure = runAll(pool, tasks, done);
+    if (failure != null) {
+      unmapQuietly(done);
+      throw failure;
+    }
+    StoredArtifact a =
+        new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes);
+    List<Callable<String>> checks = new ArrayList<>();
+    for (ArtifactState.FileState f : state.files()) {
+      checks.add(
+          () -> {
+            String actual = a.hash(a.mapped.get(f.path()));
+            if (!actual.equals(f.sha256())) {
+              throw new StoreException(
+                  "ChecksumMismatch",
+                  "artifact "
+                      + id
+                      + ": file '"
+                      + f.path()
+                      + "' has sha256 "
+                      + actual
+                      + " but was completed with "
+                      + f.sha256()
+                      + "; its bytes changed after completion");
+            }
+            a.sha256ByPath.put(f.path(), actual);
+            return actual;
+          });
+    }
+    StoreException bad = runAll(pool, checks, new ArrayList<>());
+    if (bad != null) {
+      unmapQuietly(done);
+      throw bad;
+    }
+    return a;
+  }
+
+  /** Runs the tasks on the pool; collects results into {@code done}; returns the first failure. */
+  private static <T> StoreException runAll(
+      ExecutorService pool, List<Callable<T>> tasks, List<T> done) {
+    List<Future<T>> futures;
+    try {
+      futures = pool.invokeAll(tasks);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new StoreException("Interrupted", "interrupted while working on the store", e);
+    }
+    StoreException first = null;
+    for (Future<T> f : futures) {
+      try {
+        done.add(f.get());
+      } catch (ExecutionException e) {
+        if (first == null) {
+          first =
+              e.getCause() instanceof StoreException se
+                  ? se
+                  : new StoreException("StoreIoError", String.valueOf(e.getCause()), e.getCause());
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        if (first == null) {
+          first = new StoreException("Interrupted", "interrupted while working on the store", e);
+        }
+      }
+    }
+    return first;
+  }
+
+  // ---------------------------------------------------------------- page-locking (package-private)
+
+  /**
+   * Locks every window of every file with {@code mlock}, windows in parallel on the pool. On any
+   * failure unlocks what was locked and explains the failure; the artifact is then unlocked.
+   */
+  LockStatus lockPages(ExecutorService pool) {
+    List<long[]> windows = windows();
+    List<Callable<Integer>> tasks = new ArrayList<>();
+    for (long[] w : windows) {
+      tasks.add(() -> MemoryLockSupport.mlock(w[0], w[1]));
+    }
+    List<Integer> results = new ArrayList<>();
+    StoreException interrupted = runAll(pool, tasks, results);
+    int firstErr = 0;
+    for (int i = 0; i < results.size(); i++) {
+      if (results.get(i) != 0 && firstErr == 0) {
+        firstErr = results.get(i);
+      }
+    }
+    if (firstErr == 0 && interrupted == null) {
+      return LockStatus.locked(bytesAllocated);
+    }
+    for (long[] w : windows) {
+      MemoryLockSupport.munlock(w[0], w[1]);
+    }
+    if (interrupted != null) {
+      return new LockStatus(
+          false,
+          0,
+          LockStatus.LOCK_FAILED,
+          "interrupted while locking: " + interrupted.getMessage());
+    }
+    return MemoryLockSupport.failure(chargedBytes, firstErr, MemoryLockSupport.facts());
+  }
+
+  void setLockStatus(LockStatus status) {
+    this.lockStatus = status;
+  }
+
+  /** {address, length} of every window of every non-empty file. */
+  private List<long[]> windows() {
+    List<long[]> w = new ArrayList<>();
+    for (MappedFile f : mapped.values()) {
+      for (long off = 0; off < f.size(); off += windowBytes) {
+        w.add(new long[] {f.address + off, Math.min(windowBytes, f.size() - off)});
+      }
+    }
+    return w;
+  }
+
+  /**
+   * Unlocks and unmaps every file (once), then, if {@code deleteFiles}, deletes the state file and
+   * the artifact directory. Waits for guarded operations in flight.
+   */
+  void release(boolean deleteFiles) throws StoreException {
+    guard.writeLock().lock();
+    try {
+      if (!released) {
+        released = true;
+        LockStatus s = lockStatus;
+        if (s != null && s.lockedBytes() > 0) {
+          for (long[] w : windows()) {
+            MemoryLockSupport.munlock(w[0], w[1]);
+          }
+        }
+        ErrnoException first = null;
+        for (MappedFile f : mapped.values()) {
+          try {
+            f.unmap();
+          } catch (ErrnoException e) {
+            first = first == null ? e : first;
+          }
+        }
+        if (first != null) {
+          throw new StoreException(
+              "StoreIoError", "artifact " + artifactId + ": " + first.getMessage(), first);
+        }
+      }
+      if (deleteFiles) {
+        try {
+          Files.deleteIfExists(stateFile);
+          deleteTree(directory);
+        } catch (IOException e) {
+          throw new StoreException(
+              "StoreIoError",
+              "artifact " + artifactId + ": cannot delete " + directory + ": " + e.getMessage(),
+              e);
+        }
+      }
+    } finally {
+      guard.writeLock().unlock();
+    }
+  }
+
+  long chargedBytes() {
+    return chargedBytes;
+  }
+
+  // ---------------------------------------------------------------- public API
+
+  /** The artifact id (a DNS-1123 label). */
+  public String artifactId() {
+    return artifactId;
+  }
+
+  /** {@code <root>/<artifactId>}: holds exactly the artifact's files, laid out as listed. */
+  public Path directory() {
+    return directory;
+  }
+
+  /** The artifact's files in the order they were allocated. */
+  public List<StoreFile> files() {
+    return files;
+  }
+
+  /** Sum of the files' sizes in bytes. */
+  public long bytesAllocated() {
+    return bytesAllocated;
+  }
+
+  /** Whether the bytes are page-locked, and if not, why. */
+  public LockStatus lockStatus() {
+    return lockStatus;
+  }
+
+  /**
+   * Whether every file's pages were reserved up front with {@code posix_fallocate}. False when the
+   * file system does not support it and the store fell back to {@code ftruncate}: pages are then
+   * allocated on first write, and a full file system would surface as SIGBUS during a write.
+   */
+  public boolean preallocated() {
+    return preallocated;
+  }
+
+  /**
+   * A writable buffer over bytes {@code [offset, offset + length)} of {@code path}: position 0,
+   * limit {@code length}, big-endian like every new {@link ByteBuffer}. Zero-copy: writes land in
+   * the file. See the class comment on using it after unload.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   */
+  public ByteBuffer writable(String path, long offset, int length) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = fileForWrite(path);
+      checkRange(f, offset, length);
+      return f.buffer(offset, length);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Copies {@code src}'s remaining bytes into {@code path} starting at {@code offset} and advances
+   * {@code src}'s position. Safe against a concurrent unload.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   */
+  public void write(String path, long offset, ByteBuffer src) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = fileForWrite(path);
+      checkRange(f, offset, src.remaining());
+      f.buffer(offset, src.remaining()).put(src);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * A read-only buffer over bytes {@code [offset, offset + length)} of {@code path}, complete or
+   * not. Zero-copy; see the class comment on using it after unload.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the artifact was unloaded
+   */
+  public ByteBuffer readOnly(String path, long offset, int length) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = file(path);
+      checkRange(f, offset, length);
+      return f.buffer(offset, length).asReadOnlyBuffer();
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Copies bytes of {@code path} starting at {@code offset} into {@code dst}'s remaining space and
+   * advances its position. Safe against a concurrent unload.
+   *
+   * @throws IndexOutOfBoundsException if {@code [offset, offset + dst.remaining())} is not inside
+   *     the file
+   */
+  public void read(String path, long offset, ByteBuffer dst) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = file(path);
+      checkRange(f, offset, dst.remaining());
+      dst.put(f.buffer(offset, dst.remaining()));
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /** Lowercase hex SHA-256 of the file's current bytes, computed over the mapping. */
+  public String sha256(String path) {
+    guard.readLock().lock();
+    try {
+      return hash(file(path));
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Marks {@code path} complete: computes its SHA-256 over the mapping, records it in the state
+   * file (atomically) and makes the file read-only for {@link #writable} and {@link #write}. Only
+   * complete artifacts survive a restart of the store. Marking a complete file again returns its
+   * recorded hash.
+   *
+   * @return the file's lowercase hex SHA-256
+   */
+  public String markComplete(String path) throws StoreException {
+    return markComplete(path, null);
+  }
+
+  /**
+   * As {@link #markComplete(String)}, but first checks the bytes against {@code expectedSha256}
+   * (hex, any case; null to skip), e.g. the Hub's LFS linked ETag.
+   *
+   * @throws StoreException {@code ChecksumMismatch} with both hashes; the file stays incomplete
+   */
+  public String markComplete(String path, String expectedSha256) throws StoreException {
+    String recorded = sha256ByPath.get(path);
+    String actual = recorded != null ? recorded : sha256(path);
+    if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
+      throw new StoreException(
+          "ChecksumMismatch",
+          "artifact "
+              + artifactId
+              + ": file '"
+              + path
+              + "' has sha256 "
+              + actual
+              + " but "
+              + expectedSha256.toLowerCase()
+              + " was expected; the file stays incomplete");
+    }
+    if (recorded != null) {
+      return recorded;
+    }
+    synchronized (stateWrite) {
+      guard.readLock().lock();
+      try {
+        checkLive();
+        sha256ByPath.putIfAbsent(path, actual);
+        ArtifactState.writeAtomically(stateFile, currentState());
+      } catch (IOException e) {
+        sha256ByPath.remove(path, actual);
+        throw new StoreException(
+            "StoreIoError",
+            "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
+            e);
+      } finally {
+        guard.readLock().unlock();
+      }
+    }
+    return sha256ByPath.get(path);
+  }
+
+  /** Whether {@code path} was marked complete. */
+  public boolean isComplete(String path) {
+    file(path);
+    return sha256ByPath.containsKey(path);
+  }
+
+  /** Whether every file was marked complete. */
+  public boolean isComplete() {
+    return sha256ByPath.size() == mapped.size();
+  }
+
+  /** The SHA-256 recorded when {@code path} was marked complete; empty while it is not. */
+  public Optional<String> completedSha256(String path) {
+    file(path);
+    return Optional.ofNullable(sha256ByPath.get(path));
+  }
+
+  @Override
+  public String toString() {
+    return "StoredArtifact["
+        + artifactId
+        + ", "
+        + files.size()
+        + " files, "
+        + bytesAllocated
+        + " bytes]";
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private ArtifactState currentState() {
+    return new ArtifactState(
+        ArtifactState.FORMAT_VERSION,
+        artifactId,
+        files.stream()
+            .map(f -> new ArtifactState.FileState(f.path(), f.size(), sha256ByPath.get(f.path())))
+            .toList());
+  }
+
+  private String hash(MappedFile f) {
+    MessageDigest md;
+    try {
+      md = MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+    }
+    for (long off = 0; off < f.size(); off += windowBytes) {
+      md.update(f.buffer(off, (int) Math.min(windowBytes, f.size() - off)));
+    }
+    return HexFormat.of().formatHex(md.digest());
+  }
+
+  private void checkLive() {
+    if (released) {
+      throw new IllegalStateException(
+          "artifact " + artifactId + " was unloaded or its store closed; its mappings are gone");
+    }
+  }
+
+  private MappedFile file(String path) {
+    checkLive();
+    MappedFile f = mapped.get(path);
+    if (f == null) {
+      throw new IllegalArgumentException(
+          "artifact "
+              + artifactId
+              + " has no file '"
+              + StorePaths.printable(String.valueOf(path))
+              + "'");
+    }
+    return f;
+  }
+
+  private MappedFile fileForWrite(String path) {
+    MappedFile f = file(path);
+    if (sha256ByPath.containsKey(path)) {
+      throw new IllegalStateException(
+          "file '"
+              + path
+              + "' of artifact "
+              + artifactId
+              + " is complete; complete files are"
+              + " read-only");
+    }
+    return f;
+  }
+
+  private void checkRange(MappedFile f, long offset, int length) {
+    if (offset < 0 || length < 0 || offset > f.size() - length) {
+      throw new IndexOutOfBoundsException(
+          "range ["
+              + offset
+              + ", "
+              + (offset + length)
+              + ") is outside file '"
+              + f.file.path()
+              + "' of artifact "
+              + artifactId
+              + ", which has "
+              + f.size()
+              + " bytes");
+    }
+  }
+
+  private static void unmapQuietly(List<MappedFile> files) {
+    for (MappedFile f : files) {
+      try {
+        f.unmap();
+      } catch (ErrnoException ignored) {
+        // best effort on a failure path; the original failure is what the caller reports
+      }
+    }
+  }
+
+  private static void deleteQuietly(Path stateFile, Path directory) {
+    try {
+      Files.deleteIfExists(stateFile);
+      if (directory != null) {
+        deleteTree(directory);
+      }
+    } catch (IOException ignored) {
+      // best effort on a failure path; the next start removes what is left (no complete state)
+    }
+  }
+
+  /** Deletes a directory tree without following symbolic links; absent is fine. */
+  static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    Files.walkFileTree(
+        dir,
+        new SimpleFileVisitor<>() {
+          @Override
+          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
+              throws IOException {
+            Files.deleteIfExists(file);
+            return FileVisitResult.CONTINUE;
+          }
+
+          @Override
+          public FileVisitResult visitFileFailed(Path file, IOException exc) throws IOException {
+            if (exc instanceof NoSuchFileException) {
+              return FileVisitResult.CONTINUE;
+            }
+            throw exc;
+          }
+
+          @Override
+          public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+            if (exc != null) {
+              throw exc;
+            }
+            Files.deleteIfExists(d);
+            return FileVisitResult.CONTINUE;
+          }
+        });
+  }
+}

@@ -1,0 +1,374 @@
+package io.tensorcast.dataplane.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.FileSource;
+import io.tensorcast.dataplane.source.PathFilter;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.HeapRangeSink;
+import io.tensorcast.dataplane.testing.RecordingProgressListener;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The reader against real files (FileSource over the corpus), with faults wrapped around it. */
+class ParallelRangeReaderTest {
+  private static final ReadOptions FAST =
+      ReadOptions.DEFAULTS.withBackoff(Duration.ofMillis(1), Duration.ofMillis(5));
+
+  @TempDir Path tmp;
+
+  @ParameterizedTest(name = "rangeSize {0}")
+  @ValueSource(ints = {1000, 65536, 8 * 1024 * 1024})
+  void readsEveryCorpusSafetensorsFileByteForByte(int rangeSize) throws Exception {
+    Path corpus = Corpus.dir();
+    try (FileSource source =
+        FileSource.open(corpus, PathFilter.of(List.of("*.safetensors"), List.of()))) {
+      List<SourceFile> files = source.list();
+      assertThat(files).hasSizeGreaterThan(30);
+      HeapRangeSink sink = new HeapRangeSink();
+      RecordingProgressListener progress = new RecordingProgressListener();
+      ReadResult result =
+          new ParallelRangeReader(FAST.withRangeSize(rangeSize).withConcurrency(4))
+              .read(source, files, sink, progress);
+
+      long total = files.stream().mapToLong(SourceFile::size).sum();
+      long expectedRanges =
+          files.stream().mapToLong(f -> (f.size() + rangeSize - 1) / rangeSize).sum();
+      for (SourceFile f : files) {
+        assertThat(sink.bytes(f.path()))
+            .as(f.path())
+            .isEqualTo(Files.readAllBytes(corpus.resolve(f.path())));
+      }
+      assertThat(result.bytes()).isEqualTo(total);
+      assertThat(result.ranges()).isEqualTo(expectedRanges);
+      assertThat(result.requests()).isEqualTo(expectedRanges);
+      assertThat(result.retries()).isZero();
+      assertThat(sink.completed()).hasSize((int) expectedRanges);
+      assertThat(sink.completedBytes()).isEqualTo(total);
+      assertThat(progress.bytes()).isEqualTo(total);
+      assertThat(progress.overlaps()).isEmpty();
+    }
+  }
+
+  @Test
+  void zeroLengthFilesProduceNoRequests() throws Exception {
+    Files.write(tmp.resolve("empty.safetensors"), new byte[0]);
+    Files.write(tmp.resolve("one.bin"), new byte[] {42});
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      assertThat(files).extracting(SourceFile::size).containsExactly(0L, 1L);
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult result =
+          new ParallelRangeReader(FAST).read(source, files, sink, ReadProgressListener.NONE);
+      assertThat(source.opened).containsExactly("one.bin@0+1");
+      assertThat(result.files()).isEqualTo(1);
+      assertThat(sink.bytes("one.bin")).containsExactly(42);
+      assertThat(sink.completed()).containsExactly(new HeapRangeSink.Completed("one.bin", 0, 1));
+    }
+  }
+
+  @Test
+  void noFilesNoWork() throws Exception {
+    try (FileSource source = FileSource.open(tmp, PathFilter.all())) {
+      ReadResult result =
+          new ParallelRangeReader(FAST)
+              .read(source, List.of(), new HeapRangeSink(), ReadProgressListener.NONE);
+      assertThat(result.ranges()).isZero();
+      assertThat(result.requests()).isZero();
+    }
+  }
+
+  @Test
+  void aBodyCutShortIsResumedAtTheFirstMissingByte() throws Exception {
+    Path corpus = Corpus.dir().resolve("safetensors");
+    String name = "connect4-ai__candle_varmap.safetensors"; // 57316 bytes
+    try (Scripted source =
+        new Scripted(FileSource.open(corpus, PathFilter.of(List.of(name), List.of())))) {
+      SourceFile file = source.list().get(0);
+      source.cutFirstStreamsAfter(2, 5000);
+      HeapRangeSink sink = new HeapRangeSink();
+      RecordingProgressListener progress = new RecordingProgressListener();
+      ReadResult result =
+          new ParallelRangeReader(FAST.withRangeSize(20000).withConcurrency(1))
+              .read(source, List.of(file), sink, progress);
+
+      assertThat(sink.bytes(name)).isEqualTo(Files.readAllBytes(corpus.resolve(name)));
+      // range [0,20000) was cut at 5000, resumed at 5000, cut again at 10000, resumed at 10000
+      assertThat(source.opened)
+          .containsExactly(
+              name + "@0+20000",
+              name + "@5000+15000",
+              name + "@10000+10000",
+              name + "@20000+20000",
+              name + "@40000+17316");
+      assertThat(result.retries()).isEqualTo(2);
+      assertThat(progress.retries())
+          .extracting(ReadProgressListener.RetryEvent::resumeAt)
+          .containsExactly(5000L, 10000L);
+      assertThat(progress.retries().get(0).cause()).hasMessageContaining("ended after 5000");
+      assertThat(progress.bytes()).isEqualTo(file.size());
+      assertThat(progress.overlaps()).isEmpty();
+    }
+  }
+
+  @Test
+  void retryableSourceErrorsAreRetriedNonRetryableFailAtOnce() throws Exception {
+    Files.write(tmp.resolve("a.bin"), new byte[] {1, 2, 3});
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      source.failNextOpens(2, new SourceException("Throttled", "slow down", true));
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult ok =
+          new ParallelRangeReader(FAST).read(source, files, sink, ReadProgressListener.NONE);
+      assertThat(ok.requests()).isEqualTo(3);
+      assertThat(sink.bytes("a.bin")).containsExactly(1, 2, 3);
+
+      source.failNextOpens(1, new SourceException("ObjectChanged", "etag differs", false));
+      assertThatThrownBy(
+              () ->
+                  new ParallelRangeReader(FAST)
+                      .read(source, files, new HeapRangeSink(), ReadProgressListener.NONE))
+          .isInstanceOfSatisfying(
+              RangeReadException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.attempts()).isEqualTo(1);
+                assertThat(e.attemptsExhausted()).isFalse();
+              })
+          .hasMessageContaining("bytes [0, 3) of a.bin")
+          .hasMessageContaining("last cause: ObjectChanged: etag differs");
+    }
+  }
+
+  @Test
+  void exhaustedAttemptsFailNamingFileRangeAttemptsAndCause() throws Exception {
+    Files.write(tmp.resolve("w.bin"), new byte[300]);
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      source.failNextOpens(1000, new SourceException("SourceUnavailable", "HTTP 500", true));
+      HeapRangeSink sink = new HeapRangeSink();
+      assertThatThrownBy(
+              () ->
+                  new ParallelRangeReader(
+                          FAST.withMaxAttempts(3).withRangeSize(100).withConcurrency(1))
+                      .read(source, files, sink, ReadProgressListener.NONE))
+          .isInstanceOfSatisfying(
+              RangeReadException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo("SourceUnavailable");
+                assertThat(e.attempts()).isEqualTo(3);
+                assertThat(e.attemptsExhausted()).isTrue();
+                assertThat(e.file().path()).isEqualTo("w.bin");
+                assertThat(e.offset()).isZero();
+              })
+          .hasMessage(
+              "reading bytes [0, 100) of w.bin (300 bytes; range 1 of 3) from "
+                  + source.describe()
+                  + " failed after all 3 attempts (0 of 100 bytes received); last cause:"
+                  + " SourceUnavailable: HTTP 500");
+      assertThat(source.opened).hasSize(3); // the failure stopped the other ranges
+      assertThat(sink.completed()).isEmpty();
+    }
+  }
+
+  @Test
+  void aFatalErrorCancelsRequestsInFlightPromptly() throws Exception {
+    Files.write(tmp.resolve("a-slow.bin"), new byte[10]);
+    Files.write(tmp.resolve("b-bad.bin"), new byte[10]);
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      CountDownLatch slowOpened = new CountDownLatch(1);
+      CountDownLatch slowClosed = new CountDownLatch(1);
+      source.hang("a-slow.bin", slowOpened, slowClosed);
+      source.failPath("b-bad.bin", slowOpened, new SourceException("AccessDenied", "403", false));
+      RangeReadException e =
+          assertTimeoutPreemptively(
+              Duration.ofSeconds(20),
+              () -> {
+                try {
+                  new ParallelRangeReader(FAST.withConcurrency(2))
+                      .read(source, files, new HeapRangeSink(), ReadProgressListener.NONE);
+                  throw new AssertionError("read should fail");
+                } catch (RangeReadException expected) {
+                  return expected;
+                }
+              });
+      assertThat(e.reason()).isEqualTo("AccessDenied");
+      assertThat(e.file().path()).isEqualTo("b-bad.bin");
+      assertThat(slowClosed.await(0, TimeUnit.SECONDS)).as("hung request was closed").isTrue();
+    }
+  }
+
+  @Test
+  void stagingBeyondTheBudgetIsRefusedWithTheNumbers() {
+    ReadOptions tooBig =
+        ReadOptions.DEFAULTS.withConcurrency(64).withStagingBufferSize(2 * ReadOptions.MIB);
+    assertThatThrownBy(() -> new ParallelRangeReader(tooBig))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "staging buffers need concurrency 64 × stagingBufferSize 2097152 B = 134217728 B,"
+                + " over the stagingBudget of 67108864 B; lower concurrency or stagingBufferSize,"
+                + " or raise stagingBudget");
+    assertThatThrownBy(() -> ReadOptions.DEFAULTS.withConcurrency(0))
+        .hasMessageContaining("concurrency must be between 1 and 1024, got 0");
+  }
+
+  @Test
+  void aSinkBufferOfTheWrongSizeFailsTheRead() throws Exception {
+    Files.write(tmp.resolve("a.bin"), new byte[] {1, 2, 3});
+    try (FileSource source = FileSource.open(tmp, PathFilter.all())) {
+      RangeSink wrong =
+          new RangeSink() {
+            @Override
+            public ByteBuffer target(SourceFile file, long offset, int length) {
+              return ByteBuffer.allocate(length + 1);
+            }
+
+            @Override
+            public void rangeCompleted(SourceFile file, long offset, int length) {
+              throw new AssertionError("must not complete");
+            }
+          };
+      assertThatThrownBy(
+              () ->
+                  new ParallelRangeReader(FAST)
+                      .read(source, source.list(), wrong, ReadProgressListener.NONE))
+          .isInstanceOfSatisfying(
+              RangeReadException.class, e -> assertThat(e.reason()).isEqualTo("SinkFailed"))
+          .hasMessageContaining(
+              "a buffer with 4 bytes remaining instead of a writable one with exactly 3");
+    }
+  }
+
+  /** A real source with faults and a log of every range opened ("path@offset+length"). */
+  private static final class Scripted implements ArtifactSource {
+    final ArtifactSource delegate;
+    final List<String> opened = new CopyOnWriteArrayList<>();
+    final AtomicInteger cutsLeft = new AtomicInteger();
+    volatile long cutAfter;
+    final AtomicInteger failuresLeft = new AtomicInteger();
+    volatile SourceException failure;
+    volatile String hangPath;
+    volatile CountDownLatch hangOpened;
+    volatile CountDownLatch hangClosed;
+    volatile String failPath;
+    volatile CountDownLatch failAfter;
+    volatile SourceException failPathWith;
+
+    Scripted(ArtifactSource delegate) {
+      this.delegate = delegate;
+    }
+
+    void cutFirstStreamsAfter(int streams, long bytes) {
+      cutAfter = bytes;
+      cutsLeft.set(streams);
+    }
+
+    void failNextOpens(int count, SourceException e) {
+      failure = e;
+      failuresLeft.set(count);
+    }
+
+    void hang(String path, CountDownLatch opened, CountDownLatch closed) {
+      hangPath = path;
+      hangOpened = opened;
+      hangClosed = closed;
+    }
+
+    void failPath(String path, CountDownLatch after, SourceException e) {
+      failPath = path;
+      failAfter = after;
+      failPathWith = e;
+    }
+
+    @Override
+    public List<SourceFile> list() throws SourceException {
+      return delegate.list();
+    }
+
+    @Override
+    public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
+      opened.add(file.path() + "@" + offset + "+" + length);
+      if (failuresLeft.getAndDecrement() > 0) {
+        throw failure;
+      }
+      if (file.path().equals(failPath)) {
+        try {
+          failAfter.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        throw failPathWith;
+      }
+      InputStream in = delegate.openRange(file, offset, length);
+      if (file.path().equals(hangPath)) {
+        hangOpened.countDown();
+        return new InputStream() {
+          @Override
+          public int read() throws IOException {
+            try {
+              hangClosed.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            throw new IOException("stream closed");
+          }
+
+          @Override
+          public void close() throws IOException {
+            hangClosed.countDown();
+            in.close();
+          }
+        };
+      }
+      if (cutsLeft.getAndDecrement() > 0) {
+        long limit = cutAfter;
+        return new FilterInputStream(in) {
+          long left = limit;
+
+          @Override
+          public int read(byte[] b, int off, int len) throws IOException {
+            if (left <= 0) {
+              return -1;
+            }
+            int n = super.read(b, off, (int) Math.min(len, left));
+            if (n > 0) {
+              left -= n;
+            }
+            return n;
+          }
+        };
+      }
+      return in;
+    }
+
+    @Override
+    public String describe() {
+      return delegate.describe();
+    }
+
+    @Override
+    public void close() {
+      delegate.close();
+    }
+  }
+}

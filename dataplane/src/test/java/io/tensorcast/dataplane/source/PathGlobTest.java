@@ -1,0 +1,96 @@
+package io.tensorcast.dataplane.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class PathGlobTest {
+
+  @ParameterizedTest(name = "{0} ~ {1} -> {2}")
+  @CsvSource({
+    // no '/': the file name at any depth
+    "*.safetensors, model.safetensors, true",
+    "*.safetensors, unet/diffusion_pytorch_model.safetensors, true",
+    "*.safetensors, model.safetensors.index.json, false",
+    "*.json, tokenizer/vocab.json, true",
+    "config.json, text_encoder/config.json, true",
+    "config.json, xconfig.json, false",
+    // anchored
+    "/config.json, config.json, true",
+    "/config.json, text_encoder/config.json, false",
+    "unet/*.safetensors, unet/a.safetensors, true",
+    "unet/*.safetensors, unet/sub/a.safetensors, false",
+    "unet/*.safetensors, x/unet/a.safetensors, false",
+    // ** as whole segments
+    "**/*.bin, pytorch_model.bin, true",
+    "**/*.bin, a/b/c/pytorch_model.bin, true",
+    "a/**/b.txt, a/b.txt, true",
+    "a/**/b.txt, a/x/y/b.txt, true",
+    "a/**/b.txt, ab.txt, false",
+    "unet/**, unet/a, true",
+    "unet/**, unet/x/y, true",
+    "unet/**, unet, false",
+    "**, anything/at/all, true",
+    // trailing '/' = directory
+    "vae/, vae/model.safetensors, true",
+    "vae/, sub/vae/x.bin, true",
+    "vae/, vae.bin, false",
+    "/vae/, sub/vae/x.bin, false",
+    // ? [..] {..}
+    "model-0000?-of-00006.safetensors, model-00003-of-00006.safetensors, true",
+    "model-0000?-of-00006.safetensors, model-0000/-of-00006.safetensors, false",
+    "rank_[0-9]*.safetensors, rank_00001.safetensors, true",
+    "rank_[!0-9]*.safetensors, rank_00001.safetensors, false",
+    "rank_[!0-9]*.safetensors, rank_x.safetensors, true",
+    "'*.{safetensors,json}', a/config.json, true",
+    "'*.{safetensors,json}', model.safetensors, true",
+    "'*.{safetensors,json}', model.bin, false",
+    // escapes and regex metacharacters are literal
+    "\\*.bin, *.bin, true",
+    "\\*.bin, a.bin, false",
+    "a+b(1).bin, a+b(1).bin, true",
+    "a.bin, axbin, false",
+    // case-sensitive
+    "*.JSON, config.json, false",
+  })
+  void matches(String glob, String path, boolean expected) {
+    assertThat(PathGlob.compile(glob).matches(path)).isEqualTo(expected);
+  }
+
+  @ParameterizedTest(name = "[{index}] {0}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "a**/b | '**' must be a whole path segment",
+        "[abc | '[' without a closing ']'",
+        "*.{json | '{' without a closing '}'",
+        "a}.bin | '}' without an opening '{'",
+        "{a,{b}}.bin | nested '{'",
+        "a//b | empty segment",
+        "../x | '..' segment",
+        "/ | names only the root",
+        "abc\\ | lone '\\'",
+      })
+  void rejectsMalformedGlobsNamingTheRule(String glob, String expected) {
+    assertThatThrownBy(() -> PathGlob.compile(glob))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(expected);
+  }
+
+  @org.junit.jupiter.api.Test
+  void filterKeepsIncludedAndNotExcludedAndNamesTheBadField() {
+    PathFilter filter = PathFilter.of(List.of("*.safetensors", "*.json"), List.of("*.index.json"));
+    assertThat(filter.accepts("model.safetensors")).isTrue();
+    assertThat(filter.accepts("config.json")).isTrue();
+    assertThat(filter.accepts("model.safetensors.index.json")).isFalse();
+    assertThat(filter.accepts("pytorch_model.bin")).isFalse();
+    assertThat(PathFilter.of(List.of(), List.of("*.bin")).accepts("x/y.txt")).isTrue();
+    assertThat(PathFilter.all().accepts("anything")).isTrue();
+
+    assertThatThrownBy(() -> PathFilter.of(List.of("ok"), List.of("fine", "bad[")))
+        .hasMessageStartingWith("exclude[1]: glob 'bad['");
+  }
+}

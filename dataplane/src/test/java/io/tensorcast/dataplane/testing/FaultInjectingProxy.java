@@ -1,0 +1,494 @@
+package io.tensorcast.dataplane.testing;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A plain HTTP/1.1 forwarding proxy on a real {@link ServerSocket} (127.0.0.1, random port) in
+ * front of an upstream server, with programmable faults — the failures of PITFALLS #2 made on
+ * demand:
+ *
+ * <ul>
+ *   <li>{@link #cutBodyAfter}: the next K GET responses are cut after N body bytes (the socket is
+ *       closed, so the client sees a body shorter than its {@code Content-Length});
+ *   <li>{@link #failRequests}: the next K requests are answered by the proxy with a status (500,
+ *       503 ...) and an S3-style XML error, optionally with {@code Retry-After};
+ *   <li>{@link #ignoreRange}: GETs are forwarded without their {@code Range} header, so the
+ *       upstream answers 200 with the whole object;
+ *   <li>{@link #delay}: each request waits this long before it is forwarded.
+ * </ul>
+ *
+ * <p>It records every request (method, target, {@code Range}, {@code If-Match}) and the most client
+ * connections open at once and GET requests in flight at once. Every response is sent with {@code
+ * Connection: close} (one request per connection), which keeps the forwarding simple and makes
+ * "connections open" equal "requests in flight". Request bodies must have a {@code Content-Length}
+ * ({@code Expect: 100-continue} is answered by the proxy). Headers are forwarded as received, so a
+ * stripped {@code Range} breaks a SigV4 signature; S3Mock does not check them.
+ */
+public final class FaultInjectingProxy implements AutoCloseable {
+
+  /** One request as the proxy received it. */
+  public record RecordedRequest(
+      String method, String target, Optional<String> range, Optional<String> ifMatch) {
+
+    /** The target without its query string. */
+    public String path() {
+      int q = target.indexOf('?');
+      return q < 0 ? target : target.substring(0, q);
+    }
+
+    /** First byte of the {@code Range: bytes=a-b} header, if any. */
+    public Optional<Long> rangeStart() {
+      return range.map(r -> Long.parseLong(r.substring("bytes=".length(), r.indexOf('-'))));
+    }
+  }
+
+  private final String upstreamHost;
+  private final int upstreamPort;
+  private final ServerSocket server;
+  private final ExecutorService handlers;
+  private final Thread acceptor;
+  private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+  private final List<RecordedRequest> requests = new CopyOnWriteArrayList<>();
+
+  private final AtomicInteger connections = new AtomicInteger();
+  private final AtomicInteger maxConnections = new AtomicInteger();
+  private final AtomicInteger inFlightGets = new AtomicInteger();
+  private final AtomicInteger maxInFlightGets = new AtomicInteger();
+
+  private final AtomicInteger cutsLeft = new AtomicInteger();
+  private final AtomicLong cutAfterBytes = new AtomicLong();
+  private final AtomicInteger failuresLeft = new AtomicInteger();
+  private final AtomicInteger failureStatus = new AtomicInteger();
+  private final AtomicReference<Duration> failureRetryAfter = new AtomicReference<>();
+  private volatile boolean ignoreRange;
+  private volatile Duration delay = Duration.ZERO;
+
+  /** Starts forwarding {@code 127.0.0.1:<port()>} to {@code upstream} (an http:// URI). */
+  public FaultInjectingProxy(URI upstream) throws IOException {
+    this(upstream.getHost(), upstream.getPort());
+  }
+
+  public FaultInjectingProxy(String upstreamHost, int upstreamPort) throws IOException {
+    this.upstreamHost = upstreamHost;
+    this.upstreamPort = upstreamPort;
+    this.server = new ServerSocket();
+    server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+    AtomicInteger n = new AtomicInteger();
+    this.handlers =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "fault-proxy-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    this.acceptor = new Thread(this::acceptLoop, "fault-proxy-accept");
+    acceptor.setDaemon(true);
+    acceptor.start();
+  }
+
+  public int port() {
+    return server.getLocalPort();
+  }
+
+  /** {@code http://127.0.0.1:<port>}. */
+  public URI endpoint() {
+    return URI.create("http://127.0.0.1:" + port());
+  }
+
+  /** Cuts the body of the next {@code gets} GET responses after {@code bytes} body bytes. */
+  public FaultInjectingProxy cutBodyAfter(long bytes, int gets) {
+    cutAfterBytes.set(bytes);
+    cutsLeft.set(gets);
+    return this;
+  }
+
+  /**
+   * Answers the next {@code count} requests itself with {@code status} and an S3-style error code
+   * ({@code SlowDown} for 503, {@code InternalError} for 500, {@code AccessDenied} for 403, {@code
+   * NoSuchKey} for 404, {@code Error} otherwise).
+   *
+   * @param retryAfter sent as {@code Retry-After} in whole seconds, or {@code null} for none
+   */
+  public FaultInjectingProxy failRequests(int status, int count, Duration retryAfter) {
+    failureStatus.set(status);
+    failureRetryAfter.set(retryAfter);
+    failuresLeft.set(count);
+    return this;
+  }
+
+  /** Forwards GETs without their {@code Range} header while on. */
+  public FaultInjectingProxy ignoreRange(boolean on) {
+    this.ignoreRange = on;
+    return this;
+  }
+
+  /** Waits this long before forwarding each request. */
+  public FaultInjectingProxy delay(Duration d) {
+    this.delay = d;
+    return this;
+  }
+
+  /** Clears faults, recorded requests and maxima. */
+  public FaultInjectingProxy reset() {
+    cutsLeft.set(0);
+    failuresLeft.set(0);
+    ignoreRange = false;
+    delay = Duration.ZERO;
+    requests.clear();
+    maxConnections.set(connections.get());
+    maxInFlightGets.set(inFlightGets.get());
+    return this;
+  }
+
+  /** Requests received, in arrival order. */
+  public List<RecordedRequest> requests() {
+    return List.copyOf(requests);
+  }
+
+  /** GET requests whose path is {@code /bucket/key}, in arrival order. */
+  public List<RecordedRequest> gets(String path) {
+    return requests.stream()
+        .filter(r -> r.method().equals("GET") && r.path().equals(path))
+        .toList();
+  }
+
+  /**
+   * The most client connections that were open at once. A connection counts until the proxy has
+   * closed it, which may be a moment after the client has moved on: use {@link #maxInFlightGets()}
+   * to check a concurrency limit.
+   */
+  public int maxConcurrentConnections() {
+    return maxConnections.get();
+  }
+
+  /** The most GET requests that were in flight (received, response not finished) at once. */
+  public int maxInFlightGets() {
+    return maxInFlightGets.get();
+  }
+
+  private void acceptLoop() {
+    while (!server.isClosed()) {
+      Socket socket;
+      try {
+        socket = server.accept();
+      } catch (IOException e) {
+        return; // closed
+      }
+      open.add(socket);
+      max(maxConnections, connections.incrementAndGet());
+      try {
+        handlers.execute(() -> handle(socket));
+      } catch (RuntimeException rejected) {
+        closeQuietly(socket);
+      }
+    }
+  }
+
+  private void handle(Socket client) {
+    try (client) {
+      client.setSoTimeout(30_000);
+      InputStream in = new BufferedInputStream(client.getInputStream());
+      OutputStream out = client.getOutputStream();
+      List<String> head = readHead(in);
+      if (head == null || head.isEmpty()) {
+        return;
+      }
+      String[] requestLine = head.get(0).split(" ", 3);
+      if (requestLine.length != 3) {
+        respond(out, 400, "BadRequest", "malformed request line", null, true);
+        return;
+      }
+      String method = requestLine[0];
+      List<String> headers = new ArrayList<>(head.subList(1, head.size()));
+      Optional<String> range = header(headers, "range");
+      requests.add(new RecordedRequest(method, requestLine[1], range, header(headers, "if-match")));
+      boolean isGet = method.equals("GET");
+      AtomicBoolean done = new AtomicBoolean(!isGet);
+      Runnable finished =
+          () -> {
+            if (done.compareAndSet(false, true)) {
+              inFlightGets.decrementAndGet();
+            }
+          };
+      if (isGet) {
+        max(maxInFlightGets, inFlightGets.incrementAndGet());
+      }
+      try {
+        forward(method, requestLine, headers, in, out, isGet, finished);
+      } finally {
+        finished.run();
+      }
+    } catch (IOException e) {
+      // the client or the upstream went away; the connection ends
+    } finally {
+      open.remove(client);
+      connections.decrementAndGet();
+    }
+  }
+
+  private void forward(
+      String method,
+      String[] requestLine,
+      List<String> headers,
+      InputStream in,
+      OutputStream out,
+      boolean isGet,
+      Runnable finished)
+      throws IOException {
+    if (header(headers, "transfer-encoding").isPresent()) {
+      respond(out, 501, "NotImplemented", "chunked request bodies are not proxied", null, true);
+      return;
+    }
+    long contentLength = header(headers, "content-length").map(Long::parseLong).orElse(0L);
+    if (header(headers, "expect").map(v -> v.equalsIgnoreCase("100-continue")).orElse(false)) {
+      out.write("HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+      out.flush();
+    }
+    byte[] body = in.readNBytes((int) contentLength);
+    if (body.length != contentLength) {
+      return; // client went away mid-body
+    }
+    if (!delay.isZero()) {
+      try {
+        Thread.sleep(delay.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+    if (takeOne(failuresLeft)) {
+      finished.run();
+      int status = failureStatus.get();
+      String code =
+          switch (status) {
+            case 503 -> "SlowDown";
+            case 500 -> "InternalError";
+            case 403 -> "AccessDenied";
+            case 404 -> "NoSuchKey";
+            default -> "Error";
+          };
+      respond(
+          out,
+          status,
+          code,
+          "fault injected by the test proxy (" + code + ")",
+          failureRetryAfter.get(),
+          !method.equals("HEAD"));
+      return;
+    }
+    boolean stripRange = isGet && ignoreRange;
+    long cut = isGet && takeOne(cutsLeft) ? cutAfterBytes.get() : -1;
+
+    try (Socket upstream = new Socket(upstreamHost, upstreamPort)) {
+      upstream.setSoTimeout(30_000);
+      StringBuilder request = new StringBuilder();
+      request.append(String.join(" ", requestLine)).append("\r\n");
+      for (String h : headers) {
+        String name = h.substring(0, h.indexOf(':')).strip().toLowerCase(Locale.ROOT);
+        if (name.equals("connection")
+            || name.equals("keep-alive")
+            || name.equals("proxy-connection")
+            || name.equals("expect")
+            || (stripRange && name.equals("range"))) {
+          continue;
+        }
+        request.append(h).append("\r\n");
+      }
+      request.append("Connection: close\r\n\r\n");
+      OutputStream up = upstream.getOutputStream();
+      up.write(request.toString().getBytes(StandardCharsets.ISO_8859_1));
+      up.write(body);
+      up.flush();
+
+      InputStream down = new BufferedInputStream(upstream.getInputStream());
+      List<String> responseHead = readHead(down);
+      if (responseHead == null) {
+        return;
+      }
+      StringBuilder response = new StringBuilder();
+      response.append(responseHead.get(0)).append("\r\n");
+      for (String h : responseHead.subList(1, responseHead.size())) {
+        String name = h.substring(0, h.indexOf(':')).strip().toLowerCase(Locale.ROOT);
+        if (name.equals("connection") || name.equals("keep-alive")) {
+          continue;
+        }
+        response.append(h).append("\r\n");
+      }
+      response.append("Connection: close\r\n\r\n");
+      // A request stops counting as in flight just before the last byte of its response is
+      // written: the client cannot start another request on its slot before it has that byte,
+      // so the maximum never overcounts.
+      long length =
+          responseHead.get(0).contains(" 304 ") || method.equals("HEAD")
+              ? 0
+              : header(responseHead.subList(1, responseHead.size()), "content-length")
+                  .map(Long::parseLong)
+                  .orElse(-1L);
+      if (length == 0) {
+        finished.run();
+      }
+      out.write(response.toString().getBytes(StandardCharsets.ISO_8859_1));
+      byte[] buffer = new byte[16 * 1024];
+      long sent = 0;
+      while (length < 0 || sent < length) {
+        int want = buffer.length;
+        if (length >= 0) {
+          want = (int) Math.min(want, length - sent);
+        }
+        if (cut >= 0) {
+          if (sent >= cut) {
+            out.flush();
+            return; // closing the client socket cuts the body here
+          }
+          want = (int) Math.min(want, cut - sent);
+        }
+        int n = down.read(buffer, 0, want);
+        if (n < 0) {
+          break;
+        }
+        if (length >= 0 && sent + n >= length) {
+          finished.run();
+        }
+        out.write(buffer, 0, n);
+        sent += n;
+      }
+      out.flush();
+    }
+  }
+
+  private static void respond(
+      OutputStream out,
+      int status,
+      String code,
+      String message,
+      Duration retryAfter,
+      boolean withBody)
+      throws IOException {
+    byte[] body =
+        ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>"
+                + code
+                + "</Code><Message>"
+                + message
+                + "</Message></Error>")
+            .getBytes(StandardCharsets.UTF_8);
+    StringBuilder head = new StringBuilder();
+    head.append("HTTP/1.1 ").append(status).append(' ').append(code).append("\r\n");
+    head.append("Content-Type: application/xml\r\n");
+    head.append("Content-Length: ").append(withBody ? body.length : 0).append("\r\n");
+    if (retryAfter != null) {
+      head.append("Retry-After: ").append(retryAfter.toSeconds()).append("\r\n");
+    }
+    head.append("Connection: close\r\n\r\n");
+    out.write(head.toString().getBytes(StandardCharsets.ISO_8859_1));
+    if (withBody) {
+      out.write(body);
+    }
+    out.flush();
+  }
+
+  /** Reads the start line and header lines up to the blank line; null at end of stream. */
+  private static List<String> readHead(InputStream in) throws IOException {
+    List<String> lines = new ArrayList<>();
+    ByteArrayOutputStream line = new ByteArrayOutputStream();
+    int total = 0;
+    while (true) {
+      int b = in.read();
+      if (b < 0) {
+        return lines.isEmpty() && line.size() == 0 ? null : lines;
+      }
+      if (++total > 64 * 1024) {
+        throw new IOException("header section over 64 KiB");
+      }
+      if (b == '\n') {
+        String text = line.toString(StandardCharsets.ISO_8859_1);
+        if (text.endsWith("\r")) {
+          text = text.substring(0, text.length() - 1);
+        }
+        line.reset();
+        if (text.isEmpty()) {
+          return lines;
+        }
+        lines.add(text);
+      } else {
+        line.write(b);
+      }
+    }
+  }
+
+  private static Optional<String> header(List<String> headers, String name) {
+    for (String h : headers) {
+      int colon = h.indexOf(':');
+      if (colon > 0 && h.substring(0, colon).strip().equalsIgnoreCase(name)) {
+        return Optional.of(h.substring(colon + 1).strip());
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static boolean takeOne(AtomicInteger left) {
+    while (true) {
+      int n = left.get();
+      if (n <= 0) {
+        return false;
+      }
+      if (left.compareAndSet(n, n - 1)) {
+        return true;
+      }
+    }
+  }
+
+  private static void max(AtomicInteger max, int value) {
+    max.accumulateAndGet(value, Math::max);
+  }
+
+  private static void closeQuietly(Socket socket) {
+    try {
+      socket.close();
+    } catch (IOException ignored) {
+      // shutting down
+    }
+  }
+
+  /** Stops accepting, closes every open connection and the handler threads (bounded). */
+  @Override
+  public void close() {
+    try {
+      server.close();
+    } catch (IOException ignored) {
+      // shutting down
+    }
+    open.forEach(FaultInjectingProxy::closeQuietly);
+    handlers.shutdownNow();
+    try {
+      handlers.awaitTermination(5, TimeUnit.SECONDS);
+      acceptor.join(5_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -47,6 +47,12 @@ public final class OperatorMain {
    * calls {@link Operator#start()} and {@link Operator#stop()}. Used by {@link #main} and by tests
    * that run the operator in their own JVM.
    *
+   * <p>Server-side apply is off for the ModelArtifact itself (finalizer and status are written with
+   * JSON patches): JOSDK builds its finalizer apply patch from a new instance of the class, whose
+   * Java field defaults would be applied as {@code spec} with force — overwriting what the user
+   * wrote and taking ownership of spec fields from GitOps (seen on a 1.20 API server: {@code
+   * replicas} reset to 1). Status patches carry only the status.
+   *
    * @param client client to the API server; the operator does not close it on stop
    * @param config operator settings
    */
@@ -56,6 +62,7 @@ public final class OperatorMain {
             o ->
                 o.withKubernetesClient(client)
                     .withCloseClientOnStop(false)
+                    .withUseSSAToPatchPrimaryResource(false)
                     .withStopOnInformerErrorDuringStartup(true));
     operator.register(new ModelArtifactReconciler(config));
     return operator;

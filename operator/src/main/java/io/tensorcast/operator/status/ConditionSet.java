@@ -46,7 +46,8 @@ final class ConditionSet {
     c.setType(type);
     c.setStatus(status);
     c.setReason(reason);
-    c.setMessage(cut(message == null ? "" : message));
+    // Never empty: an empty string can turn into null on the way (YAML), which the schema refuses.
+    c.setMessage(cut(message == null || message.isEmpty() ? reason : message));
     c.setLastTransitionTime(since);
     c.setObservedGeneration(generation);
     out.add(c);

@@ -374,7 +374,7 @@ public final class StatusAggregator {
           Conditions.REASON_REPLICA_LOST,
           readyText + " after all were ready; lost copies are being reloaded");
     } else {
-      c.set(DEGRADED, FALSE, Conditions.REASON_HEALTHY, "");
+      c.set(DEGRADED, FALSE, Conditions.REASON_HEALTHY, "no replica lost");
     }
     s.setConditions(c.build());
     return s;

@@ -1,0 +1,613 @@
+package io.tensorcast.e2e.operator;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.SecretBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.Resource;
+import io.tensorcast.api.TensorcastConstants;
+import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
+import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
+import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.v1alpha1.RdmaPolicy;
+import io.tensorcast.api.v1alpha1.SourceSpec;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy;
+import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.e2e.cluster.LocalClusterExtension;
+import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
+import io.tensorcast.e2e.cluster.NodeSpec;
+import io.tensorcast.e2e.cluster.SimulatedNode;
+import io.tensorcast.operator.desired.DataPlanePod;
+import io.tensorcast.operator.desired.PodPlan;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The operator end to end on a real kube-apiserver 1.20 with the real scheduler, garbage collector
+ * and a simulated kubelet that runs each data-plane pod as a {@code java -jar
+ * tensorcast-dataplane.jar serve ...} process on its node's loopback address, loading real corpus
+ * safetensors files from a real S3-compatible server into each node's store directory.
+ *
+ * <p>Each test has its own namespace and its own simulated nodes, labelled {@value #GROUP_LABEL} =
+ * namespace; the artifacts select them with {@code placement.nodeSelector}.
+ */
+@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
+class ModelArtifactIT {
+  static final String GROUP_LABEL = "tensorcast.io/e2e-group";
+  static final String SECRET = "s3-credentials";
+  static final Duration LOAD_TIMEOUT = Duration.ofSeconds(90);
+
+  private OperatorEnvironment env;
+  private KubernetesClient client;
+  private String ns;
+  private final List<SimulatedNode> nodes = new ArrayList<>();
+
+  @BeforeEach
+  void setUp(TestNamespace namespace) {
+    env = OperatorEnvironment.get();
+    client = env.client();
+    ns = namespace.name();
+    client
+        .resource(
+            new SecretBuilder()
+                .withNewMetadata()
+                .withName(SECRET)
+                .withNamespace(ns)
+                .endMetadata()
+                .withStringData(
+                    Map.of(
+                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
+                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
+                            S3MockServer.SECRET_KEY))
+                .build())
+        .create();
+  }
+
+  /** Deletes what the test left (waiting for the operator's cleanup), then the test's nodes. */
+  @AfterEach
+  void tearDown() {
+    try {
+      client.resources(ModelArtifact.class).inNamespace(ns).delete();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () ->
+                  client.resources(ModelArtifact.class).inNamespace(ns).list().getItems().isEmpty()
+                      && pods().isEmpty());
+    } finally {
+      nodes.forEach(SimulatedNode::remove);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------ cases
+
+  @Test
+  void loadsOntoRdmaNodesOnlyByteIdenticalThenCleansUp() throws Exception {
+    SimulatedNode rdmaByResource =
+        node("rdma-1", Map.of(TensorcastConstants.RDMA_RESOURCE, "2"), Map.of());
+    SimulatedNode rdmaByLabel =
+        node(
+            "rdma-2",
+            Map.of(),
+            Map.of(TensorcastConstants.RDMA_NODE_LABEL, TensorcastConstants.RDMA_NODE_LABEL_VALUE));
+    SimulatedNode plain = node("plain", Map.of(), Map.of());
+    Map<String, Path> files = tinyShardedModel();
+    files.put(
+        "adapter/adapter_model.safetensors",
+        corpus("safetensors/peft-gpt2__adapter_model.safetensors"));
+    String bucket = seed(files);
+
+    ModelArtifact created =
+        create(artifact("tiny", "s3://" + bucket + "/model/", 2, RdmaPolicy.Required));
+
+    ModelArtifact ready = awaitPhase("tiny", ArtifactPhase.Ready);
+    ModelArtifactStatus s = ready.getStatus();
+    long total = files.values().stream().mapToLong(ModelArtifactIT::size).sum();
+    assertThat(s.getReady()).isEqualTo("2/2");
+    assertThat(s.getReadyReplicas()).isEqualTo(2);
+    assertThat(s.getProgress()).isEqualTo("100%");
+    assertThat(s.getTotalBytes()).isEqualTo(total);
+    assertThat(s.getFiles()).isEqualTo(files.size());
+    assertThat(s.getObservedGeneration()).isEqualTo(1L);
+    assertThat(s.getResolvedRevision()).isNotBlank();
+    for (String type : List.of("Resolved", "Scheduled", "Loaded", "Ready")) {
+      assertThat(condition(ready, type).getStatus()).as(type).isEqualTo("True");
+    }
+    assertThat(condition(ready, "Ready").getReason()).isEqualTo("AllReplicasReady");
+    assertThat(condition(ready, "Degraded").getStatus()).isEqualTo("False");
+
+    List<Pod> pods = pods();
+    assertThat(pods).hasSize(2);
+    assertThat(pods)
+        .extracting(p -> p.getSpec().getNodeName())
+        .containsExactlyInAnyOrder(rdmaByResource.name(), rdmaByLabel.name())
+        .doesNotContain(plain.name());
+    for (Pod p : pods) {
+      Map<String, Quantity> requests =
+          p.getSpec().getContainers().get(0).getResources().getRequests();
+      assertThat(requests.containsKey(TensorcastConstants.RDMA_RESOURCE))
+          .as("pod on %s requests the RDMA resource", p.getSpec().getNodeName())
+          .isEqualTo(p.getSpec().getNodeName().equals(rdmaByResource.name()));
+      assertThat(PodPlan.memoryRequest(p)).isEqualTo(total + OperatorEnvironment.OVERHEAD);
+    }
+    assertThat(s.getNodes())
+        .extracting(ArtifactNodeStatus::getNode)
+        .containsExactlyInAnyOrder(rdmaByResource.name(), rdmaByLabel.name());
+    assertThat(s.getNodes()).allSatisfy(n -> assertThat(n.getBytesLoaded()).isEqualTo(total));
+
+    for (SimulatedNode n : List.of(rdmaByResource, rdmaByLabel)) {
+      assertStoreHolds(n, ready, files);
+    }
+
+    // In steady state the operator writes nothing (PITFALLS 6), though it looks every 5 s.
+    String version = ready.getMetadata().getResourceVersion();
+    await()
+        .during(Duration.ofSeconds(7))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> version.equals(get("tiny").getMetadata().getResourceVersion()));
+    // The operator owns status only, never spec (GitOps keeps spec).
+    for (ManagedFieldsEntry m : get("tiny").getMetadata().getManagedFields()) {
+      if (m.getManager().contains("modelartifact")) {
+        assertThat(client.getKubernetesSerialization().asJson(m.getFieldsV1()))
+            .as("fields owned by %s", m.getManager())
+            .doesNotContain("f:spec");
+      }
+    }
+
+    Map<String, String> row = row(kubectl("get", "modelartifacts", "-o", "wide"), "tiny");
+    assertThat(row)
+        .containsOnlyKeys("NAME", "PHASE", "READY", "SIZE", "PROGRESS", "SOURCE", "AGE")
+        .containsEntry("PHASE", "Ready")
+        .containsEntry("READY", "2/2")
+        .containsEntry("SIZE", s.getSize())
+        .containsEntry("PROGRESS", "100%")
+        .containsEntry("SOURCE", "s3://" + bucket + "/model/");
+    assertThat(row(kubectl("get", "ma"), "tiny")).doesNotContainKey("SOURCE");
+    assertThat(kubectl("wait", "--for=condition=Ready", "modelartifact/tiny", "--timeout=10s"))
+        .contains("condition met");
+
+    client.resource(created).delete();
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () ->
+                client.resources(ModelArtifact.class).inNamespace(ns).withName("tiny").get()
+                    == null);
+    assertThat(pods()).isEmpty();
+    for (SimulatedNode n : List.of(rdmaByResource, rdmaByLabel)) {
+      assertThat(storeDir(n, ready)).doesNotExist();
+    }
+  }
+
+  @Test
+  void rdmaRequiredWithoutRdmaNodesIsNotScheduledAndCreatesNoPod() {
+    node("plain-1", Map.of(), Map.of());
+    node("plain-2", Map.of(), Map.of());
+    String bucket =
+        seed(Map.of("m.safetensors", corpus("safetensors/mlverse-safetensors__hello.safetensors")));
+
+    create(artifact("needs-rdma", "s3://" + bucket + "/model/", 2, RdmaPolicy.Required));
+
+    ModelArtifact a = awaitCondition("needs-rdma", "Scheduled", c -> "False".equals(c.getStatus()));
+    Condition scheduled = condition(a, "Scheduled");
+    assertThat(scheduled.getReason()).isEqualTo("InsufficientNodes");
+    assertThat(scheduled.getMessage())
+        .contains("nodes are eligible for 2 replicas")
+        .contains(
+            "2 not RDMA-capable (no tensorcast.io/rdma in allocatable, no label"
+                + " tensorcast.io/rdma=true; spec.placement.rdma is Required) ["
+                + ns
+                + "-plain-1, "
+                + ns
+                + "-plain-2]");
+    assertThat(a.getStatus().getPhase()).isEqualTo(ArtifactPhase.Pending);
+    assertThat(condition(a, "Ready").getStatus()).isEqualTo("False");
+    assertThat(pods()).isEmpty();
+  }
+
+  @Test
+  void artifactLargerThanAnyNodesMemoryFailsWithTheNumbers() {
+    // Room for the first pod (overhead only, the size is unknown) but not for the artifact.
+    node("small", Map.of(TensorcastConstants.RDMA_RESOURCE, "1", "memory", "65Mi"), Map.of());
+    Map<String, Path> files = new LinkedHashMap<>();
+    files.put(
+        "a.safetensors",
+        corpus("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put(
+        "b.safetensors", corpus("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
+    long total = files.values().stream().mapToLong(ModelArtifactIT::size).sum();
+    String bucket = seed(files);
+
+    create(artifact("too-big", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
+
+    ModelArtifact a = awaitPhase("too-big", ArtifactPhase.Failed);
+    Condition scheduled = condition(a, "Scheduled");
+    assertThat(scheduled.getStatus()).isEqualTo("False");
+    assertThat(scheduled.getReason()).isEqualTo("InsufficientMemory");
+    assertThat(scheduled.getMessage())
+        .contains("1 with too little allocatable memory (largest 65.0 MiB (68157440 bytes) < ")
+        .contains("(" + (total + OperatorEnvironment.OVERHEAD) + " bytes) needed per node")
+        .contains("+ overhead 64.0 MiB")
+        .contains(ns + "-small");
+    assertThat(condition(a, "Ready").getReason()).isEqualTo("InsufficientMemory");
+    assertThat(condition(a, "Resolved").getStatus()).isEqualTo("True");
+    assertThat(a.getStatus().getTotalBytes()).isEqualTo(total);
+    await().atMost(Duration.ofSeconds(30)).until(() -> pods().isEmpty());
+  }
+
+  @Test
+  void brokenSafetensorsFailsNamingTheFile() {
+    node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    String bucket =
+        seed(
+            Map.of(
+                "ok.safetensors", corpus("safetensors/mlverse-safetensors__hello.safetensors"),
+                "shards/abuse.safetensors",
+                    corpus("broken/safetensors-cpp__safetensors_abuse_attempt_1.safetensors")));
+
+    create(artifact("broken", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
+
+    ModelArtifact a = awaitPhase("broken", ArtifactPhase.Failed);
+    Condition ready = condition(a, "Ready");
+    assertThat(ready.getReason()).isEqualTo("InvalidSafetensors");
+    assertThat(ready.getMessage())
+        .contains("shards/abuse.safetensors")
+        .contains("node " + ns + "-rdma");
+    assertThat(condition(a, "Resolved").getReason()).isEqualTo("InvalidSafetensors");
+    await().atMost(Duration.ofSeconds(30)).until(() -> pods().isEmpty());
+    // Failed sticks for this generation: no new pod is started.
+    assertThat(get("broken").getStatus().getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertThat(pods()).isEmpty();
+  }
+
+  @Test
+  void missingBucketFailsWithBucketNotFound() {
+    node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    String bucket = "no-such-bucket-" + ns;
+
+    create(artifact("nobucket", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
+
+    ModelArtifact a = awaitPhase("nobucket", ArtifactPhase.Failed);
+    Condition ready = condition(a, "Ready");
+    assertThat(ready.getReason()).isEqualTo("BucketNotFound");
+    assertThat(ready.getMessage()).contains(bucket).contains("does not exist");
+    await().atMost(Duration.ofSeconds(30)).until(() -> pods().isEmpty());
+  }
+
+  @Test
+  void aPodKilledOrDeletedMidLoadIsReplacedAndTheArtifactBecomesReady() throws Exception {
+    SimulatedNode n1 = node("rdma-1", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    SimulatedNode n2 = node("rdma-2", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    Map<String, Path> files = tinyShardedModel();
+    String bucket = seed(files);
+    try (FaultInjectingProxy slow = new FaultInjectingProxy(env.s3.endpoint())) {
+      // Every request to the source waits, so a load takes seconds instead of milliseconds.
+      slow.delay(Duration.ofMillis(600));
+      ModelArtifact spec = artifact("slow", "s3://" + bucket + "/model/", 2, RdmaPolicy.Required);
+      spec.getSpec().getSource().setEndpoint(slow.endpoint().toString());
+      create(spec);
+
+      // Both sized pods exist (the size is known) and one of them is still loading.
+      Pod loading = await().atMost(LOAD_TIMEOUT).until(this::aLoadingSizedPod, p -> p != null);
+      List<Long> killed = env.cluster.kubelet().killPodProcess(ns, loading.getMetadata().getName());
+      assertThat(killed).isNotEmpty();
+      Pod other =
+          await()
+              .atMost(LOAD_TIMEOUT)
+              .until(
+                  () ->
+                      pods().stream()
+                          .filter(
+                              p ->
+                                  !p.getMetadata()
+                                      .getName()
+                                      .equals(loading.getMetadata().getName()))
+                          .filter(p -> !PodPlan.terminating(p))
+                          .findFirst()
+                          .orElse(null),
+                  p -> p != null);
+      String deletedUid = other.getMetadata().getUid();
+      assertThat(nodeEntry(get("slow"), other).getPhase())
+          .as("the deleted pod had not finished loading")
+          .isNotEqualTo(ArtifactPhase.Ready);
+      client.resource(other).withGracePeriod(0).delete();
+
+      ModelArtifact ready = awaitPhase("slow", ArtifactPhase.Ready);
+      assertThat(ready.getStatus().getReady()).isEqualTo("2/2");
+      assertThat(pods()).extracting(p -> p.getMetadata().getUid()).doesNotContain(deletedUid);
+      Pod restarted = client.pods().inNamespace(ns).withName(loading.getMetadata().getName()).get();
+      if (restarted != null) {
+        assertThat(restarted.getStatus().getContainerStatuses().get(0).getRestartCount())
+            .isGreaterThanOrEqualTo(1);
+      }
+      for (SimulatedNode n : List.of(n1, n2)) {
+        assertStoreHolds(n, ready, files);
+      }
+    }
+  }
+
+  @Test
+  void aSpecChangeRollsPodsToTheNewGeneration() throws Exception {
+    SimulatedNode n = node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    Map<String, Path> files = tinyShardedModel();
+    String bucket = seed(files);
+    create(artifact("rolling", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
+    ModelArtifact first = awaitPhase("rolling", ArtifactPhase.Ready);
+    assertThat(first.getStatus().getFiles()).isEqualTo(files.size());
+    Set<String> firstPods = podNames();
+
+    resource("rolling")
+        .edit(
+            a -> {
+              a.getSpec().getSource().setInclude(List.of("model-0000[1-3]-of-00006.safetensors"));
+              return a;
+            });
+
+    ModelArtifact second =
+        await()
+            .atMost(LOAD_TIMEOUT)
+            .until(
+                () -> get("rolling"),
+                a ->
+                    a.getStatus() != null
+                        && Long.valueOf(2).equals(a.getStatus().getObservedGeneration())
+                        && a.getStatus().getPhase() == ArtifactPhase.Ready);
+    assertThat(second.getMetadata().getGeneration()).isEqualTo(2L);
+    assertThat(second.getStatus().getFiles()).isEqualTo(3);
+    assertThat(condition(second, "Ready").getObservedGeneration()).isEqualTo(2L);
+    await().atMost(Duration.ofSeconds(30)).until(() -> pods().size() == 1);
+    assertThat(podNames()).doesNotContainAnyElementsOf(firstPods);
+    assertThat(pods())
+        .allSatisfy(
+            p ->
+                assertThat(p.getMetadata().getLabels())
+                    .containsEntry(DataPlanePod.LABEL_GENERATION, "2"));
+    Map<String, Path> kept = new LinkedHashMap<>();
+    files.forEach(
+        (k, v) -> {
+          if (k.matches("model-0000[1-3]-of-00006\\.safetensors")) {
+            kept.put(k, v);
+          }
+        });
+    assertStoreHolds(n, second, kept);
+    assertThat(storeDir(n, first)).doesNotExist();
+  }
+
+  // ---------------------------------------------------------------------------------- helpers
+
+  private SimulatedNode node(
+      String suffix, Map<String, String> allocatable, Map<String, String> labels) {
+    NodeSpec.Builder b =
+        NodeSpec.builder(ns + "-" + suffix, env.cluster.nextNodeAddress())
+            .label(GROUP_LABEL, ns)
+            .labels(labels)
+            .allocatable("memory", "4Gi");
+    allocatable.forEach(b::allocatable);
+    SimulatedNode node = env.cluster.kubelet().addNode(b.build());
+    nodes.add(node);
+    return node;
+  }
+
+  private ModelArtifact artifact(String name, String uri, int replicas, RdmaPolicy rdma) {
+    ModelArtifact a = new ModelArtifact();
+    a.getMetadata().setName(name);
+    a.getMetadata().setNamespace(ns);
+    ModelArtifactSpec spec = new ModelArtifactSpec();
+    SourceSpec source = new SourceSpec();
+    source.setUri(uri);
+    source.setEndpoint(env.s3.endpoint().toString());
+    source.setRegion(S3MockServer.REGION);
+    source.setPathStyle(true);
+    source.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    spec.setSource(source);
+    spec.getPlacement().setReplicas(replicas);
+    spec.getPlacement().setRdma(rdma);
+    spec.getPlacement().setNodeSelector(Map.of(GROUP_LABEL, ns));
+    a.setSpec(spec);
+    return a;
+  }
+
+  private ModelArtifact create(ModelArtifact a) {
+    return client.resource(a).create();
+  }
+
+  private Resource<ModelArtifact> resource(String name) {
+    return client.resources(ModelArtifact.class).inNamespace(ns).withName(name);
+  }
+
+  private ModelArtifact get(String name) {
+    return resource(name).get();
+  }
+
+  private ModelArtifact awaitPhase(String name, ArtifactPhase phase) {
+    return await()
+        .atMost(LOAD_TIMEOUT)
+        .pollInterval(Duration.ofMillis(250))
+        .until(() -> get(name), a -> a.getStatus() != null && a.getStatus().getPhase() == phase);
+  }
+
+  private ModelArtifact awaitCondition(
+      String name, String type, java.util.function.Predicate<Condition> test) {
+    return await()
+        .atMost(LOAD_TIMEOUT)
+        .until(
+            () -> get(name),
+            a ->
+                a.getStatus() != null
+                    && a.getStatus().getConditions().stream()
+                        .anyMatch(c -> type.equals(c.getType()) && test.test(c)));
+  }
+
+  private static Condition condition(ModelArtifact a, String type) {
+    return a.getStatus().getConditions().stream()
+        .filter(c -> type.equals(c.getType()))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no condition " + type + " in " + a.getStatus()));
+  }
+
+  private List<Pod> pods() {
+    return client
+        .pods()
+        .inNamespace(ns)
+        .withLabel(TensorcastConstants.LABEL_ARTIFACT)
+        .list()
+        .getItems();
+  }
+
+  private Set<String> podNames() {
+    return pods().stream().map(p -> p.getMetadata().getName()).collect(Collectors.toSet());
+  }
+
+  /** A running pod sized for the artifact whose node entry says it is not loaded yet, or null. */
+  private Pod aLoadingSizedPod() {
+    ModelArtifact a = get("slow");
+    if (a.getStatus() == null || a.getStatus().getTotalBytes() == null) {
+      return null;
+    }
+    long need = a.getStatus().getTotalBytes() + OperatorEnvironment.OVERHEAD;
+    for (Pod p : pods()) {
+      ArtifactNodeStatus e = nodeEntry(a, p);
+      if (!PodPlan.terminating(p)
+          && "Running".equals(p.getStatus().getPhase())
+          && PodPlan.memoryRequest(p) == need
+          && e != null
+          && (e.getPhase() == ArtifactPhase.Resolving || e.getPhase() == ArtifactPhase.Loading)) {
+        return p;
+      }
+    }
+    return null;
+  }
+
+  private static ArtifactNodeStatus nodeEntry(ModelArtifact a, Pod p) {
+    return a.getStatus().getNodes().stream()
+        .filter(e -> p.getMetadata().getName().equals(e.getPod()))
+        .findFirst()
+        .orElse(null);
+  }
+
+  /** The artifact's store directory on a node for the artifact's current generation. */
+  private Path storeDir(SimulatedNode node, ModelArtifact a) {
+    return node.hostPath(DataPlanePod.storeRoot(a, env.config)).resolve(DataPlanePod.artifactId(a));
+  }
+
+  /** The node's store directory holds exactly {@code files}, each byte-identical to its source. */
+  private void assertStoreHolds(SimulatedNode node, ModelArtifact a, Map<String, Path> files)
+      throws IOException {
+    Path dir = storeDir(node, a);
+    assertThat(dir).isDirectory();
+    Set<String> present;
+    try (Stream<Path> walk = Files.walk(dir)) {
+      present =
+          walk.filter(Files::isRegularFile)
+              .map(p -> dir.relativize(p).toString())
+              .collect(Collectors.toCollection(TreeSet::new));
+    }
+    assertThat(present).as("files in %s", dir).isEqualTo(new TreeSet<>(files.keySet()));
+    for (Map.Entry<String, Path> f : files.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(f.getKey()), f.getValue()))
+          .as("%s on %s differs from %s", f.getKey(), node.name(), f.getValue())
+          .isEqualTo(-1L);
+    }
+  }
+
+  /** A real tiny sharded model: six safetensors shards and their index, from the corpus. */
+  private static Map<String, Path> tinyShardedModel() throws IOException {
+    Map<String, Path> files = new LinkedHashMap<>();
+    try (Stream<Path> list = Files.list(corpus("index/safetensorsjl-tiny-sharded"))) {
+      list.sorted().forEach(p -> files.put(p.getFileName().toString(), p));
+    }
+    assertThat(files).hasSize(7).containsKey("model.safetensors.index.json");
+    return files;
+  }
+
+  private static Path corpus(String relative) {
+    return Corpus.dir().resolve(relative);
+  }
+
+  private static long size(Path p) {
+    try {
+      return Files.size(p);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /** Puts the files under {@code model/} in a new bucket named after the test namespace. */
+  private String seed(Map<String, Path> files) {
+    String bucket = ("e2e-" + ns).toLowerCase();
+    env.s3.createBucket(bucket);
+    files.forEach((key, path) -> env.s3.putFile(bucket, "model/" + key, path));
+    return bucket;
+  }
+
+  /** Runs the real kubectl against the local control plane in the test namespace. */
+  private String kubectl(String... args) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add("kubectl");
+    cmd.add("--kubeconfig=" + env.cluster.controlPlane().kubeconfig());
+    cmd.add("--namespace=" + ns);
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    byte[] out;
+    try (var in = p.getInputStream()) {
+      out = in.readAllBytes();
+    }
+    assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("kubectl %s finished", cmd).isTrue();
+    String text = new String(out, StandardCharsets.UTF_8);
+    assertThat(p.exitValue()).as("kubectl %s: %s", String.join(" ", args), text).isZero();
+    return text;
+  }
+
+  /**
+   * Reads a kubectl table by the header's column offsets (values such as {@code 8.0 MiB} hold
+   * spaces): column name → value of the row of {@code name}.
+   */
+  static Map<String, String> row(String table, String name) {
+    List<String> lines = table.lines().toList();
+    String header = lines.get(0);
+    List<String> columns = List.of(header.trim().split("\\s+"));
+    List<Integer> starts = new ArrayList<>();
+    int from = 0;
+    for (String c : columns) {
+      int at = header.indexOf(c, from);
+      starts.add(at);
+      from = at + c.length();
+    }
+    String line =
+        lines.stream()
+            .filter(l -> l.startsWith(name + " "))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no row " + name + " in\n" + table));
+    Map<String, String> out = new LinkedHashMap<>();
+    for (int i = 0; i < columns.size(); i++) {
+      int end = i + 1 < columns.size() ? starts.get(i + 1) : line.length();
+      out.put(columns.get(i), line.substring(starts.get(i), Math.min(end, line.length())).trim());
+    }
+    return out;
+  }
+}

@@ -75,6 +75,39 @@ class SimulatedKubeletIT {
   }
 
   @Test
+  void nodeStatusCarriesAddressResourcesAndReadiness(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) {
+    SimulatedNode node =
+        TestPods.addNode(cluster, ns.name(), "rdma", Map.of("tensorcast.io/rdma", "1"));
+    io.fabric8.kubernetes.api.model.Node n = client.nodes().withName(node.name()).get();
+    assertThat(n.getStatus().getAddresses())
+        .anySatisfy(
+            a -> {
+              assertThat(a.getType()).isEqualTo("InternalIP");
+              assertThat(a.getAddress()).isEqualTo(node.address());
+            });
+    assertThat(n.getStatus().getAllocatable().get("tensorcast.io/rdma").toString()).isEqualTo("1");
+    assertThat(n.getStatus().getCapacity().get("memory").toString()).isEqualTo("32Gi");
+    assertThat(n.getMetadata().getLabels())
+        .containsEntry("kubernetes.io/hostname", node.name())
+        .containsEntry(TestPods.GROUP_LABEL, ns.name());
+    assertThat(n.getSpec().getTaints()).isNullOrEmpty();
+    assertThat(readyStatus(n)).isEqualTo("True");
+
+    node.setReady(false);
+
+    assertThat(readyStatus(client.nodes().withName(node.name()).get())).isEqualTo("False");
+  }
+
+  private static String readyStatus(io.fabric8.kubernetes.api.model.Node n) {
+    return n.getStatus().getConditions().stream()
+        .filter(c -> c.getType().equals("Ready"))
+        .findFirst()
+        .orElseThrow()
+        .getStatus();
+  }
+
+  @Test
   void podThatFitsNoNodeStaysPendingAndUnschedulable(
       SharedCluster cluster, KubernetesClient client, TestNamespace ns) {
     TestPods.addNode(cluster, ns.name(), "rdma", Map.of("tensorcast.io/rdma", "1"));

@@ -47,11 +47,11 @@ public final class OperatorMain {
    * calls {@link Operator#start()} and {@link Operator#stop()}. Used by {@link #main} and by tests
    * that run the operator in their own JVM.
    *
-   * <p>Server-side apply is off for the ModelArtifact itself (finalizer and status are written with
-   * JSON patches): JOSDK builds its finalizer apply patch from a new instance of the class, whose
-   * Java field defaults would be applied as {@code spec} with force — overwriting what the user
-   * wrote and taking ownership of spec fields from GitOps (seen on a 1.20 API server: {@code
-   * replicas} reset to 1). Status patches carry only the status.
+   * <p>JOSDK's own server-side apply of the ModelArtifact is off, so its finalizer is added with a
+   * JSON patch: JOSDK builds that apply patch from a new instance of the class, whose Java field
+   * defaults would be applied as {@code spec} with force — overwriting what the user wrote and
+   * taking ownership of spec fields from GitOps (seen on a 1.20 API server: {@code replicas} reset
+   * to 1). The reconciler writes status itself, by server-side apply of identity + status only.
    *
    * @param client client to the API server; the operator does not close it on stop
    * @param config operator settings

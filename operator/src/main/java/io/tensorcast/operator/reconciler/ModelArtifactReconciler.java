@@ -11,6 +11,7 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import io.javaoperatorsdk.operator.api.reconciler.ControllerConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.DeleteControl;
 import io.javaoperatorsdk.operator.api.reconciler.EventSourceContext;
+import io.javaoperatorsdk.operator.api.reconciler.PrimaryUpdateAndCacheUtils;
 import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
 import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
@@ -154,7 +155,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     if (!violations.isEmpty()) {
       return fail(
           artifact,
-          client,
+          context,
           pods,
           new Failure(Conditions.REASON_INVALID_SPEC, SpecValidator.describe(violations), true),
           Optional.empty());
@@ -163,7 +164,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     if (recorded.isPresent()) {
       return fail(
           artifact,
-          client,
+          context,
           pods,
           recorded.get(),
           StatusAggregator.resolution(artifact, pods, Map.of()));
@@ -175,14 +176,14 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         StatusAggregator.podFailure(
             artifact, pods, reports, resolution, config.memoryOverheadBytes());
     if (podFailure.isPresent()) {
-      return fail(artifact, client, pods, podFailure.get(), resolution);
+      return fail(artifact, context, pods, podFailure.get(), resolution);
     }
 
     NodeSelection.Result selection = selectNodes(artifact, pods, resolution);
     if (resolution.isPresent() && selection.noNodeHasEnoughMemory()) {
       return fail(
           artifact,
-          client,
+          context,
           pods,
           new Failure(StatusAggregator.REASON_INSUFFICIENT_MEMORY, selection.message(), false),
           resolution);
@@ -208,7 +209,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         status.getPhase() == ArtifactPhase.Ready && plan.settled()
             ? config.readyResync()
             : config.pollInterval();
-    return patchIfChanged(artifact, status).rescheduleAfter(next);
+    return patchIfChanged(artifact, status, context).rescheduleAfter(next);
   }
 
   /**
@@ -270,12 +271,12 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
 
   private UpdateControl<ModelArtifact> fail(
       ModelArtifact artifact,
-      KubernetesClient client,
+      Context<ModelArtifact> context,
       List<Pod> pods,
       Failure failure,
       Optional<Resolution> resolution) {
     PodPlan plan = PodPlan.deleteAll(pods);
-    apply(plan, client);
+    apply(plan, context.getClient());
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
             new StatusAggregator.Input(
@@ -287,15 +288,21 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 null,
                 Optional.of(failure),
                 clock.instant()));
-    UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status);
+    UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
     // Memory fit is checked again on a timer: nodes may grow without a node event we filter in.
     return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
   }
 
+  /**
+   * Writes {@code status} when it differs from the artifact's: a server-side apply of a fresh
+   * object holding only name, namespace and status to the status subresource (field manager {@value
+   * #NAME}, forced), so the operator owns status fields and never a spec field; the result goes to
+   * JOSDK's cache so the next pass compares against what was written.
+   */
   private UpdateControl<ModelArtifact> patchIfChanged(
-      ModelArtifact artifact, ModelArtifactStatus status) {
+      ModelArtifact artifact, ModelArtifactStatus status, Context<ModelArtifact> context) {
     if (Objects.equals(artifact.getStatus(), status)) {
       return UpdateControl.noUpdate();
     }
@@ -313,7 +320,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .build());
     fresh.setSpec(null);
     fresh.setStatus(status);
-    return UpdateControl.patchStatus(fresh);
+    PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(artifact, fresh, context);
+    return UpdateControl.noUpdate();
   }
 
   private void apply(PodPlan plan, KubernetesClient client) {

@@ -87,13 +87,15 @@ public final class ClusterDemo implements Callable<Integer> {
   @Option(
       names = "--workdir",
       defaultValue = ".tensorcast/demo",
-      description = "Working directory for logs, node roots, kubeconfig (default ${DEFAULT-VALUE}).")
+      description =
+          "Working directory for logs, node roots, kubeconfig (default ${DEFAULT-VALUE}).")
   Path workDir;
 
   @Option(
       names = "--dataplane-jar",
       defaultValue = "dataplane/target/tensorcast-dataplane.jar",
-      description = "The data-plane jar the simulated kubelet runs for tensorcast/dataplane images.")
+      description =
+          "The data-plane jar the simulated kubelet runs for tensorcast/dataplane images.")
   Path dataplaneJar;
 
   @Option(
@@ -130,7 +132,9 @@ public final class ClusterDemo implements Callable<Integer> {
       for (String rel : sourceDigests.keySet()) {
         s3.putFile(BUCKET, PREFIX + rel, modelDir.resolve(rel));
       }
-      out.printf("    %d files at s3://%s/%s on %s%n", sourceDigests.size(), BUCKET, PREFIX, s3.endpoint());
+      out.printf(
+          "    %d files at s3://%s/%s on %s%n",
+          sourceDigests.size(), BUCKET, PREFIX, s3.endpoint());
 
       step("starting the control plane (etcd, kube-apiserver, controller-manager, scheduler)");
       try (LocalControlPlane cp = LocalControlPlane.start(workDir.resolve("cluster"))) {
@@ -138,7 +142,8 @@ public final class ClusterDemo implements Callable<Integer> {
         out.println("    kubeconfig: " + cp.kubeconfig());
         applyCrd(client);
 
-        step("adding 3 simulated nodes: node-a, node-b advertise tensorcast.io/rdma; node-c does not");
+        step(
+            "adding 3 simulated nodes: node-a, node-b advertise tensorcast.io/rdma; node-c does not");
         ProcessContainerRuntime runtime =
             new ProcessContainerRuntime()
                 .map(
@@ -183,7 +188,8 @@ public final class ClusterDemo implements Callable<Integer> {
       throws Exception {
     client
         .namespaces()
-        .resource(new NamespaceBuilder().withNewMetadata().withName(NAMESPACE).endMetadata().build())
+        .resource(
+            new NamespaceBuilder().withNewMetadata().withName(NAMESPACE).endMetadata().build())
         .create();
     client
         .secrets()
@@ -227,7 +233,8 @@ public final class ClusterDemo implements Callable<Integer> {
 
     step("kubectl delete modelartifact " + ARTIFACT + " (finalizer frees the nodes' memory)");
     List<Path> storeDirs = storeDirectories(client);
-    kubectl(cp, "delete", "modelartifact", ARTIFACT, "-n", NAMESPACE, "--wait=true", "--timeout=120s");
+    kubectl(
+        cp, "delete", "modelartifact", ARTIFACT, "-n", NAMESPACE, "--wait=true", "--timeout=120s");
     awaitPodsGone(client);
     for (Path dir : storeDirs) {
       if (Files.exists(dir)) {
@@ -316,10 +323,7 @@ public final class ClusterDemo implements Callable<Integer> {
         copies++;
         out.printf(
             "    %s on %s: %d files identical in %s%n",
-            pod.getMetadata().getName(),
-            pod.getSpec().getNodeName(),
-            got.size(),
-            dir);
+            pod.getMetadata().getName(), pod.getSpec().getNodeName(), got.size(), dir);
       } else {
         failures.add("copy on " + pod.getSpec().getNodeName() + " differs from the source: " + dir);
       }
@@ -413,7 +417,9 @@ public final class ClusterDemo implements Callable<Integer> {
                       && c.getStatus().getConditions() != null
                       && c.getStatus().getConditions().stream()
                           .anyMatch(
-                              k -> "Established".equals(k.getType()) && "True".equals(k.getStatus())),
+                              k ->
+                                  "Established".equals(k.getType())
+                                      && "True".equals(k.getStatus())),
               30,
               java.util.concurrent.TimeUnit.SECONDS);
       out.println("    CRD " + crd.getMetadata().getName() + " established");
@@ -434,7 +440,8 @@ public final class ClusterDemo implements Callable<Integer> {
   }
 
   private void kubectl(LocalControlPlane cp, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of("kubectl", "--kubeconfig", cp.kubeconfig().toString()));
+    List<String> cmd =
+        new ArrayList<>(List.of("kubectl", "--kubeconfig", cp.kubeconfig().toString()));
     cmd.addAll(List.of(args));
     out.println("    $ kubectl " + String.join(" ", args));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -139,9 +139,7 @@ public final class ArtifactLoader {
           });
 
       state.phase(Phase.Verifying);
-      for (SourceFile file : files) {
-        verify(stored, file, headers.get(file.path()));
-      }
+      verifyAll(stored, files, headers);
       state.ready(Instant.now());
       log.info(
           "artifact {} ready: {} files, {} bytes in {}",
@@ -332,6 +330,71 @@ public final class ArtifactLoader {
     byte[] bytes = new byte[len];
     stored.read(f.path(), offset, ByteBuffer.wrap(bytes));
     return bytes;
+  }
+
+  /**
+   * Verifies every file, several at once (one SHA-256 per file is sequential; files are not), on at
+   * most as many threads as there are processors. Reports the first failure in file order.
+   */
+  private void verifyAll(
+      StoredArtifact stored, List<SourceFile> files, Map<String, SafetensorsHeader> headers)
+      throws LoadFailure {
+    int threads = Math.min(files.size(), Runtime.getRuntime().availableProcessors());
+    if (threads <= 1) {
+      for (SourceFile file : files) {
+        verify(stored, file, headers.get(file.path()));
+      }
+      return;
+    }
+    // Hashing holds the artifact's read lock, so an unload after a failure waits for it.
+    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-verify"));
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (SourceFile file : files) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  verify(stored, file, headers.get(file.path()));
+                  return null;
+                }));
+      }
+      for (Future<?> f : futures) {
+        f.get();
+      }
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof LoadFailure f) {
+        throw f;
+      }
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while verifying", e);
+    } finally {
+      // No verification may report a file complete after this returns (e.g. after a failure).
+      pool.shutdownNow();
+      awaitTermination(pool);
+    }
+  }
+
+  /** Waits for a pool's threads to end, through interrupts; restores the interrupt status. */
+  private static void awaitTermination(ExecutorService pool) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) {
+          break;
+        }
+        log.warn("still waiting for {} to finish", pool);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /**

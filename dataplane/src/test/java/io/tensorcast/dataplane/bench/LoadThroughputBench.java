@@ -14,6 +14,8 @@ import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -61,7 +63,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  *   <li>(a) single-stream sequential GET of every file, whole objects, no ranges (AWS SDK, Apache
  *       client), {@code --reps} times.
  *   <li>(b) raw parallel ranged GETs into per-worker direct buffers for each concurrency × range
- *       size of the sweep, once each; the best is the reference.
+ *       size of the sweep, once each; the best is the reference. Then once more at the best
+ *       configuration into the mappings of a freshly allocated {@link PinnedStore} artifact, to
+ *       show what landing in new page-locked tmpfs pages costs by itself.
  *   <li>(c) the full loader ({@link ArtifactLoader}: listing, header reads, allocation and {@code
  *       mlock} in a {@link PinnedStore} under {@code /dev/shm}, parallel ranged reads into the
  *       mappings, SHA-256 verification) with the CLI's defaults, {@code --reps} times, and once
@@ -137,7 +141,7 @@ public final class LoadThroughputBench {
       List<Pass> passes = new ArrayList<>();
       try (S3Client client = client(s3)) {
         log("warm-up: one parallel pass (8 x 8 MiB), not measured");
-        parallelRangedGets(client, sizes, 8, 8 << 20);
+        parallelRangedGets(client, sizes, 8, 8 << 20, null);
 
         for (int r = 0; r < reps; r++) {
           passes.add(sequential(client, sizes));
@@ -145,7 +149,7 @@ public final class LoadThroughputBench {
         }
         for (int c : SWEEP_CONCURRENCY) {
           for (int mib : SWEEP_RANGE_MIB) {
-            passes.add(parallelRangedGets(client, sizes, c, mib << 20));
+            passes.add(parallelRangedGets(client, sizes, c, mib << 20, null));
             log("%s", describe(passes.get(passes.size() - 1)));
           }
         }
@@ -154,10 +158,27 @@ public final class LoadThroughputBench {
       int bestC = Integer.parseInt(bestRaw.config().replaceAll("c=(\\d+),.*", "$1"));
       int bestRange = Integer.parseInt(bestRaw.config().replaceAll(".*, (\\d+) MiB", "$1"));
 
+      long allocateNanos;
       boolean mayLock = MemoryLockSupport.facts().allows(total + (64L << 20));
       LockPolicy policy = mayLock ? LockPolicy.REQUIRED : LockPolicy.BEST_EFFORT;
       List<LoaderRun> loaderRuns = new ArrayList<>();
-      try (PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy)) {
+      try (PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy);
+          S3Client client = client(s3)) {
+        // (b) at its best configuration, but into the store's mappings: what the bytes cost once
+        // they land in fresh page-locked tmpfs pages, without the loader's other steps.
+        long a0 = System.nanoTime();
+        StoredArtifact raw =
+            store.allocate(
+                "raw",
+                sizes.entrySet().stream()
+                    .map(e -> new StoreFile(e.getKey(), e.getValue()))
+                    .toList());
+        allocateNanos = System.nanoTime() - a0;
+        passes.add(parallelRangedGets(client, sizes, bestC, bestRange << 20, raw));
+        log(
+            "%s (after %.2f s fallocate + mlock)",
+            describe(passes.get(passes.size() - 1)), allocateNanos / 1e9);
+        store.unload("raw");
         ReadOptions defaults = ReadOptions.DEFAULTS;
         for (int r = 0; r < reps; r++) {
           loaderRuns.add(loader(s3, store, defaults, sha256));
@@ -176,6 +197,7 @@ public final class LoadThroughputBench {
           tensorsPerShard,
           total,
           passes,
+          allocateNanos,
           loaderRuns,
           reps,
           (seeded - t0) / 1e9,
@@ -273,9 +295,17 @@ public final class LoadThroughputBench {
     return new Pass("a", "1 stream, whole objects", bytes, System.nanoTime() - start);
   }
 
-  /** Every range of every file, {@code concurrency} at a time, into per-worker direct buffers. */
+  /**
+   * Every range of every file, {@code concurrency} at a time, into per-worker direct buffers, or
+   * into the mappings of {@code stored} when given.
+   */
   private static Pass parallelRangedGets(
-      S3Client client, Map<String, Long> sizes, int concurrency, int rangeSize) throws Exception {
+      S3Client client,
+      Map<String, Long> sizes,
+      int concurrency,
+      int rangeSize,
+      StoredArtifact stored)
+      throws Exception {
     List<Object[]> ranges = new ArrayList<>();
     for (Map.Entry<String, Long> e : sizes.entrySet()) {
       for (long off = 0; off < e.getValue(); off += rangeSize) {
@@ -292,7 +322,7 @@ public final class LoadThroughputBench {
         workers.add(
             pool.submit(
                 () -> {
-                  ByteBuffer target = ByteBuffer.allocateDirect(rangeSize);
+                  ByteBuffer own = stored == null ? ByteBuffer.allocateDirect(rangeSize) : null;
                   byte[] staging = new byte[256 * 1024];
                   for (int i = next.getAndIncrement();
                       i < ranges.size();
@@ -300,7 +330,10 @@ public final class LoadThroughputBench {
                     String key = (String) ranges.get(i)[0];
                     long off = (Long) ranges.get(i)[1];
                     long len = (Long) ranges.get(i)[2];
-                    target.clear();
+                    ByteBuffer target =
+                        stored == null
+                            ? own.clear().limit((int) len)
+                            : stored.writable(key, off, (int) len);
                     try (InputStream in =
                         client.getObject(
                             b ->
@@ -324,7 +357,7 @@ public final class LoadThroughputBench {
       pool.shutdownNow();
     }
     return new Pass(
-        "b",
+        stored == null ? "b" : "s",
         "c=" + concurrency + ", " + (rangeSize >> 20) + " MiB",
         bytes.get(),
         System.nanoTime() - start);
@@ -455,6 +488,7 @@ public final class LoadThroughputBench {
       long tensorsPerShard,
       long total,
       List<Pass> passes,
+      long allocateNanos,
       List<LoaderRun> loaderRuns,
       int reps,
       double seedSeconds,
@@ -489,9 +523,15 @@ public final class LoadThroughputBench {
     out.append("|---|---|---:|---:|\n");
     for (Pass p : passes) {
       String label =
-          p.what().equals("a")
-              ? "(a) single-stream sequential GET"
-              : "(b) raw parallel ranged GETs" + (p == b ? " **best**" : "");
+          switch (p.what()) {
+            case "a" -> "(a) single-stream sequential GET";
+            case "b" -> "(b) raw parallel ranged GETs" + (p == b ? " **best**" : "");
+            default ->
+                String.format(
+                    Locale.ROOT,
+                    "(b) same, into PinnedStore mappings (after %.2f s fallocate + mlock)",
+                    allocateNanos / 1e9);
+          };
       out.append(
           String.format(
               Locale.ROOT,
@@ -537,12 +577,17 @@ public final class LoadThroughputBench {
             c.mbps() / b.mbps(),
             b.mbps(),
             b.config()));
+    Pass intoStore = best(passes, "s");
     out.append(
         String.format(
             Locale.ROOT,
-            "its ranged-read phase alone: %.0f MB/s = %.2f x (b best)%n",
+            "its ranged-read phase alone: %.0f MB/s = %.2f x (b best); raw GETs at %s into fresh"
+                + " PinnedStore mappings: %.0f MB/s = %.2f x (b best)%n",
             c.loadingMbps(),
-            c.loadingMbps() / b.mbps()));
+            c.loadingMbps() / b.mbps(),
+            intoStore.config(),
+            intoStore.mbps(),
+            intoStore.mbps() / b.mbps()));
     if (atBest != null) {
       out.append(
           String.format(

@@ -14,6 +14,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +25,7 @@ import picocli.CommandLine.Option;
 /**
  * {@code dataplane serve}: the long-running data-plane pod. Loads one artifact (fixed by the
  * command line, so the pod spec is the whole desired state), serves the control endpoint, and on
- * SIGTERM releases the artifact's memory and exits.
+ * SIGTERM stops a load in flight, releases the artifact's memory and exits.
  */
 @Command(
     name = "serve",
@@ -35,6 +36,9 @@ import picocli.CommandLine.Option;
 final class ServeCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(ServeCommand.class);
   static final int DEFAULT_PORT = 8471;
+
+  /** How long the shutdown hook waits for a load in flight to stop before unloading anyway. */
+  static final long STOP_LOAD_TIMEOUT_MS = 20_000;
 
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
@@ -77,12 +81,24 @@ final class ServeCommand implements Callable<Integer> {
                 token);
         ArtifactSource src = openSource(early);
         PinnedStore pinned = src == null ? null : openStore(early)) {
+      Thread loading = Thread.currentThread();
+      CountDownLatch loadEnded = new CountDownLatch(1);
       Runtime.getRuntime()
           .addShutdownHook(
               new Thread(
                   () -> {
-                    stopped.countDown();
-                    if (pinned != null) {
+                    // A load in flight writes straight into the store's mappings: stop it and
+                    // wait until it has, then unmap and delete, and only then let call() close
+                    // the store (closing first would keep the files for a next start).
+                    if (!stopLoad(loading, loadEnded)) {
+                      // Unmapping under a running load would crash the JVM; the next start
+                      // removes the incomplete copy instead.
+                      log.warn(
+                          "the load of {} did not stop within {} ms of SIGTERM; its files are"
+                              + " left for the next start to remove",
+                          artifactId,
+                          STOP_LOAD_TIMEOUT_MS);
+                    } else if (pinned != null) {
                       try {
                         pinned.unload(artifactId);
                         log.info("unloaded {} on shutdown", artifactId);
@@ -90,25 +106,70 @@ final class ServeCommand implements Callable<Integer> {
                         log.warn("unload of {} on shutdown failed: {}", artifactId, e.toString());
                       }
                     }
+                    stopped.countDown();
                   },
                   "unload-on-exit"));
-      if (src != null && pinned != null) {
-        ArtifactLoader loader =
-            new ArtifactLoader(
-                src,
-                pinned,
-                new ArtifactLoader.Options(
-                    artifactId, store.memoryLimitBytes(), source.readOptions()),
-                new LoadMetrics(registry));
-        loaderRef.set(loader);
-        try {
-          loader.load();
-        } catch (LoadFailure e) {
-          // Reported on /status; the pod stays up so the operator can read why.
+      try {
+        if (src != null && pinned != null) {
+          ArtifactLoader loader =
+              new ArtifactLoader(
+                  src,
+                  pinned,
+                  new ArtifactLoader.Options(
+                      artifactId, store.memoryLimitBytes(), source.readOptions()),
+                  new LoadMetrics(registry));
+          loaderRef.set(loader);
+          try {
+            loader.load();
+          } catch (LoadFailure e) {
+            // Reported on /status; the pod stays up so the operator can read why.
+          }
         }
+      } finally {
+        loadEnded.countDown();
       }
-      stopped.await();
+      awaitUninterruptibly(stopped);
       return 0;
+    }
+  }
+
+  /**
+   * Interrupts the loading thread until the load has ended (the range reader cancels its requests
+   * and waits for its workers when interrupted), for at most {@link #STOP_LOAD_TIMEOUT_MS}. A
+   * single interrupt could be swallowed by a blocking call that does not end on interrupts, so it
+   * is repeated every 100 ms.
+   *
+   * @return whether no load is running any more
+   */
+  private static boolean stopLoad(Thread loading, CountDownLatch loadEnded) {
+    long deadline = System.nanoTime() + STOP_LOAD_TIMEOUT_MS * 1_000_000L;
+    try {
+      while (loadEnded.getCount() > 0) {
+        if (System.nanoTime() > deadline) {
+          return false;
+        }
+        loading.interrupt();
+        loadEnded.await(100, TimeUnit.MILLISECONDS);
+      }
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  private static void awaitUninterruptibly(CountDownLatch latch) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        latch.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true; // the shutdown hook stopping the load; keep waiting for the unload
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

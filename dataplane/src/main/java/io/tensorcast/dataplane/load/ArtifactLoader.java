@@ -36,6 +36,11 @@ import org.slf4j.LoggerFactory;
  * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
  * digests of the bytes in the store) → Ready.
  *
+ * <p>When the store already holds a complete copy of exactly the listed files (adopted and
+ * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
+ * from that copy and the load is Ready after the listing alone: nothing else is read from the
+ * source.
+ *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
@@ -93,23 +98,29 @@ public final class ArtifactLoader {
     try {
       state.phase(Phase.Resolving);
       List<SourceFile> files = listFiles();
-      Map<String, SafetensorsHeader> headers = readHeaders(files);
+      // After a restart of this pod the store may have adopted a complete, re-hashed copy of
+      // exactly these files: its headers are then read from the store, not from the source.
+      StoredArtifact kept = completeCopy(files);
+      Map<String, SafetensorsHeader> headers =
+          kept != null ? headersInStore(kept, files) : readHeaders(files);
       state.resolved(files, headers, revisionOf(files));
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
-      StoredArtifact kept = adopted(files);
       if (kept != null) {
-        // A restart of this pod: the store kept a complete, re-verified copy. Nothing to read.
         state.locked(kept.lockStatus(), kept.directory().toString());
         for (SourceFile f : files) {
           state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
         }
         state.adopted(total);
         state.ready(Instant.now());
-        log.info("artifact {} already complete in {}", options.artifactId(), kept.directory());
+        log.info(
+            "artifact {} already complete in {}; nothing read from the source",
+            options.artifactId(),
+            kept.directory());
         return state.snapshot();
       }
+      discardStaleCopy();
       stored = allocate(files);
       state.locked(stored.lockStatus(), stored.directory().toString());
 
@@ -128,9 +139,7 @@ public final class ArtifactLoader {
           });
 
       state.phase(Phase.Verifying);
-      for (SourceFile file : files) {
-        verify(stored, file, headers.get(file.path()));
-      }
+      verifyAll(stored, files, headers);
       state.ready(Instant.now());
       log.info(
           "artifact {} ready: {} files, {} bytes in {}",
@@ -255,23 +264,137 @@ public final class ArtifactLoader {
 
   /**
    * A complete copy of this artifact that the store adopted after a restart, holding exactly the
-   * listed files with the listed sizes; the store re-hashed it when adopting.
+   * listed files with the listed sizes (the store re-hashed it when adopting), or null.
    */
-  private StoredArtifact adopted(List<SourceFile> files) throws LoadFailure {
+  private StoredArtifact completeCopy(List<SourceFile> files) {
     StoredArtifact a = store.get(options.artifactId()).orElse(null);
-    if (a == null) {
+    if (a == null || !a.isComplete()) {
       return null;
     }
     List<StoreFile> wanted = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
-    if (a.isComplete() && a.files().equals(wanted)) {
-      return a;
+    return a.files().equals(wanted) ? a : null;
+  }
+
+  /** Unloads what the store holds under this artifact's id: an incomplete or different copy. */
+  private void discardStaleCopy() throws LoadFailure {
+    if (store.get(options.artifactId()).isEmpty()) {
+      return;
     }
     try {
       store.unload(options.artifactId());
     } catch (StoreException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
-    return null;
+  }
+
+  /** The safetensors headers of a complete copy, read and validated from the store's bytes. */
+  private static Map<String, SafetensorsHeader> headersInStore(
+      StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
+    Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
+    for (SourceFile f : files) {
+      if (f.path().endsWith(".safetensors")) {
+        out.put(f.path(), headerInStore(stored, f));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Parses the safetensors header of {@code file} from its bytes in the store.
+   *
+   * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule broken
+   */
+  private static SafetensorsHeader headerInStore(StoredArtifact stored, SourceFile file)
+      throws LoadFailure {
+    try {
+      if (file.size() < SafetensorsHeader.LENGTH_PREFIX_BYTES) {
+        return SafetensorsHeader.parse(
+            file.path(), file.size(), bytesInStore(stored, file, 0, (int) file.size()));
+      }
+      long headerLen =
+          SafetensorsHeader.readHeaderLength(
+              file.path(),
+              bytesInStore(stored, file, 0, SafetensorsHeader.LENGTH_PREFIX_BYTES),
+              file.size());
+      return SafetensorsHeader.parse(
+          file.path(),
+          file.size(),
+          bytesInStore(
+              stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)));
+    } catch (SafetensorsFormatException e) {
+      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+    }
+  }
+
+  private static byte[] bytesInStore(StoredArtifact stored, SourceFile f, long offset, int len) {
+    byte[] bytes = new byte[len];
+    stored.read(f.path(), offset, ByteBuffer.wrap(bytes));
+    return bytes;
+  }
+
+  /**
+   * Verifies every file, several at once (one SHA-256 per file is sequential; files are not), on at
+   * most as many threads as there are processors. Reports the first failure in file order.
+   */
+  private void verifyAll(
+      StoredArtifact stored, List<SourceFile> files, Map<String, SafetensorsHeader> headers)
+      throws LoadFailure {
+    int threads = Math.min(files.size(), Runtime.getRuntime().availableProcessors());
+    if (threads <= 1) {
+      for (SourceFile file : files) {
+        verify(stored, file, headers.get(file.path()));
+      }
+      return;
+    }
+    // Hashing holds the artifact's read lock, so an unload after a failure waits for it.
+    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-verify"));
+    try {
+      List<Future<?>> futures = new ArrayList<>();
+      for (SourceFile file : files) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  verify(stored, file, headers.get(file.path()));
+                  return null;
+                }));
+      }
+      for (Future<?> f : futures) {
+        f.get();
+      }
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof LoadFailure f) {
+        throw f;
+      }
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while verifying", e);
+    } finally {
+      // No verification may report a file complete after this returns (e.g. after a failure).
+      pool.shutdownNow();
+      awaitTermination(pool);
+    }
+  }
+
+  /** Waits for a pool's threads to end, through interrupts; restores the interrupt status. */
+  private static void awaitTermination(ExecutorService pool) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) {
+          break;
+        }
+        log.warn("still waiting for {} to finish", pool);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /**
@@ -282,27 +405,13 @@ public final class ArtifactLoader {
   private void verify(StoredArtifact stored, SourceFile file, SafetensorsHeader header)
       throws LoadFailure {
     if (header != null) {
-      int len = Math.toIntExact(header.dataOffset());
-      ByteBuffer inStore = stored.readOnly(file.path(), 0, len);
-      byte[] bytes = new byte[len];
-      inStore.get(bytes);
-      try {
-        long headerLen =
-            SafetensorsHeader.readHeaderLength(
-                file.path(), java.util.Arrays.copyOf(bytes, 8), file.size());
-        SafetensorsHeader again =
-            SafetensorsHeader.parse(
-                file.path(),
-                file.size(),
-                java.util.Arrays.copyOfRange(bytes, 8, 8 + Math.toIntExact(headerLen)));
-        if (again.tensors().size() != header.tensors().size()
-            || again.dataOffset() != header.dataOffset()) {
-          throw new LoadFailure(
-              "ObjectChanged",
-              file.path() + ": the header in the loaded bytes differs from the one read first");
-        }
-      } catch (SafetensorsFormatException e) {
-        throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+      SafetensorsHeader again = headerInStore(stored, file);
+      if (!again.equals(header)) {
+        throw new LoadFailure(
+            "ObjectChanged",
+            file.path()
+                + ": the header in the loaded bytes differs from the one read before loading;"
+                + " the object changed during the load, resolve the artifact again");
       }
     }
     String sha;

@@ -53,6 +53,9 @@ import java.util.concurrent.atomic.LongAdder;
  * reader may serve concurrent reads.
  */
 public final class ParallelRangeReader {
+  /** How long a finished or cancelled read waits for its workers to stop. */
+  private static final long WORKER_STOP_TIMEOUT_SECONDS = 10;
+
   private final ReadOptions options;
 
   /**
@@ -178,7 +181,7 @@ public final class ParallelRangeReader {
           throw new IllegalStateException("range worker failed unexpectedly", e.getCause());
         } finally {
           pool.shutdownNow();
-          pool.awaitTermination(10, TimeUnit.SECONDS);
+          awaitWorkers(pool);
         }
       }
       RangeReadException failed = failure.get();
@@ -415,6 +418,30 @@ public final class ParallelRangeReader {
             exhausted,
             cause);
       }
+    }
+  }
+
+  /**
+   * Waits up to {@link #WORKER_STOP_TIMEOUT_SECONDS} for the workers to stop, through further
+   * interrupts (a caller cancelling a read may interrupt repeatedly): a worker still running may
+   * still be writing into the sink's buffers, which the caller frees once {@link #read} returns.
+   * The thread's interrupt status is restored afterwards.
+   */
+  private static void awaitWorkers(ExecutorService pool) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WORKER_STOP_TIMEOUT_SECONDS);
+    boolean interrupted = false;
+    while (true) {
+      long left = deadline - System.nanoTime();
+      try {
+        if (left <= 0 || pool.awaitTermination(left, TimeUnit.NANOSECONDS)) {
+          break;
+        }
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

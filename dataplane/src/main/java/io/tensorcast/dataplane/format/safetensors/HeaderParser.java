@@ -285,10 +285,13 @@ final class HeaderParser {
                     + Arrays.toString(offsets));
           }
         }
-        default ->
-            // Like the reference reader (serde without deny_unknown_fields): extra keys in a
-            // tensor entry are ignored, so files from writers that add fields still load.
-            p.skipChildren();
+        default -> {
+          // Like the reference reader (serde without deny_unknown_fields): extra keys in a
+          // tensor entry are ignored, so files from writers that add fields still load. Move to
+          // the value first: skipChildren() on the field name would skip nothing.
+          p.nextToken();
+          p.skipChildren();
+        }
       }
     }
     if (dtypeName == null || shape == null || offsets == null) {

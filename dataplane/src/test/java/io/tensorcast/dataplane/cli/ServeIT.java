@@ -1,0 +1,356 @@
+package io.tensorcast.dataplane.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy;
+import io.tensorcast.dataplane.testing.S3MockServer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code dataplane serve} as it runs in a pod: the real shaded jar started with {@code java -jar}
+ * as a child process, credentials in its environment, loading from a real S3-compatible server
+ * (S3Mock) into a store under {@code /dev/shm}, probed over HTTP on loopback, stopped with SIGTERM.
+ */
+class ServeIT {
+  private static final String BUCKET = "serve-it";
+  private static final String PREFIX = "model/";
+  private static final String ID = "x";
+  private static final Duration STARTUP = Duration.ofSeconds(60);
+
+  private static S3MockServer s3;
+  private static Path jar;
+
+  /** Path in the artifact → corpus file. */
+  private static final Map<String, Path> files = new TreeMap<>();
+
+  private static long totalBytes;
+  private static long tensors;
+
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final ObjectMapper json = new ObjectMapper();
+  private Path root;
+  private Path work;
+  private Process process;
+  private Path log;
+  private FaultInjectingProxy proxy;
+
+  @BeforeAll
+  static void seed() throws Exception {
+    jar = dataplaneJar();
+    Path corpus = Corpus.dir();
+    try (Stream<Path> shards = Files.list(corpus.resolve("index/safetensorsjl-tiny-sharded"))) {
+      shards.forEach(p -> files.put(p.getFileName().toString(), p));
+    }
+    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
+    files.put(
+        "extra/mnist.safetensors",
+        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    s3 = S3MockServer.shared();
+    s3.createBucket(BUCKET);
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
+      totalBytes += Files.size(e.getValue());
+      if (e.getKey().endsWith(".safetensors")) {
+        tensors += SafetensorsHeader.read(e.getValue()).tensors().size();
+      }
+    }
+  }
+
+  /** The runnable jar that {@code mvn package} builds; the ITs run after it at {@code verify}. */
+  static Path dataplaneJar() {
+    String property = System.getProperty("tensorcast.dataplane.jar");
+    Path p = property != null ? Path.of(property) : Path.of("target", "tensorcast-dataplane.jar");
+    assertThat(p)
+        .as(
+            "the dataplane jar (built by `mvn -pl dataplane -am package`, before the ITs run at"
+                + " `verify`; or set -Dtensorcast.dataplane.jar)")
+        .isRegularFile();
+    return p.toAbsolutePath();
+  }
+
+  @BeforeEach
+  void setUp() throws Exception {
+    Path shm = Path.of("/dev/shm");
+    assumeTrue(Files.isDirectory(shm), "/dev/shm is needed for the page-locked store");
+    root = Files.createTempDirectory(shm, "tensorcast-serve-it-");
+    work = Files.createTempDirectory("tensorcast-serve-it-");
+    log = work.resolve("serve.log");
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    if (process != null && process.isAlive()) {
+      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+    if (process != null) {
+      System.out.println("---- dataplane serve log ----\n" + Files.readString(log));
+    }
+    if (proxy != null) {
+      proxy.close();
+    }
+    deleteTree(root);
+    deleteTree(work);
+  }
+
+  @Test
+  void servesHealthThenReadinessStatusAndMetricsAndUnloadsOnSigterm() throws Exception {
+    // Every request to the store waits 250 ms: the load takes at least a second (listing, two
+    // header reads, the data), so the endpoint is seen answering before the artifact is Ready.
+    proxy = new FaultInjectingProxy(s3.endpoint()).delay(Duration.ofMillis(250));
+    int port = freePort();
+    start(port, proxy.endpoint(), null, List.of());
+
+    await("/healthz 200")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> statusCode(port, "/healthz", null) == 200);
+    HttpResponse<String> notYet = get(port, "/readyz", null);
+    assertThat(notYet.statusCode()).isEqualTo(503);
+    assertThat(notYet.body().strip()).isIn("Pending", "Resolving", "Loading", "Verifying");
+
+    await("/readyz 200")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> statusCode(port, "/readyz", null) == 200);
+    assertThat(get(port, "/readyz", null).body()).isEqualTo("Ready\n");
+
+    HttpResponse<String> statusResponse = get(port, "/status", null);
+    assertThat(statusResponse.statusCode()).isEqualTo(200);
+    assertThat(statusResponse.headers().firstValue("content-type")).contains("application/json");
+    DataPlaneStatus s = json.readValue(statusResponse.body(), DataPlaneStatus.class);
+    Path dir = root.resolve(ID);
+    assertThat(s.artifactId()).isEqualTo(ID);
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    assertThat(s.source()).isEqualTo("s3://" + BUCKET + "/" + PREFIX);
+    assertThat(s.files()).isEqualTo(files.size());
+    assertThat(s.filesComplete()).isEqualTo(files.size());
+    assertThat(s.tensors()).isEqualTo(tensors);
+    assertThat(s.bytesTotal()).isEqualTo(totalBytes);
+    assertThat(s.bytesLoaded()).isEqualTo(totalBytes);
+    assertThat(s.bytesFromSource()).isEqualTo(totalBytes);
+    assertThat(s.storeDirectory()).isEqualTo(dir.toString());
+    assertThat(s.fileStatuses())
+        .extracting(DataPlaneStatus.FileStatus::path, DataPlaneStatus.FileStatus::sha256)
+        .containsExactlyElementsOf(
+            files.entrySet().stream()
+                .map(e -> org.assertj.core.groups.Tuple.tuple(e.getKey(), sha256(e.getValue())))
+                .toList());
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
+          .as(e.getKey())
+          .isEqualTo(-1L);
+    }
+
+    String metrics = get(port, "/metrics", null).body();
+    assertThat(sample(metrics, "tensorcast_artifact_loaded_bytes")).isEqualTo(totalBytes);
+    assertThat(sample(metrics, "tensorcast_artifact_bytes")).isEqualTo(totalBytes);
+    assertThat(sample(metrics, "tensorcast_artifact_ready")).isEqualTo(1);
+    assertThat(get(port, "/nothing-here", null).statusCode()).isEqualTo(404);
+
+    process.destroy(); // SIGTERM, as the kubelet stops a pod
+    assertThat(process.waitFor(30, TimeUnit.SECONDS)).as("exited after SIGTERM").isTrue();
+    assertThat(process.exitValue()).as("exit status after SIGTERM").isEqualTo(143);
+    assertThat(dir).doesNotExist();
+    assertThat(root.resolve(".tensorcast").resolve(ID + ".json")).doesNotExist();
+  }
+
+  @Test
+  void sigtermWhileLoadingStopsTheLoadAndLeavesNothingInTheStore() throws Exception {
+    // 64 KiB ranges, two at a time, each request delayed 100 ms: several seconds of Loading.
+    proxy = new FaultInjectingProxy(s3.endpoint()).delay(Duration.ofMillis(100));
+    int port = freePort();
+    start(
+        port,
+        proxy.endpoint(),
+        null,
+        List.of("--range-size", "64Ki", "--concurrency", "2", "--lock-policy", "REQUIRED"));
+    await("phase Loading")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> statusCode(port, "/readyz", null) == 503 && phase(port) == Phase.Loading);
+    assertThat(root.resolve(ID)).isDirectory();
+
+    process.destroy();
+    assertThat(process.waitFor(30, TimeUnit.SECONDS)).as("exited after SIGTERM").isTrue();
+    // 143 = 128 + SIGTERM: the JVM ran its shutdown hooks and exited, it did not crash (134)
+    assertThat(process.exitValue()).as("exit status after SIGTERM").isEqualTo(143);
+    // the load was stopped (its workers ended) before the mappings were released
+    assertThat(Files.readString(log))
+        .contains("artifact x failed: Interrupted")
+        .contains("unloaded x on shutdown")
+        .doesNotContain("SIGSEGV")
+        .doesNotContain("hs_err");
+    try (Stream<Path> left = Files.list(root)) {
+      assertThat(left.map(p -> p.getFileName().toString())).containsExactly(".tensorcast");
+    }
+    try (Stream<Path> left = Files.list(root.resolve(".tensorcast"))) {
+      assertThat(left.map(p -> p.getFileName().toString())).containsExactly("store.lock");
+    }
+  }
+
+  private Phase phase(int port) throws Exception {
+    return json.readValue(get(port, "/status", null).body(), DataPlaneStatus.class).phase();
+  }
+
+  @Test
+  void statusNeedsTheBearerTokenFromTheFileAndFollowsItsRotation() throws Exception {
+    Path tokenFile = work.resolve("token");
+    String first = "first-token-0123456789abcdef";
+    String second = "second-token-fedcba9876543210";
+    Files.writeString(tokenFile, first + "\n");
+    int port = freePort();
+    start(port, s3.endpoint(), tokenFile, List.of());
+    await("/readyz 200")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> statusCode(port, "/readyz", null) == 200);
+
+    HttpResponse<String> anonymous = get(port, "/status", null);
+    assertThat(anonymous.statusCode()).isEqualTo(401);
+    assertThat(anonymous.headers().firstValue("www-authenticate"))
+        .contains("Bearer realm=\"tensorcast\"");
+    assertThat(anonymous.body()).doesNotContain(ID).doesNotContain(BUCKET);
+    assertThat(statusCode(port, "/status", "not-the-token-0123456789")).isEqualTo(401);
+    HttpResponse<String> withToken = get(port, "/status", first);
+    assertThat(withToken.statusCode()).isEqualTo(200);
+    assertThat(json.readValue(withToken.body(), DataPlaneStatus.class).phase())
+        .isEqualTo(Phase.Ready);
+    // health, readiness and metrics stay open to the kubelet and Prometheus
+    assertThat(statusCode(port, "/healthz", null)).isEqualTo(200);
+    assertThat(statusCode(port, "/metrics", null)).isEqualTo(200);
+
+    // rotate the Secret: the file is replaced the way the kubelet swaps a mounted Secret
+    Path next = work.resolve("token.next");
+    Files.writeString(next, second + "\n");
+    Files.move(next, tokenFile, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    assertThat(statusCode(port, "/status", second)).isEqualTo(200);
+    assertThat(statusCode(port, "/status", first)).isEqualTo(401);
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private void start(int port, URI endpoint, Path tokenFile, List<String> extra)
+      throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString(), "serve"));
+    cmd.addAll(
+        List.of(
+            "--uri",
+            "s3://" + BUCKET + "/" + PREFIX,
+            "--endpoint",
+            endpoint.toString(),
+            "--path-style",
+            "--region",
+            S3MockServer.REGION,
+            "--store-root",
+            root.toString(),
+            "--budget",
+            "256Mi",
+            "--artifact-id",
+            ID,
+            "--listen",
+            "127.0.0.1:" + port));
+    if (tokenFile != null) {
+      cmd.addAll(List.of("--control-token-file", tokenFile.toString()));
+    }
+    cmd.addAll(extra);
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.redirectOutput(log.toFile());
+    Map<String, String> env = pb.environment();
+    env.keySet().removeIf(k -> k.startsWith("AWS_"));
+    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
+    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+    env.put("AWS_EC2_METADATA_DISABLED", "true");
+    env.remove("TENSORCAST_MEMORY_BUDGET");
+    process = pb.start();
+  }
+
+  private HttpResponse<String> get(int port, String path, String token) throws Exception {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10));
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    return http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  /** The status code, or -1 while nothing listens (the process is still starting). */
+  private int statusCode(int port, String path, String token) throws Exception {
+    assertThat(process.isAlive()).as("dataplane serve is running").isTrue();
+    try {
+      return get(port, path, token).statusCode();
+    } catch (IOException notListening) {
+      return -1;
+    }
+  }
+
+  /** The value of the one sample of {@code metric} (Prometheus text format) with the artifact. */
+  private static double sample(String exposition, String metric) {
+    List<String> lines =
+        exposition
+            .lines()
+            .filter(l -> l.startsWith(metric + "{") && l.contains("artifact=\"" + ID + "\""))
+            .toList();
+    assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
+    String line = lines.get(0);
+    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  static String sha256(Path p) {
+    try {
+      return HexFormat.of()
+          .formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static void deleteTree(Path dir) throws IOException {
+    if (dir == null || !Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}

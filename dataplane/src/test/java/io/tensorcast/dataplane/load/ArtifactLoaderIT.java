@@ -1,0 +1,564 @@
+package io.tensorcast.dataplane.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.source.SourceOptions;
+import io.tensorcast.dataplane.source.Sources;
+import io.tensorcast.dataplane.store.LockPolicy;
+import io.tensorcast.dataplane.store.MemoryLockSupport;
+import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.RecoveryAction;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy.RecordedRequest;
+import io.tensorcast.dataplane.testing.S3MockServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The loader end to end against real parts: an S3-compatible server (S3Mock, its own process)
+ * holding real corpus files, a fault-injecting proxy on a real socket in front of it, and a {@link
+ * PinnedStore} on a fresh directory under {@code /dev/shm}. What lands in the store is compared
+ * byte for byte with the corpus files; counts in the status are computed here from the corpus
+ * files, not taken from MANIFEST.tsv.
+ */
+class ArtifactLoaderIT {
+  private static final String BUCKET = "loader-it";
+  private static final String MODEL = "model/";
+  private static final String WITH_BROKEN = "with-broken/";
+  private static final String BROKEN =
+      "broken/safetensors-cpp__safetensors_abuse_attempt_1.safetensors";
+  private static final String MNIST =
+      "safetensors/burn__examples_import-model-weights_mnist.safetensors";
+  private static final String CONFIG = "index/falcon-180b-chat/config.json";
+  private static final int RANGE = 256 * 1024;
+  private static final ReadOptions FAST =
+      ReadOptions.DEFAULTS
+          .withBackoff(Duration.ofMillis(2), Duration.ofMillis(20))
+          .withRangeSize(RANGE)
+          .withConcurrency(4);
+  private static final long BUDGET = 256L << 20;
+
+  private static S3MockServer s3;
+  private static Path corpus;
+
+  /** Path in the artifact → the corpus file it was uploaded from, for {@value #MODEL}. */
+  private static final Map<String, Path> model = new TreeMap<>();
+
+  private static long modelBytes;
+  private static long modelTensors;
+  private static final Map<String, String> modelSha256 = new TreeMap<>();
+
+  private Path root;
+  private FaultInjectingProxy proxy;
+  private final List<AutoCloseable> toClose = new ArrayList<>();
+
+  @BeforeAll
+  static void seed() throws Exception {
+    corpus = Corpus.dir();
+    s3 = S3MockServer.shared();
+    s3.createBucket(BUCKET);
+    // Every well-formed safetensors file of the corpus (loose files, per-rank files and the tiny
+    // sharded model with its index), under their corpus paths, and a config.json at the top.
+    for (Path f : Corpus.safetensorsFiles()) {
+      String rel = corpus.relativize(f).toString();
+      if (!rel.startsWith("broken/")) {
+        model.put(rel, f);
+      }
+    }
+    Path sharded = corpus.resolve("index/safetensorsjl-tiny-sharded");
+    model.put(
+        "index/safetensorsjl-tiny-sharded/model.safetensors.index.json",
+        sharded.resolve("model.safetensors.index.json"));
+    model.put("config.json", corpus.resolve(CONFIG));
+    assertThat(model).containsKey(MNIST);
+    for (Map.Entry<String, Path> e : model.entrySet()) {
+      s3.putFile(BUCKET, MODEL + e.getKey(), e.getValue());
+      modelBytes += Files.size(e.getValue());
+      modelSha256.put(e.getKey(), sha256(e.getValue()));
+      if (e.getKey().endsWith(".safetensors")) {
+        modelTensors += SafetensorsHeader.read(e.getValue()).tensors().size();
+      }
+    }
+    // A small artifact with the corpus's broken file among good ones.
+    s3.putFile(BUCKET, WITH_BROKEN + BROKEN, corpus.resolve(BROKEN));
+    s3.putFile(BUCKET, WITH_BROKEN + MNIST, corpus.resolve(MNIST));
+    s3.putFile(BUCKET, WITH_BROKEN + "config.json", corpus.resolve(CONFIG));
+  }
+
+  @BeforeEach
+  void setUp() throws Exception {
+    Path shm = Path.of("/dev/shm");
+    assumeTrue(Files.isDirectory(shm), "/dev/shm is needed for the page-locked store");
+    root = Files.createTempDirectory(shm, "tensorcast-loader-it-");
+    proxy = new FaultInjectingProxy(s3.endpoint());
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    for (int i = toClose.size() - 1; i >= 0; i--) {
+      toClose.get(i).close();
+    }
+    proxy.close();
+    try (Stream<Path> walk = Files.walk(root)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ the happy path
+
+  @Test
+  void loadsEveryFileByteIdenticalAndReportsCountsTheBytesBack() throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    PinnedStore store = store(BUDGET);
+    ArtifactLoader loader = loader(source(MODEL, proxy), store, "model", 0, FAST, registry);
+    boolean mayLock = MemoryLockSupport.facts().allows(pageRounded(model.values()));
+
+    DataPlaneStatus s = loader.load();
+
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    assertThat(s.reason()).isNull();
+    assertThat(s.artifactId()).isEqualTo("model");
+    assertThat(s.source()).isEqualTo("s3://" + BUCKET + "/" + MODEL);
+    assertThat(s.resolvedRevision()).startsWith("listing-sha256:");
+    assertThat(s.readyTime()).isNotNull();
+    assertThat(s.files()).isEqualTo(model.size());
+    assertThat(s.filesComplete()).isEqualTo(model.size());
+    assertThat(s.tensors()).isEqualTo(modelTensors);
+    assertThat(s.bytesTotal()).isEqualTo(modelBytes);
+    assertThat(s.bytesLoaded()).isEqualTo(modelBytes);
+    assertThat(s.bytesFromSource()).isEqualTo(modelBytes);
+    assertThat(s.bytesFromPeers()).isZero();
+    Path dir = root.resolve("model");
+    assertThat(s.storeDirectory()).isEqualTo(dir.toString());
+    assertThat(s.fileStatuses())
+        .extracting(f -> f.path(), f -> f.size(), f -> f.complete(), f -> f.sha256())
+        .containsExactlyElementsOf(
+            model.keySet().stream()
+                .map(
+                    p ->
+                        org.assertj.core.groups.Tuple.tuple(
+                            p, size(model.get(p)), true, modelSha256.get(p)))
+                .toList());
+    assertByteIdentical(dir);
+
+    assertThat(store.bytesInUse()).isEqualTo(pageRounded(model.values()));
+    if (mayLock) {
+      assertThat(s.lock().locked()).as(s.lock().message()).isTrue();
+      assertThat(s.lock().lockedBytes()).isEqualTo(modelBytes);
+    } else {
+      assertThat(s.lock().locked()).isFalse();
+      assertThat(s.lock().reason()).isEqualTo("MemlockLimitTooLow");
+    }
+
+    assertThat(gauge(registry, "tensorcast.artifact.loaded")).isEqualTo(modelBytes);
+    assertThat(gauge(registry, "tensorcast.artifact.bytes")).isEqualTo(modelBytes);
+    assertThat(gauge(registry, "tensorcast.artifact.ready")).isEqualTo(1);
+    assertThat(retries(registry)).isZero();
+    // every GET of an object was a ranged GET carrying the listed ETag in If-Match
+    assertThat(objectGets(MODEL))
+        .isNotEmpty()
+        .allSatisfy(
+            r -> {
+              assertThat(r.range()).isPresent();
+              assertThat(r.ifMatch()).isPresent();
+            });
+  }
+
+  // ------------------------------------------------------------------ retries
+
+  @Test
+  void bodiesCutMidwayAreResumedAndTheCopyIsStillByteIdentical() throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    AtomicBoolean armed = new AtomicBoolean();
+    int cutAt = 100_000;
+    // Cut the next 4 response bodies after 100,000 bytes, from the first data GET of the 1.5 MB
+    // file on (headers are read before, and their retries use the fetcher's fixed back-off).
+    DataPhaseSource src =
+        new DataPhaseSource(
+            source(MODEL, proxy),
+            file -> file.path().equals(MNIST),
+            () -> {
+              proxy.cutBodyAfter(cutAt, 4);
+              armed.set(true);
+            });
+    ArtifactLoader loader = loader(src, store(BUDGET), "model", 0, FAST, registry);
+    src.phase = () -> loader.status().phase();
+
+    DataPlaneStatus s = loader.load();
+
+    assertThat(armed).isTrue();
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    assertThat(s.bytesLoaded()).isEqualTo(modelBytes);
+    assertByteIdentical(root.resolve("model"));
+    assertThat(retries(registry)).isPositive();
+    // the retries resumed where the bodies broke: they asked only for the bytes not yet received
+    List<Long> resumed =
+        proxy.gets("/" + BUCKET + "/" + MODEL + MNIST).stream()
+            .map(r -> r.rangeStart().orElseThrow())
+            .filter(start -> start != 8) // the header's JSON, read before loading
+            .filter(start -> start % RANGE != 0)
+            .toList();
+    assertThat(resumed)
+        .isNotEmpty()
+        .allSatisfy(start -> assertThat(start % RANGE % cutAt).isZero());
+  }
+
+  @Test
+  void aBurstOf503AnswersIsRetriedAndTheLoadIsReady() throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    DataPhaseSource src =
+        new DataPhaseSource(
+            source(MODEL, proxy), file -> true, () -> proxy.failRequests(503, 4, null));
+    ArtifactLoader loader = loader(src, store(BUDGET), "model", 0, FAST, registry);
+    src.phase = () -> loader.status().phase();
+
+    DataPlaneStatus s = loader.load();
+
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    assertThat(s.reason()).isNull();
+    assertByteIdentical(root.resolve("model"));
+    // each of the four 503 SlowDown answers cost exactly one retry
+    assertThat(retries(registry)).isEqualTo(4);
+  }
+
+  // ------------------------------------------------------------------ refusals
+
+  @Test
+  void aBudgetTooSmallIsInsufficientMemoryBeforeAnyDataIsRead() throws Exception {
+    PinnedStore store = store(64 * 1024);
+    ArtifactLoader loader = loader(source(MODEL, proxy), store, "model", 0, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InsufficientMemory"))
+        .hasMessageContaining("artifact model needs ")
+        .hasMessageContaining("budget is 65536 bytes");
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertThat(loader.status().reason()).isEqualTo("InsufficientMemory");
+    assertThat(loader.status().bytesLoaded()).isZero();
+    assertStoreEmpty();
+    assertOnlyHeadersWereRead(MODEL, model);
+  }
+
+  @Test
+  void anArtifactOverTheMemoryLimitIsArtifactTooLarge() throws Exception {
+    ArtifactLoader loader =
+        loader(source(MODEL, proxy), store(BUDGET), "model", modelBytes - 1, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("ArtifactTooLarge"))
+        .hasMessage(
+            "artifact is "
+                + modelBytes
+                + " bytes, over the memory limit of "
+                + (modelBytes - 1)
+                + " bytes (spec.memory.limit)");
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertThat(loader.status().reason()).isEqualTo("ArtifactTooLarge");
+    assertThat(loader.status().bytesTotal()).isEqualTo(modelBytes);
+    assertStoreEmpty();
+    assertOnlyHeadersWereRead(MODEL, model);
+  }
+
+  @Test
+  void theBrokenCorpusFileIsInvalidSafetensorsNamingItAndTheStoreStaysEmpty() throws Exception {
+    ArtifactLoader loader =
+        loader(source(WITH_BROKEN, proxy), store(BUDGET), "broken", 0, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidSafetensors"))
+        .hasMessageStartingWith(BROKEN + ": ")
+        .hasMessageContaining("1000")
+        .hasMessageEndingWith("[rule header-length-exceeds-file]");
+    DataPlaneStatus s = loader.status();
+    assertThat(s.phase()).isEqualTo(Phase.Failed);
+    assertThat(s.reason()).isEqualTo("InvalidSafetensors");
+    assertThat(s.message()).contains(BROKEN);
+    assertThat(s.bytesLoaded()).isZero();
+    assertStoreEmpty();
+    assertOnlyHeadersWereRead(
+        WITH_BROKEN,
+        Map.of(
+            MNIST,
+            corpus.resolve(MNIST),
+            BROKEN,
+            corpus.resolve(BROKEN),
+            "config.json",
+            corpus.resolve(CONFIG)));
+  }
+
+  @Test
+  void aMissingBucketIsBucketNotFound() throws Exception {
+    ArtifactSource missing =
+        open(
+            "s3://no-such-bucket-loader-it/" + MODEL, S3MockServer.sourceOptions(proxy.endpoint()));
+    ArtifactLoader loader = loader(missing, store(BUDGET), "model", 0, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("BucketNotFound"))
+        .hasMessageContaining("s3://no-such-bucket-loader-it/" + MODEL)
+        .hasMessageContaining("the bucket does not exist");
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertThat(loader.status().reason()).isEqualTo("BucketNotFound");
+    assertStoreEmpty();
+  }
+
+  // ------------------------------------------------------------------ bounds and restarts
+
+  @Test
+  void noMoreThanTheConfiguredConcurrencyOfRequestsIsInFlight() throws Exception {
+    int concurrency = 3;
+    proxy.delay(Duration.ofMillis(15));
+    ArtifactSource src =
+        open(
+            "s3://" + BUCKET + "/" + MODEL,
+            S3MockServer.sourceOptions(proxy.endpoint()).maxConnections(concurrency));
+    ArtifactLoader loader =
+        loader(
+            src,
+            store(BUDGET),
+            "model",
+            0,
+            FAST.withConcurrency(concurrency).withRangeSize(128 * 1024),
+            null);
+
+    assertThat(loader.load().phase()).isEqualTo(Phase.Ready);
+    assertByteIdentical(root.resolve("model"));
+    // parallel, but never more than `concurrency` GETs at once (header reads included)
+    assertThat(proxy.maxInFlightGets()).isBetween(2, concurrency);
+  }
+
+  @Test
+  void afterARestartTheCompleteCopyIsAdoptedWithoutReadingTheSource() throws Exception {
+    PinnedStore first = store(BUDGET);
+    ArtifactLoader before = loader(source(MODEL, proxy), first, "model", 0, FAST, null);
+    DataPlaneStatus loaded = before.load();
+    assertThat(loaded.phase()).isEqualTo(Phase.Ready);
+    first.close(); // the data plane stops; the files stay in tmpfs
+
+    PinnedStore second = store(BUDGET);
+    assertThat(second.recovery())
+        .singleElement()
+        .satisfies(
+            a -> {
+              assertThat(a.name()).isEqualTo("model");
+              assertThat(a.action()).isEqualTo(RecoveryAction.Action.ADOPTED);
+            });
+    proxy.reset();
+    MeterRegistry registry = new SimpleMeterRegistry();
+    ArtifactLoader after = loader(source(MODEL, proxy), second, "model", 0, FAST, registry);
+
+    DataPlaneStatus s = after.load();
+
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    assertThat(s.files()).isEqualTo(model.size());
+    assertThat(s.filesComplete()).isEqualTo(model.size());
+    assertThat(s.tensors()).isEqualTo(modelTensors);
+    assertThat(s.bytesLoaded()).isEqualTo(modelBytes);
+    assertThat(s.bytesFromSource()).isZero();
+    assertThat(s.resolvedRevision()).isEqualTo(loaded.resolvedRevision());
+    assertThat(s.fileStatuses()).isEqualTo(loaded.fileStatuses());
+    assertByteIdentical(root.resolve("model"));
+    // only the listing went to the source: no object was read, not even a header
+    assertThat(proxy.requests()).isNotEmpty();
+    assertThat(objectGets(MODEL)).isEmpty();
+    assertThat(proxy.requests()).allSatisfy(r -> assertThat(r.range()).isEmpty());
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private PinnedStore store(long budget) throws Exception {
+    PinnedStore store = new PinnedStore(root, budget, LockPolicy.BEST_EFFORT);
+    toClose.add(store);
+    return store;
+  }
+
+  private ArtifactSource source(String prefix, FaultInjectingProxy via) throws SourceException {
+    return open(
+        "s3://" + BUCKET + "/" + prefix,
+        S3MockServer.sourceOptions(via.endpoint()).readTimeout(Duration.ofSeconds(10)));
+  }
+
+  private ArtifactSource open(String uri, SourceOptions.Builder options) throws SourceException {
+    ArtifactSource src = Sources.open(uri, options.build());
+    toClose.add(src);
+    return src;
+  }
+
+  private static ArtifactLoader loader(
+      ArtifactSource src,
+      PinnedStore store,
+      String id,
+      long memoryLimit,
+      ReadOptions read,
+      MeterRegistry registry) {
+    return new ArtifactLoader(
+        src,
+        store,
+        new ArtifactLoader.Options(id, memoryLimit, read),
+        new LoadMetrics(registry != null ? registry : new SimpleMeterRegistry()));
+  }
+
+  /** The store directory holds exactly the artifact's files, each byte-identical to the corpus. */
+  private static void assertByteIdentical(Path dir) throws IOException {
+    Set<String> found = new TreeSet<>();
+    try (Stream<Path> walk = Files.walk(dir)) {
+      walk.filter(Files::isRegularFile).forEach(p -> found.add(dir.relativize(p).toString()));
+    }
+    assertThat(found).containsExactlyElementsOf(model.keySet());
+    for (Map.Entry<String, Path> e : model.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
+          .as("first differing byte of %s", e.getKey())
+          .isEqualTo(-1L);
+    }
+  }
+
+  /** Nothing of any artifact under the root: only the store's lock file. */
+  private void assertStoreEmpty() throws IOException {
+    List<String> tree = new ArrayList<>();
+    try (Stream<Path> walk = Files.walk(root)) {
+      walk.filter(p -> !p.equals(root)).forEach(p -> tree.add(root.relativize(p).toString()));
+    }
+    assertThat(tree).containsExactlyInAnyOrder(".tensorcast", ".tensorcast/store.lock");
+  }
+
+  /**
+   * Every GET of an object under {@code prefix} read a safetensors header: its 8-byte length prefix
+   * ({@code bytes=0-7}) or its JSON ({@code bytes=8-(8+N-1)}); no other file was read.
+   */
+  private void assertOnlyHeadersWereRead(String prefix, Map<String, Path> files) throws Exception {
+    Map<String, Set<String>> allowed = new TreeMap<>();
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      Set<String> ranges = new TreeSet<>();
+      if (e.getKey().endsWith(".safetensors")) {
+        ranges.add("bytes=0-7");
+        if (!e.getKey().equals(BROKEN)) {
+          long n = SafetensorsHeader.read(e.getValue()).headerLength();
+          ranges.add("bytes=8-" + (8 + n - 1));
+        }
+      }
+      allowed.put("/" + BUCKET + "/" + prefix + e.getKey(), ranges);
+    }
+    List<RecordedRequest> gets = objectGets(prefix);
+    assertThat(gets).isNotEmpty();
+    for (RecordedRequest r : gets) {
+      assertThat(allowed).containsKey(r.path());
+      assertThat(r.range())
+          .as("GET %s", r.path())
+          .hasValueSatisfying(range -> assertThat(allowed.get(r.path())).contains(range));
+    }
+  }
+
+  private List<RecordedRequest> objectGets(String prefix) {
+    return proxy.requests().stream()
+        .filter(r -> r.method().equals("GET") && r.path().startsWith("/" + BUCKET + "/" + prefix))
+        .toList();
+  }
+
+  private static double gauge(MeterRegistry registry, String name) {
+    return registry.get(name).gauge().value();
+  }
+
+  private static double retries(MeterRegistry registry) {
+    FunctionCounter c = registry.get("tensorcast.source.retries").functionCounter();
+    return c.count();
+  }
+
+  /** What the store charges: every file's size rounded up to whole pages. */
+  private static long pageRounded(java.util.Collection<Path> files) {
+    long page = MemoryLockSupport.pageSize();
+    return files.stream().mapToLong(f -> (size(f) + page - 1) / page * page).sum();
+  }
+
+  private static long size(Path p) {
+    try {
+      return Files.size(p);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  private static String sha256(Path p) throws Exception {
+    MessageDigest md = MessageDigest.getInstance("SHA-256");
+    return HexFormat.of().formatHex(md.digest(Files.readAllBytes(p)));
+  }
+
+  /**
+   * A source that runs {@code action} once, just before the first ranged read of a matching file
+   * while the loader is {@link Phase#Loading}: faults injected then hit the data path, not the
+   * header reads of the resolve phase.
+   */
+  private static final class DataPhaseSource implements ArtifactSource {
+    private final ArtifactSource delegate;
+    private final java.util.function.Predicate<SourceFile> which;
+    private final Runnable action;
+    private final AtomicBoolean fired = new AtomicBoolean();
+    volatile Supplier<Phase> phase = () -> Phase.Pending;
+
+    DataPhaseSource(
+        ArtifactSource delegate, java.util.function.Predicate<SourceFile> which, Runnable action) {
+      this.delegate = delegate;
+      this.which = which;
+      this.action = action;
+    }
+
+    @Override
+    public List<SourceFile> list() throws SourceException {
+      return delegate.list();
+    }
+
+    @Override
+    public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
+      if (phase.get() == Phase.Loading && which.test(file) && fired.compareAndSet(false, true)) {
+        action.run();
+      }
+      return delegate.openRange(file, offset, length);
+    }
+
+    @Override
+    public String describe() {
+      return delegate.describe();
+    }
+
+    @Override
+    public void close() {
+      delegate.close();
+    }
+  }
+}

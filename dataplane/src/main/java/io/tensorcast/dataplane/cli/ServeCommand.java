@@ -81,6 +81,9 @@ final class ServeCommand implements Callable<Integer> {
                 token);
         ArtifactSource src = openSource(early);
         PinnedStore pinned = src == null ? null : openStore(early)) {
+      if (pinned != null) {
+        releaseOtherArtifacts(pinned);
+      }
       Thread loading = Thread.currentThread();
       CountDownLatch loadEnded = new CountDownLatch(1);
       Runtime.getRuntime()
@@ -170,6 +173,24 @@ final class ServeCommand implements Callable<Integer> {
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * A pod serves exactly one artifact. Complete copies of other artifacts the store adopted from
+   * its root (say, an older generation whose pod was replaced before it could unload) would hold
+   * memory this pod's budget does not count on: free them before loading.
+   */
+  private void releaseOtherArtifacts(PinnedStore pinned) {
+    for (String other : java.util.List.copyOf(pinned.artifacts().keySet())) {
+      if (!other.equals(artifactId)) {
+        try {
+          pinned.unload(other);
+          log.info("released {} left in the store by an earlier pod", other);
+        } catch (Exception e) {
+          log.warn("cannot release {} left in the store: {}", other, e.toString());
+        }
+      }
     }
   }
 

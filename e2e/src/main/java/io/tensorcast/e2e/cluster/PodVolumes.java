@@ -1,0 +1,200 @@
+package io.tensorcast.e2e.cluster;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.KeyToPath;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The host directories behind a pod's volumes on a simulated node.
+ *
+ * <ul>
+ *   <li>{@code hostPath}: {@code nodeRoot/<path>} (e.g. {@code /var/lib/tensorcast} on node {@code
+ *       n1} → {@code <workDir>/nodes/n1/root/var/lib/tensorcast}), so pods on one node share it and
+ *       pods on different nodes do not. Directories are created for type {@code ""}, {@code
+ *       Directory} and {@code DirectoryOrCreate}; the parent directory (and an empty file) for
+ *       {@code FileOrCreate}.
+ *   <li>{@code emptyDir} (any medium), {@code persistentVolumeClaim} and any other type: an empty
+ *       per-pod directory {@code <podDir>/volumes/<name>}, deleted with the pod.
+ *   <li>{@code configMap} and {@code secret}: that per-pod directory filled with one file per key
+ *       (or per {@code items} entry) when the pod starts; not updated afterwards. A missing object
+ *       that is not {@code optional} stops the pod from starting with {@code
+ *       CreateContainerConfigError}.
+ * </ul>
+ */
+final class PodVolumes {
+
+  private final Map<String, Path> hostDirs;
+
+  private PodVolumes(Map<String, Path> hostDirs) {
+    this.hostDirs = hostDirs;
+  }
+
+  /** Maps a {@code hostPath} path onto the node's root directory. */
+  static Path underNodeRoot(Path nodeRoot, String hostPath) {
+    String rel = hostPath.replaceFirst("^/+", "");
+    Path p = rel.isEmpty() ? nodeRoot : nodeRoot.resolve(rel).normalize();
+    if (!p.startsWith(nodeRoot)) {
+      throw new IllegalArgumentException(
+          "hostPath \"" + hostPath + "\" escapes the node's root directory " + nodeRoot);
+    }
+    return p;
+  }
+
+  /**
+   * Creates the host directories for every volume of {@code pod} and fills configMap/secret ones.
+   *
+   * @throws ContainerStartException {@code CreateContainerConfigError} naming the volume and the
+   *     missing object, or {@code RunContainerError} when a directory cannot be created
+   */
+  static PodVolumes prepare(Pod pod, Path nodeRoot, Path podDir, ObjectLookup lookup)
+      throws ContainerStartException {
+    String ns = pod.getMetadata().getNamespace();
+    Map<String, Path> dirs = new LinkedHashMap<>();
+    List<Volume> volumes =
+        pod.getSpec().getVolumes() == null ? List.of() : pod.getSpec().getVolumes();
+    for (Volume v : volumes) {
+      try {
+        if (v.getHostPath() != null) {
+          Path p;
+          try {
+            p = underNodeRoot(nodeRoot, v.getHostPath().getPath());
+          } catch (IllegalArgumentException e) {
+            throw new ContainerStartException(
+                "CreateContainerConfigError", "volume " + v.getName() + ": " + e.getMessage());
+          }
+          String type = v.getHostPath().getType() == null ? "" : v.getHostPath().getType();
+          switch (type) {
+            case "", "Directory", "DirectoryOrCreate" -> Files.createDirectories(p);
+            case "FileOrCreate" -> {
+              Files.createDirectories(p.getParent());
+              if (!Files.exists(p)) {
+                Files.createFile(p);
+              }
+            }
+            default -> Files.createDirectories(p.getParent());
+          }
+          dirs.put(v.getName(), p);
+          continue;
+        }
+        Path dir = podDir.resolve("volumes").resolve(v.getName());
+        Files.createDirectories(dir);
+        dirs.put(v.getName(), dir);
+        if (v.getConfigMap() != null) {
+          var src = v.getConfigMap();
+          Map<String, byte[]> data = lookup.configMap(ns, src.getName());
+          if (data == null) {
+            if (Boolean.TRUE.equals(src.getOptional())) {
+              continue;
+            }
+            throw new ContainerStartException(
+                "CreateContainerConfigError",
+                "volume " + v.getName() + ": configmap \"" + src.getName() + "\" not found");
+          }
+          writeItems(
+              dir, data, src.getItems(), v.getName(), "ConfigMap " + ns + "/" + src.getName());
+        } else if (v.getSecret() != null) {
+          var src = v.getSecret();
+          Map<String, byte[]> data = lookup.secret(ns, src.getSecretName());
+          if (data == null) {
+            if (Boolean.TRUE.equals(src.getOptional())) {
+              continue;
+            }
+            throw new ContainerStartException(
+                "CreateContainerConfigError",
+                "volume " + v.getName() + ": secret \"" + src.getSecretName() + "\" not found");
+          }
+          writeItems(
+              dir, data, src.getItems(), v.getName(), "Secret " + ns + "/" + src.getSecretName());
+        }
+      } catch (IOException e) {
+        throw new ContainerStartException(
+            "RunContainerError",
+            "volume " + v.getName() + ": cannot prepare host directory: " + e.getMessage(),
+            e);
+      }
+    }
+    return new PodVolumes(dirs);
+  }
+
+  private static void writeItems(
+      Path dir, Map<String, byte[]> data, List<KeyToPath> items, String volume, String object)
+      throws IOException, ContainerStartException {
+    if (items == null || items.isEmpty()) {
+      for (Map.Entry<String, byte[]> e : data.entrySet()) {
+        Files.write(dir.resolve(e.getKey()), e.getValue());
+      }
+      return;
+    }
+    for (KeyToPath item : items) {
+      byte[] value = data.get(item.getKey());
+      if (value == null) {
+        throw new ContainerStartException(
+            "CreateContainerConfigError",
+            "volume " + volume + ": couldn't find key " + item.getKey() + " in " + object);
+      }
+      Path target = dir.resolve(item.getPath()).normalize();
+      if (!target.startsWith(dir)) {
+        throw new ContainerStartException(
+            "CreateContainerConfigError",
+            "volume " + volume + ": item path \"" + item.getPath() + "\" escapes the volume");
+      }
+      Files.createDirectories(target.getParent());
+      Files.write(target, value);
+    }
+  }
+
+  /** The host directory (or file) behind volume {@code name}, or {@code null}. */
+  Path hostDir(String name) {
+    return hostDirs.get(name);
+  }
+
+  /**
+   * The mount table of {@code container}: each {@code volumeMount}'s {@code mountPath} → the
+   * volume's host directory plus {@code subPath}.
+   *
+   * @throws ContainerStartException {@code CreateContainerConfigError} when a mount names no volume
+   *     of the pod
+   */
+  MountTable mountsFor(Container container) throws ContainerStartException {
+    List<MountTable.Mount> out = new ArrayList<>();
+    if (container.getVolumeMounts() != null) {
+      for (VolumeMount vm : container.getVolumeMounts()) {
+        Path host = hostDirs.get(vm.getName());
+        if (host == null) {
+          throw new ContainerStartException(
+              "CreateContainerConfigError",
+              "container "
+                  + container.getName()
+                  + ": volumeMount "
+                  + vm.getMountPath()
+                  + " names volume \""
+                  + vm.getName()
+                  + "\", which the pod does not have");
+        }
+        if (vm.getSubPath() != null && !vm.getSubPath().isEmpty()) {
+          host = host.resolve(vm.getSubPath()).normalize();
+          try {
+            Files.createDirectories(host);
+          } catch (IOException e) {
+            throw new ContainerStartException(
+                "RunContainerError",
+                "container " + container.getName() + ": cannot create subPath " + host,
+                e);
+          }
+        }
+        out.add(
+            new MountTable.Mount(vm.getMountPath(), host, Boolean.TRUE.equals(vm.getReadOnly())));
+      }
+    }
+    return new MountTable(out);
+  }
+}

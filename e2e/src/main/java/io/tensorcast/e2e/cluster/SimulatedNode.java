@@ -1,0 +1,77 @@
+package io.tensorcast.e2e.cluster;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * A Node registered by {@link SimulatedKubelet#addNode(NodeSpec)}. Its pods run as local processes
+ * and report {@link #address()} as their {@code podIP}; its {@code hostPath} volumes live under
+ * {@link #root()}.
+ */
+public final class SimulatedNode {
+
+  private final SimulatedKubelet kubelet;
+  private final NodeSpec spec;
+  private final Path root;
+
+  SimulatedNode(SimulatedKubelet kubelet, NodeSpec spec, Path root) {
+    this.kubelet = kubelet;
+    this.spec = spec;
+    this.root = root;
+  }
+
+  public String name() {
+    return spec.name();
+  }
+
+  /** The node's loopback address: its InternalIP and every pod's podIP on it. */
+  public String address() {
+    return spec.address();
+  }
+
+  public NodeSpec spec() {
+    return spec;
+  }
+
+  /**
+   * The directory standing for this node's filesystem root ({@code hostPath} volumes live here).
+   */
+  public Path root() {
+    return root;
+  }
+
+  /**
+   * Where {@code hostPath} (an absolute path on the node, as written in a pod's {@code hostPath}
+   * volume) lives on this machine: {@code root()/<hostPath>}.
+   */
+  public Path hostPath(String hostPath) {
+    return PodVolumes.underNodeRoot(root, hostPath);
+  }
+
+  /** Labels as registered (including the kubelet's well-known ones). */
+  public Map<String, String> labels() {
+    return kubelet.registeredLabels(spec);
+  }
+
+  /**
+   * Sets the node's {@code Ready} condition (reason {@code KubeletReady} / {@code
+   * KubeletNotReady}). Running pods keep running: with the node-lifecycle controller off nothing
+   * taints or evicts.
+   */
+  public void setReady(boolean ready) {
+    kubelet.writeNodeStatus(spec, ready);
+  }
+
+  /**
+   * Takes the node away: kills its pods' processes at once (as a machine that lost power) and
+   * deletes the Node object. Pods bound to it stay in the API as they were.
+   */
+  public void remove() {
+    kubelet.removeNode(spec.name());
+  }
+
+  @Override
+  public String toString() {
+    return "SimulatedNode[" + spec.name() + " @ " + spec.address() + "]";
+  }
+}

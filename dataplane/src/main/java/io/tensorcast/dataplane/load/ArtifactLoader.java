@@ -94,7 +94,7 @@ public final class ArtifactLoader {
       state.phase(Phase.Resolving);
       List<SourceFile> files = listFiles();
       Map<String, SafetensorsHeader> headers = readHeaders(files);
-      state.resolved(files, headers, revisionOf(files));
+      state.resolved(files, headers, source.resolvedRevision().orElseGet(() -> revisionOf(files)));
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.source;
 
 import java.io.InputStream;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Where an artifact's bytes come from: a local directory, an S3 or OSS prefix, a Hugging Face
@@ -26,6 +27,14 @@ public interface ArtifactSource extends AutoCloseable {
    *     tells whether trying again may help
    */
   InputStream openRange(SourceFile file, long offset, long length) throws SourceException;
+
+  /**
+   * The immutable revision the source pinned when it listed, e.g. the Hub commit sha a branch
+   * resolved to; empty for sources without revisions (files, buckets). Valid after {@link #list()}.
+   */
+  default Optional<String> resolvedRevision() {
+    return Optional.empty();
+  }
 
   /** A short description for logs and status, e.g. {@code s3://bucket/prefix/}; no secrets. */
   String describe();

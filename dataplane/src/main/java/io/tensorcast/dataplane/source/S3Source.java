@@ -48,6 +48,10 @@ import software.amazon.awssdk.utils.SdkAutoCloseable;
  * SourceOptions#listMaxAttempts()}); ranged GETs are made once each — the data path ({@code
  * ParallelRangeReader}) retries and resumes on its own.
  *
+ * <p>ETags identify an object version only: a multipart upload's ETag ({@code "<hex>-N"}, on S3 and
+ * OSS alike) is not the MD5 of the content, so no ETag is ever checked against bytes; they go out
+ * as {@code If-Match} so a replaced object fails with {@code ObjectChanged}.
+ *
  * <p>Listing: ListObjectsV2, paginated, under the prefix; paths are keys relative to the prefix;
  * directory markers (keys ending with {@code /}) are skipped; a key whose relative path is absolute
  * or has {@code ..}, {@code .}, empty or backslash segments fails the listing ({@code UnsafePath}).
@@ -102,8 +106,8 @@ public final class S3Source implements ArtifactSource {
   /**
    * Creates the source; no request is made until {@link #list()}.
    *
-   * @param uri an {@code s3://} URI (an {@code oss://} URI is accepted here for S3-compatible
-   *     testing, but {@link Sources#open} refuses it until OSS is supported)
+   * @param uri an {@code s3://} or {@code oss://} URI; for OSS pass options prepared by {@link
+   *     Sources#open} (endpoint, virtual-hosted addressing, credentials)
    */
   public static S3Source open(SourceUri uri, SourceOptions options) {
     if (uri.scheme() != SourceUri.Scheme.S3 && uri.scheme() != SourceUri.Scheme.OSS) {

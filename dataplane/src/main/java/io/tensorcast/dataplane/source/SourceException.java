@@ -10,7 +10,10 @@ import java.util.Optional;
  * <p>Reasons used by the sources of this package:
  *
  * <ul>
- *   <li>{@code InvalidSourceUri}, {@code UnsupportedSource} — the URI cannot be used; fix the spec.
+ *   <li>{@code InvalidSourceUri}, {@code InvalidSourceOptions} — the URI or its options cannot be
+ *       used (e.g. {@code oss://} without region or endpoint, or with path-style); fix the spec.
+ *   <li>{@code RepoNotFound}, {@code RevisionNotFound}, {@code EntryNotFound}, {@code GatedRepo},
+ *       {@code Unauthorized} — Hugging Face Hub answers (its {@code X-Error-Code}, or 401).
  *   <li>{@code SourceNotFound}, {@code BucketNotFound}, {@code ObjectNotFound} — something named
  *       does not exist.
  *   <li>{@code AccessDenied} — credentials missing, wrong or without permission (HTTP 403).

@@ -14,7 +14,8 @@ import java.util.Optional;
  * <p>Defaults: no include/exclude (every file), no endpoint override (AWS), no region (us-east-1
  * with cross-region access when there is no endpoint), virtual-hosted addressing, the SDK's default
  * credentials chain, 32 connections, connect timeout 10 s, read (socket) timeout 30 s, request
- * timeout 60 s, 3 attempts for listing calls.
+ * timeout 60 s, 3 attempts for listing calls, no revision (a Hub source then reads {@code main}),
+ * no Hub token (a Hub source then reads {@code HF_TOKEN} from the environment).
  */
 public final class SourceOptions {
 
@@ -69,6 +70,8 @@ public final class SourceOptions {
   private final Duration readTimeout;
   private final Duration requestTimeout;
   private final int listMaxAttempts;
+  private final String revision;
+  private final String token;
 
   private SourceOptions(Builder b) {
     this.filter = PathFilter.of(b.include, b.exclude);
@@ -82,6 +85,8 @@ public final class SourceOptions {
     this.readTimeout = b.readTimeout;
     this.requestTimeout = b.requestTimeout;
     this.listMaxAttempts = b.listMaxAttempts;
+    this.revision = b.revision;
+    this.token = b.token;
   }
 
   /** Options with every default. */
@@ -91,6 +96,26 @@ public final class SourceOptions {
 
   public static Builder builder() {
     return new Builder();
+  }
+
+  /** A builder holding every field of these options, to derive changed copies. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.include = filter.include();
+    b.exclude = filter.exclude();
+    b.endpoint = endpoint;
+    b.region = region;
+    b.pathStyle = pathStyle;
+    b.credentialsMode = credentialsMode;
+    b.credentials = credentials;
+    b.maxConnections = maxConnections;
+    b.connectTimeout = connectTimeout;
+    b.readTimeout = readTimeout;
+    b.requestTimeout = requestTimeout;
+    b.listMaxAttempts = listMaxAttempts;
+    b.revision = revision;
+    b.token = token;
+    return b;
   }
 
   /** The include/exclude selection. */
@@ -150,10 +175,28 @@ public final class SourceOptions {
     return listMaxAttempts;
   }
 
+  /**
+   * The revision of a Hugging Face repository ({@code spec.source.revision}): a branch, a tag, a
+   * 40-hex commit sha or a pull-request ref such as {@code refs/pr/1}. Other sources ignore it.
+   */
+  public Optional<String> revision() {
+    return Optional.ofNullable(revision);
+  }
+
+  /**
+   * A Hugging Face access token (sent as {@code Authorization: Bearer}); when absent a Hub source
+   * reads {@code HF_TOKEN}. Never printed.
+   */
+  public Optional<String> token() {
+    return Optional.ofNullable(token);
+  }
+
   @Override
   public String toString() {
     return "SourceOptions["
         + filter
+        + (revision != null ? ", revision=" + revision : "")
+        + (token != null ? ", token=***" : "")
         + (endpoint != null ? ", endpoint=" + endpoint : "")
         + (region != null ? ", region=" + region : "")
         + (pathStyle ? ", pathStyle" : "")
@@ -184,8 +227,22 @@ public final class SourceOptions {
     private Duration readTimeout = Duration.ofSeconds(30);
     private Duration requestTimeout = Duration.ofSeconds(60);
     private int listMaxAttempts = 3;
+    private String revision;
+    private String token;
 
     private Builder() {}
+
+    /** A Hub revision: branch, tag, commit sha or {@code refs/pr/N}; {@code null} for none. */
+    public Builder revision(String revision) {
+      this.revision = revision;
+      return this;
+    }
+
+    /** A Hub access token; {@code null} to fall back to {@code HF_TOKEN}. */
+    public Builder token(String token) {
+      this.token = token;
+      return this;
+    }
 
     /** Globs a file must match (any of them) to be selected; empty selects all. */
     public Builder include(List<String> globs) {
@@ -295,6 +352,21 @@ public final class SourceOptions {
       if (listMaxAttempts < 1 || listMaxAttempts > 20) {
         throw new IllegalArgumentException(
             "listMaxAttempts must be between 1 and 20, got " + listMaxAttempts);
+      }
+      if (revision != null
+          && (revision.isBlank()
+              || !revision.strip().equals(revision)
+              || revision.chars().anyMatch(c -> c < 0x20 || c == 0x7f))) {
+        throw new IllegalArgumentException(
+            "revision '"
+                + revision
+                + "' must be a branch, tag, commit sha or refs/pr/N without spaces around it or"
+                + " control characters");
+      }
+      if (token != null
+          && (token.isBlank() || token.chars().anyMatch(c -> c <= 0x20 || c >= 0x7f))) {
+        throw new IllegalArgumentException(
+            "token must be a non-empty Hugging Face token without spaces or control characters");
       }
       return new SourceOptions(this);
     }

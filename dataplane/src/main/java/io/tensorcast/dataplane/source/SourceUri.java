@@ -21,9 +21,10 @@ import java.util.regex.Pattern;
  *       taken literally (no percent-decoding) and always treated as a directory: {@code
  *       s3://b/models/llama} lists {@code models/llama/...}, never {@code models/llama-2/...}. An
  *       empty prefix means the whole bucket.
- *   <li>{@code oss://bucket/prefix/}: same shape as S3; recognised, not supported yet.
- *   <li>{@code hf://org/repo[/subdir]}: a Hugging Face Hub model repository; recognised, not
- *       supported yet.
+ *   <li>{@code oss://bucket/prefix/}: same shape as S3; Alibaba Cloud OSS through its S3-compatible
+ *       API (see {@link Sources}).
+ *   <li>{@code hf://org/repo[/subdir]}: a Hugging Face Hub model repository (see {@link HfSource});
+ *       the revision is a separate field.
  * </ul>
  *
  * <p>Bucket names follow the S3 rule (3–63 characters of lowercase letters, digits, {@code .},

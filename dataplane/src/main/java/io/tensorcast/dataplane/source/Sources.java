@@ -1,38 +1,122 @@
 package io.tensorcast.dataplane.source;
 
-/** Opens the {@link ArtifactSource} a {@link SourceUri} names. */
+import java.net.URI;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * Opens the {@link ArtifactSource} a {@link SourceUri} names: {@link FileSource} for {@code
+ * file://} and plain paths, {@link S3Source} for {@code s3://} and (with OSS settings) {@code
+ * oss://}, {@link HfSource} for {@code hf://}.
+ */
 public final class Sources {
   private Sources() {}
 
   /**
-   * Opens a source. {@code file} and {@code s3} are supported; {@code oss} and {@code hf} are
-   * recognised and refused until their issues land.
+   * Opens a source with the process environment (credentials and endpoints of OSS and the Hub).
    *
-   * @throws SourceException {@code UnsupportedSource} for {@code oss://} and {@code hf://}; {@code
-   *     SourceNotFound}/{@code AccessDenied} when a local directory cannot be used
+   * @throws SourceException {@code SourceNotFound}/{@code AccessDenied} when a local directory
+   *     cannot be used; {@code InvalidSourceOptions} when an {@code oss://} source has neither
+   *     endpoint nor region, or asks for path-style addressing
    */
   public static ArtifactSource open(SourceUri uri, SourceOptions options) throws SourceException {
+    return open(uri, options, System::getenv);
+  }
+
+  /** As {@link #open(SourceUri, SourceOptions)} reading variables from {@code env}. */
+  static ArtifactSource open(SourceUri uri, SourceOptions options, Function<String, String> env)
+      throws SourceException {
     return switch (uri.scheme()) {
       case FILE -> FileSource.open(uri.localPath(), options.filter());
       case S3 -> S3Source.open(uri, options);
-      case OSS ->
-          throw new SourceException(
-              "UnsupportedSource",
-              "oss:// sources are not supported yet ("
-                  + uri
-                  + "); OSS speaks the S3 API, so meanwhile use an s3:// URI with the OSS"
-                  + " endpoint and virtual-hosted addressing",
-              false);
-      case HF ->
-          throw new SourceException(
-              "UnsupportedSource",
-              "hf:// sources (Hugging Face Hub) are not supported yet (" + uri + ")",
-              false);
+      case OSS -> S3Source.open(uri, ossOptions(uri, options, env));
+      case HF -> HfSource.open(uri, options, env);
     };
   }
 
   /** Parses {@code uri} and opens it; see {@link SourceUri#parse} and {@link #open}. */
   public static ArtifactSource open(String uri, SourceOptions options) throws SourceException {
     return open(SourceUri.parse(uri), options);
+  }
+
+  /**
+   * The S3 client settings that reach Alibaba Cloud OSS through its S3-compatible API.
+   *
+   * <ul>
+   *   <li>Endpoint: {@link SourceOptions#endpoint()}, else {@code https://s3.oss-<region>
+   *       .aliyuncs.com} from the region ({@code cn-hangzhou} or {@code oss-cn-hangzhou}), the
+   *       S3-compatible endpoint of Alibaba's "access OSS with AWS SDKs" guide; one of the two is
+   *       required. The signing region is the region id without {@code oss-} ({@code us-east-1}
+   *       when only an endpoint is given).
+   *   <li>Virtual-hosted addressing ({@code bucket.endpoint}): OSS answers path-style requests with
+   *       403 {@code SecondLevelDomainForbidden}, so path-style is refused here.
+   *   <li>Request checksums only when required (set by {@link S3Source} for every store): OSS
+   *       rejects the {@code aws-chunked} uploads the SDK's newer defaults produce.
+   *   <li>Credentials: explicit ones from the options; else {@code OSS_ACCESS_KEY_ID}/{@code
+   *       OSS_ACCESS_KEY_SECRET} (+ {@code OSS_SESSION_TOKEN}), else {@code
+   *       ALIBABA_CLOUD_ACCESS_KEY_ID}/{@code ALIBABA_CLOUD_ACCESS_KEY_SECRET} (+ {@code
+   *       ALIBABA_CLOUD_SECURITY_TOKEN}), else the AWS SDK default chain.
+   * </ul>
+   *
+   * <p>OSS ETags of multipart objects ({@code "…-N"}) are not MD5 digests; like S3 they are used
+   * only as {@code If-Match} identities, never to verify content.
+   */
+  static SourceOptions ossOptions(
+      SourceUri uri, SourceOptions options, Function<String, String> env) throws SourceException {
+    if (options.pathStyle()) {
+      throw new SourceException(
+          "InvalidSourceOptions",
+          uri
+              + ": OSS refuses path-style addressing (403 SecondLevelDomainForbidden); drop"
+              + " --path-style / pathStyle for oss:// sources",
+          false);
+    }
+    Optional<String> regionId =
+        options.region().map(r -> r.startsWith("oss-") ? r.substring("oss-".length()) : r);
+    if (options.endpoint().isEmpty() && regionId.isEmpty()) {
+      throw new SourceException(
+          "InvalidSourceOptions",
+          uri
+              + ": an oss:// source needs a region (e.g. cn-hangzhou, giving the endpoint"
+              + " https://s3.oss-cn-hangzhou.aliyuncs.com) or an explicit endpoint",
+          false);
+    }
+    SourceOptions.Builder b = options.toBuilder().pathStyle(false);
+    b.endpoint(
+        options
+            .endpoint()
+            .orElseGet(() -> URI.create("https://s3.oss-" + regionId.get() + ".aliyuncs.com")));
+    b.region(regionId.orElse("us-east-1"));
+    if (options.credentialsMode() == SourceOptions.CredentialsMode.DEFAULT_CHAIN) {
+      ossCredentials(env, "OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET", "OSS_SESSION_TOKEN")
+          .or(
+              () ->
+                  ossCredentials(
+                      env,
+                      "ALIBABA_CLOUD_ACCESS_KEY_ID",
+                      "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+                      "ALIBABA_CLOUD_SECURITY_TOKEN"))
+          .ifPresent(b::credentials);
+    }
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new SourceException("InvalidSourceOptions", uri + ": " + e.getMessage(), false, e);
+    }
+  }
+
+  private static Optional<SourceOptions.StaticCredentials> ossCredentials(
+      Function<String, String> env, String idVar, String secretVar, String tokenVar) {
+    String id = env.apply(idVar);
+    String secret = env.apply(secretVar);
+    if (id == null || id.isBlank() || secret == null || secret.isEmpty()) {
+      return Optional.empty();
+    }
+    String token = env.apply(tokenVar);
+    return Optional.of(
+        new SourceOptions.StaticCredentials(
+            id.strip(),
+            secret,
+            token == null || token.isBlank() ? Optional.empty() : Optional.of(token.strip())));
   }
 }

@@ -88,13 +88,20 @@ class SourceUriTest {
   }
 
   @Test
-  void ossAndHubAreRecognisedButNotSupportedYet() throws Exception {
-    for (String uri : new String[] {"oss://bucket-x/p/", "hf://org/repo"}) {
-      assertThatThrownBy(() -> Sources.open(uri, SourceOptions.defaults()))
-          .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("UnsupportedSource"))
-          .hasMessageContaining("not supported yet");
+  void ossAndHubOpenTheirSources() throws Exception {
+    try (ArtifactSource hf = Sources.open("hf://org/repo", SourceOptions.defaults())) {
+      assertThat(hf).isInstanceOf(HfSource.class);
+      assertThat(hf.describe()).isEqualTo("hf://org/repo/ (revision main)");
     }
+    try (ArtifactSource oss =
+        Sources.open("oss://bucket-x/p/", SourceOptions.builder().region("cn-hangzhou").build())) {
+      assertThat(oss).isInstanceOf(S3Source.class);
+      assertThat(oss.describe()).isEqualTo("oss://bucket-x/p/");
+    }
+    // without a region or endpoint an oss:// source cannot know where to go
+    assertThatThrownBy(() -> Sources.open("oss://bucket-x/p/", SourceOptions.defaults()))
+        .isInstanceOfSatisfying(
+            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InvalidSourceOptions"));
   }
 
   @Test

@@ -35,6 +35,13 @@ final class SourceArgs {
   @Option(names = "--region", description = "Region of the bucket (default: SDK chain, us-east-1)")
   String region;
 
+  @Option(
+      names = "--revision",
+      description =
+          "Hugging Face branch, tag, commit or refs/pr/N (default main); resolved to one commit"
+              + " sha for the whole load.")
+  String revision;
+
   @Option(names = "--path-style", description = "Path-style bucket addressing (S3-compatible).")
   boolean pathStyle;
 
@@ -76,6 +83,9 @@ final class SourceArgs {
     }
     if (region != null) {
       b.region(region);
+    }
+    if (revision != null) {
+      b.revision(revision);
     }
     return Sources.open(uri(), b.build());
   }

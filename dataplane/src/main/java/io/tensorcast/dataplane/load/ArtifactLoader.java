@@ -103,8 +103,7 @@ public final class ArtifactLoader {
       StoredArtifact kept = completeCopy(files);
       Map<String, SafetensorsHeader> headers =
           kept != null ? headersInStore(kept, files) : readHeaders(files);
-      state.resolved(
-          files, headers, source.resolvedRevision().orElseGet(() -> revisionOf(files)));
+      state.resolved(files, headers, source.resolvedRevision().orElseGet(() -> revisionOf(files)));
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);

@@ -416,6 +416,10 @@ public final class DataPlanePod {
       a.add("--region");
       a.add(source.getRegion());
     }
+    if (source.getRevision() != null && !source.getRevision().isBlank()) {
+      a.add("--revision");
+      a.add(source.getRevision());
+    }
     if (Boolean.TRUE.equals(source.getPathStyle())) {
       a.add("--path-style");
     }

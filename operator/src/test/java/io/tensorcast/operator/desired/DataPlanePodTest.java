@@ -304,6 +304,23 @@ class DataPlanePodTest {
     assertThat(fileEnv).doesNotContain("HF_TOKEN", "AWS_ACCESS_KEY_ID");
   }
 
+  @Test
+  void aHubRevisionIsPassedToServeAndAbsentWhenUnset() {
+    ModelArtifact pinned = artifact("ns", "m", 1, "hf://Qwen/Qwen2-7B");
+    pinned.getSpec().getSource().setRevision("refs/pr/1");
+    ModelArtifact unpinned = artifact("ns", "m", 1, "hf://Qwen/Qwen2-7B");
+
+    List<String> args =
+        container(DataPlanePod.desired(pinned, RDMA_NODE, OptionalLong.empty(), config()))
+            .getArgs();
+    List<String> none =
+        container(DataPlanePod.desired(unpinned, RDMA_NODE, OptionalLong.empty(), config()))
+            .getArgs();
+
+    assertThat(args).containsSequence("--revision", "refs/pr/1");
+    assertThat(none).doesNotContain("--revision");
+  }
+
   private static List<String> names(Pod p) {
     return container(p).getEnv().stream().map(EnvVar::getName).toList();
   }

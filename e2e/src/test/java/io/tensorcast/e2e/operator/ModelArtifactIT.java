@@ -300,6 +300,24 @@ class ModelArtifactIT {
   }
 
   @Test
+  void aMissingCredentialsSecretIsNamedInTheReadyCondition() {
+    node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    ModelArtifact a = artifact("nosecret", "s3://whatever/model/", 1, RdmaPolicy.Required);
+    a.getSpec().getSource().setCredentialsSecretRef(new CredentialsSecretRef("absent-secret"));
+
+    create(a);
+
+    // The operator never reads the Secret: the (simulated) kubelet cannot start the container,
+    // and the operator reports the pod's CreateContainerConfigError, naming the Secret.
+    ModelArtifact seen =
+        awaitCondition(
+            "nosecret",
+            "Ready",
+            c -> "False".equals(c.getStatus()) && "CredentialsNotFound".equals(c.getReason()));
+    assertThat(condition(seen, "Ready").getMessage()).contains("absent-secret");
+  }
+
+  @Test
   void aPodKilledOrDeletedMidLoadIsReplacedAndTheArtifactBecomesReady() throws Exception {
     SimulatedNode n1 = node("rdma-1", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
     SimulatedNode n2 = node("rdma-2", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());

@@ -3,10 +3,9 @@
 {{- printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* Labels every object of this chart carries. */}}
+{{/* Labels every operator object carries besides its selector labels (which hold the instance). */}}
 {{- define "tensorcast.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: tensorcast

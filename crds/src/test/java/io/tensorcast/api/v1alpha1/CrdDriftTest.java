@@ -12,10 +12,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The committed CRDs ({@code crds/generated/} and the Helm chart's {@code
- * charts/tensorcast/crds/}) must be byte-for-byte the one generated from the Java model, so that
- * the chart and reviewers see what the API server gets. With {@code -Dtensorcast.crd.update=true}
- * the test rewrites both committed copies instead of failing.
+ * The committed CRDs ({@code crds/generated/} and the Helm chart's {@code charts/tensorcast/crds/})
+ * must be byte-for-byte the one generated from the Java model, so that the chart and reviewers see
+ * what the API server gets. With {@code -Dtensorcast.crd.update=true} the test rewrites both
+ * committed copies instead of failing.
  */
 class CrdDriftTest {
 

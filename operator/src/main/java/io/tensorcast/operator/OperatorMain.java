@@ -14,9 +14,11 @@ import org.slf4j.LoggerFactory;
  * OperatorConfig} from the environment, registers {@link ModelArtifactReconciler} and runs until
  * the JVM stops.
  *
- * <p>RBAC the operator needs: {@code modelartifacts} get/list/watch/patch/update, {@code
- * modelartifacts/status} patch/update, {@code modelartifacts/finalizers} update; {@code pods}
- * get/list/watch/create/delete; {@code nodes} get/list/watch. It reads no Secret.
+ * <p>RBAC the operator needs (the chart's ClusterRole, checked by e2e's ChartIT): {@code
+ * modelartifacts} get/list/watch/patch (JOSDK adds and removes the finalizer by JSON patch), {@code
+ * modelartifacts/status} patch (server-side apply), {@code modelartifacts/finalizers} update (the
+ * pods' blocking owner references); {@code pods} get/list/watch/create/delete; {@code nodes}
+ * get/list/watch. It reads no Secret.
  */
 public final class OperatorMain {
   private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);

@@ -12,9 +12,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The committed CRD ({@code crds/generated/}) must be byte-for-byte the one generated from the Java
- * model, so that the chart and reviewers see what the API server gets. With {@code
- * -Dtensorcast.crd.update=true} the test rewrites the committed copy instead of failing.
+ * The committed CRDs ({@code crds/generated/} and the Helm chart's {@code charts/tensorcast/crds/})
+ * must be byte-for-byte the one generated from the Java model, so that the chart and reviewers see
+ * what the API server gets. With {@code -Dtensorcast.crd.update=true} the test rewrites both
+ * committed copies instead of failing.
  */
 class CrdDriftTest {
 
@@ -22,8 +23,16 @@ class CrdDriftTest {
 
   @Test
   void committedCrdEqualsGeneratedCrd() throws IOException {
+    assertCopyEqualsGenerated(CrdFiles.committed());
+  }
+
+  @Test
+  void chartCrdEqualsGeneratedCrd() throws IOException {
+    assertCopyEqualsGenerated(CrdFiles.chart());
+  }
+
+  private static void assertCopyEqualsGenerated(Path committed) throws IOException {
     Path generated = CrdFiles.generated();
-    Path committed = CrdFiles.committed();
     byte[] fresh = Files.readAllBytes(generated);
 
     if (Boolean.getBoolean("tensorcast.crd.update")) {

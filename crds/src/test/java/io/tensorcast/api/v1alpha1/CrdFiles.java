@@ -39,6 +39,14 @@ final class CrdFiles {
     return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(CRD_FILE);
   }
 
+  /**
+   * The Helm chart's copy under charts/tensorcast/crds/ (Helm installs it before the templates).
+   */
+  static Path chart() {
+    return Path.of(System.getProperty("tensorcast.crd.chart", "../charts/tensorcast/crds"))
+        .resolve(CRD_FILE);
+  }
+
   /** The repository's samples/ folder. */
   static Path samples() {
     return Path.of(System.getProperty("tensorcast.samples", "../samples"));

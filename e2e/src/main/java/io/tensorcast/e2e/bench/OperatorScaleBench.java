@@ -377,10 +377,11 @@ public final class OperatorScaleBench implements Callable<Integer> {
             "delete all: time until artifacts, pods and data planes gone",
             gone ? ms(System.nanoTime() - d0) : "NOT REACHED");
         results.put(
-            "reconciles per artifact, whole run incl. delete (mean / max)",
+            "reconciles per artifact, whole run incl. delete (mean / min / max)",
             stats(reconciles.snapshot()));
         results.put(
-            "status writes per artifact, whole run (mean / max)", stats(requests.statusWrites()));
+            "status writes per artifact, whole run (mean / min / max)",
+            stats(requests.statusWrites()));
         long after = heap.liveAfterGc();
         results.put(
             "live heap after delete, operator still running (delta over before operator)",

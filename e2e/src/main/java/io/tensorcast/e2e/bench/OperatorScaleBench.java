@@ -228,7 +228,16 @@ public final class OperatorScaleBench implements Callable<Integer> {
           "baseline: live heap with " + artifacts + " data planes (delta over setup)",
           mib(live) + " (+" + mib(live - setupLive) + ")");
     } finally {
-      servers.forEach(DataPlaneServer::close);
+      // In parallel: each close waits out its event loop's 2 s quiet period.
+      List<Thread> closing = new ArrayList<>();
+      for (DataPlaneServer s : servers) {
+        Thread t = new Thread(s::close, "close-baseline");
+        t.start();
+        closing.add(t);
+      }
+      for (Thread t : closing) {
+        t.join(timeout.toMillis());
+      }
     }
   }
 
@@ -397,7 +406,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
     try {
       List<Future<?>> fs = new ArrayList<>();
       for (int i = 0; i < artifacts; i++) {
-        String yaml = manifest(String.format("tiny-%03d", i), s3Endpoint);
+        String yaml = manifest(String.format("tiny-%03d", i), nodeName(1 + i % nodes), s3Endpoint);
         fs.add(
             pool.submit(
                 () -> {
@@ -417,7 +426,13 @@ public final class OperatorScaleBench implements Callable<Integer> {
     }
   }
 
-  private static String manifest(String name, URI s3Endpoint) {
+  /**
+   * One artifact pinned to one node by {@code placement.nodeSelector}: the operator's placement
+   * ranks nodes per artifact (zone spread, then name) without counting other artifacts' pods, so
+   * unpinned single-replica artifacts would all pick the same node and overflow its {@code
+   * tensorcast.io/rdma}.
+   */
+  private static String manifest(String name, String node, URI s3Endpoint) {
     return """
         apiVersion: tensorcast.io/v1alpha1
         kind: ModelArtifact
@@ -436,11 +451,13 @@ public final class OperatorScaleBench implements Callable<Integer> {
           placement:
             replicas: 1
             rdma: Required
+            nodeSelector:
+              kubernetes.io/hostname: %s
           memory:
             pinned: true
             limit: 64Mi
         """
-        .formatted(name, BUCKET, PREFIX, s3Endpoint);
+        .formatted(name, BUCKET, PREFIX, s3Endpoint, node);
   }
 
   private static NodeSpec node(int i) {
@@ -448,7 +465,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
     for (int k = 0; k < pods.length; k++) {
       pods[k] = "127.2." + i + "." + (k + 1);
     }
-    return NodeSpec.builder(String.format("node-%03d", i), "127.1." + i + ".1")
+    return NodeSpec.builder(nodeName(i), "127.1." + i + ".1")
         .allocatable("memory", "64Gi")
         .allocatable("cpu", "16")
         .allocatable(TensorcastConstants.RDMA_RESOURCE, "4")
@@ -456,6 +473,10 @@ public final class OperatorScaleBench implements Callable<Integer> {
         .label("topology.kubernetes.io/zone", "zone-" + (i % 3))
         .podAddresses(pods)
         .build();
+  }
+
+  private static String nodeName(int i) {
+    return String.format("node-%03d", i);
   }
 
   private void printTable() {

@@ -173,6 +173,9 @@ public final class OperatorScaleBench implements Callable<Integer> {
         }
         runOperator(cp, kubelet, runtime, s3.endpoint(), setupLive);
       }
+    } catch (Exception e) {
+      failures.add("bench aborted: " + e);
+      throw e;
     } finally {
       heap.stop();
       printTable();
@@ -349,7 +352,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
 
         step("deleting all ModelArtifacts");
         long d0 = System.nanoTime();
-        client.resources(ModelArtifact.class).inNamespace(NAMESPACE).delete();
+        deleteAll(client);
         boolean gone = false;
         long deleteDeadline = d0 + timeout.toNanos();
         while (System.nanoTime() < deleteDeadline) {
@@ -398,6 +401,31 @@ public final class OperatorScaleBench implements Callable<Integer> {
       } finally {
         operator.stop();
       }
+    }
+  }
+
+  /** One DELETE per artifact (a collection DELETE of 100 finalized objects outlasts 10 s). */
+  private void deleteAll(KubernetesClient client) throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(createThreads);
+    try {
+      List<Future<?>> fs = new ArrayList<>();
+      for (ModelArtifact ma :
+          client.resources(ModelArtifact.class).inNamespace(NAMESPACE).list().getItems()) {
+        String name = ma.getMetadata().getName();
+        fs.add(
+            pool.submit(
+                () ->
+                    client
+                        .resources(ModelArtifact.class)
+                        .inNamespace(NAMESPACE)
+                        .withName(name)
+                        .delete()));
+      }
+      for (Future<?> f : fs) {
+        f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
     }
   }
 

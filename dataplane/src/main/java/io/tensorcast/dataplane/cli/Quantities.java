@@ -2,15 +2,19 @@ package io.tensorcast.dataplane.cli;
 
 import io.fabric8.kubernetes.api.model.Quantity;
 
-/** Byte sizes written as Kubernetes quantities ({@code 512Mi}, {@code 2Gi}, {@code 1e9}, bytes). */
-final class Quantities {
+/**
+ * Byte sizes written as Kubernetes quantities ({@code 512Mi}, {@code 2Gi}, {@code 1e9}, bytes).
+ * Public for {@link io.tensorcast.dataplane.serve.DataPlaneServer}, which parses the memory budget
+ * when it opens the store.
+ */
+public final class Quantities {
   private Quantities() {}
 
   /**
    * @throws IllegalArgumentException naming the option when the value is not a non-negative whole
    *     number of bytes
    */
-  static long bytes(String value, String option) {
+  public static long bytes(String value, String option) {
     try {
       var amount = Quantity.getAmountInBytes(new Quantity(value.strip()));
       if (amount.signum() < 0) {

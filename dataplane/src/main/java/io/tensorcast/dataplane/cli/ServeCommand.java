@@ -1,23 +1,13 @@
 package io.tensorcast.dataplane.cli;
 
-import io.micrometer.prometheusmetrics.PrometheusConfig;
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.dataplane.load.ArtifactLoader;
-import io.tensorcast.dataplane.load.LoadFailure;
-import io.tensorcast.dataplane.load.LoadMetrics;
-import io.tensorcast.dataplane.server.ControlServer;
-import io.tensorcast.dataplane.server.ControlToken;
-import io.tensorcast.dataplane.source.ArtifactSource;
-import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.serve.ServeSettings;
+import io.tensorcast.dataplane.source.SourceOptions;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -34,11 +24,7 @@ import picocli.CommandLine.Option;
         "Load an artifact and keep it in the page-locked store; serve health, status and metrics"
             + " over HTTP until terminated, then free the store.")
 final class ServeCommand implements Callable<Integer> {
-  private static final Logger log = LoggerFactory.getLogger(ServeCommand.class);
   static final int DEFAULT_PORT = 8471;
-
-  /** How long the shutdown hook waits for a load in flight to stop before unloading anyway. */
-  static final long STOP_LOAD_TIMEOUT_MS = 20_000;
 
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
@@ -63,188 +49,68 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    AtomicReference<ArtifactLoader> loaderRef = new AtomicReference<>();
-    AtomicReference<DataPlaneStatus> early =
-        new AtomicReference<>(pending(DataPlaneStatus.Phase.Pending, null, null));
-    CountDownLatch stopped = new CountDownLatch(1);
-
-    ControlToken token = tokenFile == null ? null : new ControlToken(tokenFile);
-    try (ControlServer server =
-            ControlServer.start(
-                listenAddress(),
-                () -> {
-                  ArtifactLoader l = loaderRef.get();
-                  return l != null ? l.status() : early.get();
-                },
-                registry,
-                token);
-        ArtifactSource src = openSource(early);
-        PinnedStore pinned = src == null ? null : openStore(early)) {
-      if (pinned != null) {
-        releaseOtherArtifacts(pinned);
-      }
-      Thread loading = Thread.currentThread();
-      CountDownLatch loadEnded = new CountDownLatch(1);
-      Runtime.getRuntime()
-          .addShutdownHook(
-              new Thread(
-                  () -> {
-                    // A load in flight writes straight into the store's mappings: stop it and
-                    // wait until it has, then unmap and delete, and only then let call() close
-                    // the store (closing first would keep the files for a next start).
-                    if (!stopLoad(loading, loadEnded)) {
-                      // Unmapping under a running load would crash the JVM; the next start
-                      // removes the incomplete copy instead.
-                      log.warn(
-                          "the load of {} did not stop within {} ms of SIGTERM; its files are"
-                              + " left for the next start to remove",
-                          artifactId,
-                          STOP_LOAD_TIMEOUT_MS);
-                    } else if (pinned != null) {
-                      try {
-                        pinned.unload(artifactId);
-                        log.info("unloaded {} on shutdown", artifactId);
-                      } catch (Exception e) {
-                        log.warn("unload of {} on shutdown failed: {}", artifactId, e.toString());
-                      }
-                    }
-                    stopped.countDown();
-                  },
-                  "unload-on-exit"));
-      try {
-        if (src != null && pinned != null) {
-          ArtifactLoader loader =
-              new ArtifactLoader(
-                  src,
-                  pinned,
-                  new ArtifactLoader.Options(
-                      artifactId, store.memoryLimitBytes(), source.readOptions()),
-                  new LoadMetrics(registry));
-          loaderRef.set(loader);
-          try {
-            loader.load();
-          } catch (LoadFailure e) {
-            // Reported on /status; the pod stays up so the operator can read why.
-          }
-        }
-      } finally {
-        loadEnded.countDown();
-      }
-      awaitUninterruptibly(stopped);
-      return 0;
-    }
-  }
-
-  /**
-   * Interrupts the loading thread until the load has ended (the range reader cancels its requests
-   * and waits for its workers when interrupted), for at most {@link #STOP_LOAD_TIMEOUT_MS}. A
-   * single interrupt could be swallowed by a blocking call that does not end on interrupts, so it
-   * is repeated every 100 ms.
-   *
-   * @return whether no load is running any more
-   */
-  private static boolean stopLoad(Thread loading, CountDownLatch loadEnded) {
-    long deadline = System.nanoTime() + STOP_LOAD_TIMEOUT_MS * 1_000_000L;
-    try {
-      while (loadEnded.getCount() > 0) {
-        if (System.nanoTime() > deadline) {
-          return false;
-        }
-        loading.interrupt();
-        loadEnded.await(100, TimeUnit.MILLISECONDS);
-      }
-      return true;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
-  }
-
-  private static void awaitUninterruptibly(CountDownLatch latch) {
+    DataPlaneServer server = DataPlaneServer.start(settings(System.getenv(), false));
+    // On SIGTERM: stop a load in flight, unload, close (see DataPlaneServer.close()). call()
+    // returns only once that is done, so the JVM does not exit under an unload.
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "unload-on-exit"));
     boolean interrupted = false;
     while (true) {
       try {
-        latch.await();
+        server.awaitClosed();
         break;
       } catch (InterruptedException e) {
-        interrupted = true; // the shutdown hook stopping the load; keep waiting for the unload
+        interrupted = true;
       }
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
+    return 0;
   }
 
   /**
-   * A pod serves exactly one artifact. Complete copies of other artifacts the store adopted from
-   * its root (say, an older generation whose pod was replaced before it could unload) would hold
-   * memory this pod's budget does not count on: free them before loading.
+   * The resolved settings of this command line.
+   *
+   * @param env the environment to read {@code POD_IP}, {@link StoreArgs#BUDGET_ENV} and (when
+   *     {@code credentialsFromEnv}) the {@code AWS_*} keys from
+   * @param credentialsFromEnv pass {@code AWS_ACCESS_KEY_ID}/{@code AWS_SECRET_ACCESS_KEY}/{@code
+   *     AWS_SESSION_TOKEN} from {@code env} explicitly; otherwise the SDK default chain reads the
+   *     process's own (what {@code dataplane serve} does)
    */
-  private void releaseOtherArtifacts(PinnedStore pinned) {
-    for (String other : java.util.List.copyOf(pinned.artifacts().keySet())) {
-      if (!other.equals(artifactId)) {
-        try {
-          pinned.unload(other);
-          log.info("released {} left in the store by an earlier pod", other);
-        } catch (Exception e) {
-          log.warn("cannot release {} left in the store: {}", other, e.toString());
-        }
-      }
+  ServeSettings settings(Map<String, String> env, boolean credentialsFromEnv) {
+    Optional<SourceOptions.StaticCredentials> credentials = Optional.empty();
+    String keyId = env.get("AWS_ACCESS_KEY_ID");
+    String secret = env.get("AWS_SECRET_ACCESS_KEY");
+    if (credentialsFromEnv && keyId != null && !keyId.isBlank() && secret != null) {
+      String token = env.get("AWS_SESSION_TOKEN");
+      credentials =
+          Optional.of(
+              new SourceOptions.StaticCredentials(
+                  keyId,
+                  secret,
+                  token == null || token.isEmpty() ? Optional.empty() : Optional.of(token)));
     }
-  }
-
-  private ArtifactSource openSource(AtomicReference<DataPlaneStatus> early) {
-    try {
-      return source.open();
-    } catch (Exception e) {
-      String reason =
-          e instanceof io.tensorcast.dataplane.source.SourceException s
-              ? s.reason()
-              : "InvalidSource";
-      early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
-      log.warn("cannot open source: {}: {}", reason, e.getMessage());
-      return null;
-    }
-  }
-
-  private PinnedStore openStore(AtomicReference<DataPlaneStatus> early) {
-    try {
-      return store.open();
-    } catch (Exception e) {
-      String reason =
-          e instanceof io.tensorcast.dataplane.store.StoreException s ? s.reason() : "StoreError";
-      early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
-      log.warn("cannot open store: {}: {}", reason, e.getMessage());
-      return null;
-    }
-  }
-
-  private DataPlaneStatus pending(DataPlaneStatus.Phase phase, String reason, String message) {
-    return new DataPlaneStatus(
+    return new ServeSettings(
         artifactId,
-        phase,
-        reason,
-        message,
+        listenAddress(env.get("POD_IP")),
         source.uriOption != null ? source.uriOption : source.positionalUri,
-        null,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        null,
-        null,
-        null,
-        java.util.List.of());
+        source.include,
+        source.exclude,
+        source.endpoint,
+        source.region,
+        source.pathStyle,
+        credentials,
+        source.readOptions(),
+        store.root,
+        store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV),
+        store.memoryLimitBytes(),
+        store.lockPolicy,
+        tokenFile);
   }
 
-  private InetSocketAddress listenAddress() {
+  private InetSocketAddress listenAddress(String podIp) {
     String spec = listen;
     if (spec == null) {
-      String podIp = System.getenv("POD_IP");
       spec = (podIp == null || podIp.isBlank() ? "0.0.0.0" : podIp) + ":" + DEFAULT_PORT;
     }
     int colon = spec.lastIndexOf(':');

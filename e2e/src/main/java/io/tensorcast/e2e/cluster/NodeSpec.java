@@ -23,13 +23,18 @@ import java.util.regex.Pattern;
  * @param allocatable resource name → quantity (e.g. {@code cpu: 8}, {@code memory: 32Gi}, {@code
  *     tensorcast.io/rdma: 1}); written as both capacity and allocatable
  * @param taints the Node's taints
+ * @param podAddresses loopback addresses handed out as {@code podIP} to this node's pods, one per
+ *     pod (a pod network without namespaces: two pods of one node may then listen on the same
+ *     port); each pod gets the first one no other running pod of the node holds, and the node's
+ *     {@code address} when all are taken. Empty (the default): every pod shares the node's address
  */
 public record NodeSpec(
     String name,
     Map<String, String> labels,
     String address,
     Map<String, String> allocatable,
-    List<Taint> taints) {
+    List<Taint> taints,
+    List<String> podAddresses) {
 
   private static final Pattern DNS_1123_SUBDOMAIN =
       Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
@@ -70,6 +75,20 @@ public record NodeSpec(
     }
     allocatable = Map.copyOf(allocatable);
     taints = List.copyOf(taints);
+    podAddresses = List.copyOf(podAddresses);
+    for (String a : podAddresses) {
+      requireLoopback(name, a);
+    }
+  }
+
+  /** A node whose pods share its address (no {@code podAddresses}). */
+  public NodeSpec(
+      String name,
+      Map<String, String> labels,
+      String address,
+      Map<String, String> allocatable,
+      List<Taint> taints) {
+    this(name, labels, address, allocatable, taints, List.of());
   }
 
   private static void requireLoopback(String node, String address) {
@@ -105,6 +124,7 @@ public record NodeSpec(
     private final Map<String, String> labels = new LinkedHashMap<>();
     private final Map<String, String> allocatable = new LinkedHashMap<>(DEFAULT_ALLOCATABLE);
     private final List<Taint> taints = new ArrayList<>();
+    private final List<String> podAddresses = new ArrayList<>();
 
     private Builder(String name, String address) {
       this.name = name;
@@ -137,8 +157,14 @@ public record NodeSpec(
       return this;
     }
 
+    /** Adds loopback addresses to hand out as pod IPs (see {@link NodeSpec#podAddresses()}). */
+    public Builder podAddresses(String... addresses) {
+      podAddresses.addAll(List.of(addresses));
+      return this;
+    }
+
     public NodeSpec build() {
-      return new NodeSpec(name, labels, address, allocatable, taints);
+      return new NodeSpec(name, labels, address, allocatable, taints, podAddresses);
     }
   }
 }

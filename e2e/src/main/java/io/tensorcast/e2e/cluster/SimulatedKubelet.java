@@ -56,9 +56,10 @@ import org.slf4j.LoggerFactory;
  *       {@code CreateContainerConfigError} and the kubelet's message; it is retried every {@link
  *       Options#configRetry()} so creating the object later starts the pod.
  *   <li>{@code initContainers} run one by one to completion first; then all containers start.
- *   <li>{@code podIP} and {@code hostIP} are the node's loopback address; {@code HOSTNAME} is the
- *       pod name; {@code KUBERNETES_SERVICE_HOST}/{@code _PORT} point at the API server. Processes
- *       start with the host's {@code PATH}, {@code HOME}, {@code LANG} and {@code JAVA_HOME} only.
+ *   <li>{@code hostIP} is the node's loopback address, {@code podIP} too unless the node has {@link
+ *       NodeSpec#podAddresses()} (then one of those per pod); {@code HOSTNAME} is the pod name;
+ *       {@code KUBERNETES_SERVICE_HOST}/{@code _PORT} point at the API server. Processes start with
+ *       the host's {@code PATH}, {@code HOME}, {@code LANG} and {@code JAVA_HOME} only.
  *   <li>Status: phase ({@code Pending} until a container has started, {@code Running}, {@code
  *       Succeeded}/{@code Failed} once no container will run again), {@code startTime}, conditions
  *       {@code Initialized}, {@code ContainersReady}, {@code Ready} (the scheduler's {@code
@@ -527,12 +528,14 @@ public final class SimulatedKubelet implements AutoCloseable {
         if (w != null) {
           w.killAll(); // deleted without our help (forced): stop what still runs
           workers.remove(key);
+          w.node.releasePodAddress(w.uid);
         }
         return;
       }
       if (w != null && !w.uid.equals(pod.getMetadata().getUid())) {
         w.killAll();
         workers.remove(key);
+        w.node.releasePodAddress(w.uid);
         w = null;
       }
       String nodeName = pod.getSpec().getNodeName();
@@ -629,6 +632,7 @@ public final class SimulatedKubelet implements AutoCloseable {
     final String namespace;
     final String name;
     final SimulatedNode node;
+    final String podIp;
     final Path podDir;
     final List<ContainerState> initContainers = new ArrayList<>();
     final List<ContainerState> containers = new ArrayList<>();
@@ -649,6 +653,7 @@ public final class SimulatedKubelet implements AutoCloseable {
       this.namespace = pod.getMetadata().getNamespace();
       this.name = pod.getMetadata().getName();
       this.node = node;
+      this.podIp = node.podAddress(uid);
       this.podDir =
           workDir
               .resolve("nodes")
@@ -755,8 +760,7 @@ public final class SimulatedKubelet implements AutoCloseable {
             ContainerConfig.resolve(
                 pod,
                 c,
-                new ContainerConfig.PodContext(
-                    node.address(), node.address(), node.spec().allocatable()),
+                new ContainerConfig.PodContext(podIp, node.address(), node.spec().allocatable()),
                 mounts,
                 lookup,
                 base,
@@ -870,7 +874,7 @@ public final class SimulatedKubelet implements AutoCloseable {
         cs.timers.add(
             probes.scheduleWithFixedDelay(
                 () -> {
-                  boolean ok = Probes.run(probe, cs.spec, node.address(), env, cwd);
+                  boolean ok = Probes.run(probe, cs.spec, podIp, env, cwd);
                   try {
                     sync.execute(() -> onProbe(cs, gen, probe, readiness, ok));
                   } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -1184,8 +1188,8 @@ public final class SimulatedKubelet implements AutoCloseable {
       Map<String, Object> status = new LinkedHashMap<>();
       status.put("phase", phase);
       status.put("hostIP", node.address());
-      status.put("podIP", node.address());
-      status.put("podIPs", List.of(Map.of("ip", node.address())));
+      status.put("podIP", podIp);
+      status.put("podIPs", List.of(Map.of("ip", podIp)));
       status.put("startTime", startTime);
       status.put(
           "conditions",

@@ -14,6 +14,9 @@ public final class SimulatedNode {
   private final NodeSpec spec;
   private final Path root;
 
+  /** Pod UID → address from {@link NodeSpec#podAddresses()}; guarded by itself. */
+  private final Map<String, String> podAddressHolders = new java.util.HashMap<>();
+
   SimulatedNode(SimulatedKubelet kubelet, NodeSpec spec, Path root) {
     this.kubelet = kubelet;
     this.spec = spec;
@@ -27,6 +30,33 @@ public final class SimulatedNode {
   /** The node's loopback address: its InternalIP and every pod's podIP on it. */
   public String address() {
     return spec.address();
+  }
+
+  /**
+   * The {@code podIP} of the pod with this UID: the address it already holds, else the first of
+   * {@link NodeSpec#podAddresses()} no other pod holds, else the node's address.
+   */
+  String podAddress(String podUid) {
+    synchronized (podAddressHolders) {
+      String held = podAddressHolders.get(podUid);
+      if (held != null) {
+        return held;
+      }
+      for (String a : spec.podAddresses()) {
+        if (!podAddressHolders.containsValue(a)) {
+          podAddressHolders.put(podUid, a);
+          return a;
+        }
+      }
+      return spec.address();
+    }
+  }
+
+  /** Frees the address the pod with this UID held, if any. */
+  void releasePodAddress(String podUid) {
+    synchronized (podAddressHolders) {
+      podAddressHolders.remove(podUid);
+    }
   }
 
   public NodeSpec spec() {

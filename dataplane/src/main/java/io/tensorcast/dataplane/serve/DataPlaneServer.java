@@ -1,0 +1,310 @@
+package io.tensorcast.dataplane.serve;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.cli.Quantities;
+import io.tensorcast.dataplane.load.ArtifactLoader;
+import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.load.LoadMetrics;
+import io.tensorcast.dataplane.server.ControlServer;
+import io.tensorcast.dataplane.server.ControlToken;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceOptions;
+import io.tensorcast.dataplane.source.Sources;
+import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One data-plane pod's work, embeddable: serves the control endpoint (health, {@code /status},
+ * {@code /metrics}), loads one artifact into the page-locked store on a thread of its own, and on
+ * {@link #close()} stops a load in flight, unloads the artifact and frees everything it opened.
+ * {@code dataplane serve} runs one and closes it from its SIGTERM hook.
+ *
+ * <p>It keeps no process-global state: settings come in as {@link ServeSettings} (nothing is read
+ * from the environment), and the metrics registry, event loop, source client and store belong to
+ * the instance. Several servers can therefore share a JVM when their listen addresses and store
+ * artifact ids differ (the e2e harness runs many simulated pods this way).
+ *
+ * <p>A failure to open the source or the store does not throw: it is reported as a {@code Failed}
+ * status on {@code /status} with the source's or store's reason, as the operator expects from a
+ * pod.
+ */
+public final class DataPlaneServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(DataPlaneServer.class);
+
+  /** How long {@link #close()} waits for a load in flight to stop before giving up on unloading. */
+  public static final long STOP_LOAD_TIMEOUT_MS = 20_000;
+
+  private final ServeSettings settings;
+  private final PrometheusMeterRegistry registry =
+      new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final AtomicReference<ArtifactLoader> loaderRef = new AtomicReference<>();
+  private final AtomicReference<DataPlaneStatus> early = new AtomicReference<>();
+  private final CountDownLatch loadEnded = new CountDownLatch(1);
+  private final CountDownLatch closed = new CountDownLatch(1);
+  private final Object closeLock = new Object();
+  private ControlServer server;
+  private ArtifactSource source;
+  private PinnedStore store;
+  private Thread loading;
+  private boolean closing;
+
+  private DataPlaneServer(ServeSettings settings) {
+    this.settings = settings;
+    early.set(pending(DataPlaneStatus.Phase.Pending, null, null));
+  }
+
+  /**
+   * Binds the control endpoint, opens source and store, frees other artifacts the store root still
+   * holds (a pod serves exactly one), and starts the load on a thread named {@code
+   * load-<artifactId>}. Returns once the endpoint is listening; the load goes on in the background.
+   *
+   * @throws InterruptedException if interrupted while binding
+   * @throws RuntimeException when the listen address cannot be bound (nothing is left open)
+   */
+  public static DataPlaneServer start(ServeSettings settings) throws InterruptedException {
+    DataPlaneServer s = new DataPlaneServer(settings);
+    s.open();
+    return s;
+  }
+
+  private void open() throws InterruptedException {
+    ControlToken token =
+        settings.controlTokenFile() == null ? null : new ControlToken(settings.controlTokenFile());
+    server = ControlServer.start(settings.listen(), this::status, registry, token);
+    source = openSource();
+    store = source == null ? null : openStore();
+    if (store != null) {
+      releaseOtherArtifacts(store);
+    }
+    if (source == null || store == null) {
+      loadEnded.countDown();
+      return;
+    }
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            source,
+            store,
+            new ArtifactLoader.Options(
+                settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
+            new LoadMetrics(registry));
+    loaderRef.set(loader);
+    loading =
+        new Thread(
+            () -> {
+              try {
+                loader.load();
+              } catch (LoadFailure e) {
+                // Reported on /status; the server stays up so the operator can read why.
+              } catch (RuntimeException e) {
+                log.warn("load of {} failed unexpectedly", settings.artifactId(), e);
+              } finally {
+                loadEnded.countDown();
+              }
+            },
+            "load-" + settings.artifactId());
+    loading.start();
+  }
+
+  /** The bound control endpoint (useful with port 0). */
+  public InetSocketAddress address() {
+    return server.address();
+  }
+
+  /** What {@code GET /status} answers now. */
+  public DataPlaneStatus status() {
+    ArtifactLoader l = loaderRef.get();
+    return l != null ? l.status() : early.get();
+  }
+
+  /**
+   * Waits until {@link #close()} has finished (from any thread).
+   *
+   * @throws InterruptedException if interrupted while waiting
+   */
+  public void awaitClosed() throws InterruptedException {
+    closed.await();
+  }
+
+  /**
+   * Stops a load in flight (interrupting the loading thread every 100 ms, for at most {@link
+   * #STOP_LOAD_TIMEOUT_MS}), unloads the artifact (unmaps and deletes its files), then closes the
+   * store, the source and the endpoint. Idempotent; later callers wait for the first.
+   *
+   * <p>When the load does not stop in time its files are left for the next start to remove, and the
+   * store stays open: unmapping under a running load would crash the JVM.
+   */
+  @Override
+  public void close() {
+    synchronized (closeLock) {
+      if (closing) {
+        awaitUninterruptibly(closed);
+        return;
+      }
+      closing = true;
+    }
+    try {
+      boolean stopped = stopLoad();
+      if (!stopped) {
+        log.warn(
+            "the load of {} did not stop within {} ms; its files are left for the next start to"
+                + " remove",
+            settings.artifactId(),
+            STOP_LOAD_TIMEOUT_MS);
+      } else if (store != null) {
+        try {
+          store.unload(settings.artifactId());
+          log.info("unloaded {} on shutdown", settings.artifactId());
+        } catch (Exception e) {
+          log.warn("unload of {} on shutdown failed: {}", settings.artifactId(), e.toString());
+        }
+        closeQuietly(store);
+      }
+      closeQuietly(source);
+      closeQuietly(server);
+      registry.close();
+    } finally {
+      closed.countDown();
+    }
+  }
+
+  private boolean stopLoad() {
+    long deadline = System.nanoTime() + STOP_LOAD_TIMEOUT_MS * 1_000_000L;
+    boolean interrupted = false;
+    try {
+      while (loadEnded.getCount() > 0) {
+        if (System.nanoTime() > deadline) {
+          return false;
+        }
+        loading.interrupt();
+        try {
+          loadEnded.await(100, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+          interrupted = true; // keep going: the unload must still happen
+        }
+      }
+      return true;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private static void awaitUninterruptibly(CountDownLatch latch) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        latch.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void closeQuietly(AutoCloseable c) {
+    if (c == null) {
+      return;
+    }
+    try {
+      c.close();
+    } catch (Exception e) {
+      log.warn("closing {} of {} failed: {}", c, settings.artifactId(), e.toString());
+    }
+  }
+
+  /**
+   * A pod serves exactly one artifact. Complete copies of other artifacts the store adopted from
+   * its root (say, an older generation whose pod was replaced before it could unload) would hold
+   * memory this pod's budget does not count on: free them before loading.
+   */
+  private void releaseOtherArtifacts(PinnedStore pinned) {
+    for (String other : List.copyOf(pinned.artifacts().keySet())) {
+      if (!other.equals(settings.artifactId())) {
+        try {
+          pinned.unload(other);
+          log.info("released {} left in the store by an earlier pod", other);
+        } catch (Exception e) {
+          log.warn("cannot release {} left in the store: {}", other, e.toString());
+        }
+      }
+    }
+  }
+
+  private ArtifactSource openSource() {
+    try {
+      if (settings.uri() == null) {
+        throw new IllegalArgumentException("an artifact URI is required (positional or --uri)");
+      }
+      SourceOptions.Builder b =
+          SourceOptions.builder()
+              .include(settings.include())
+              .exclude(settings.exclude())
+              .pathStyle(settings.pathStyle())
+              .maxConnections(settings.read().concurrency());
+      if (settings.endpoint() != null) {
+        b.endpoint(settings.endpoint());
+      }
+      if (settings.region() != null) {
+        b.region(settings.region());
+      }
+      settings.credentials().ifPresent(b::credentials);
+      return Sources.open(settings.uri(), b.build());
+    } catch (Exception e) {
+      String reason = e instanceof SourceException s ? s.reason() : "InvalidSource";
+      early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
+      log.warn("cannot open source: {}: {}", reason, e.getMessage());
+      return null;
+    }
+  }
+
+  private PinnedStore openStore() {
+    try {
+      String b = settings.budget();
+      if (b == null || b.isBlank()) {
+        return PinnedStore.open(settings.storeRoot(), settings.lockPolicy());
+      }
+      return new PinnedStore(
+          settings.storeRoot(), Quantities.bytes(b, "--budget"), settings.lockPolicy());
+    } catch (Exception e) {
+      String reason = e instanceof StoreException s ? s.reason() : "StoreError";
+      early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
+      log.warn("cannot open store: {}: {}", reason, e.getMessage());
+      return null;
+    }
+  }
+
+  private DataPlaneStatus pending(DataPlaneStatus.Phase phase, String reason, String message) {
+    return new DataPlaneStatus(
+        settings.artifactId(),
+        phase,
+        reason,
+        message,
+        settings.uri(),
+        null,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        null,
+        null,
+        null,
+        List.of());
+  }
+}

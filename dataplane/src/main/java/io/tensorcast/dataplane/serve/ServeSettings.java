@@ -1,0 +1,72 @@
+package io.tensorcast.dataplane.serve;
+
+import io.tensorcast.dataplane.load.ReadOptions;
+import io.tensorcast.dataplane.source.SourceOptions.StaticCredentials;
+import io.tensorcast.dataplane.store.LockPolicy;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Everything one {@link DataPlaneServer} needs, resolved: what {@code dataplane serve} reads from
+ * its command line and from the environment ({@code POD_IP}, {@code TENSORCAST_MEMORY_BUDGET},
+ * {@code AWS_*}). Nothing here is read from the process, so several servers can run in one JVM.
+ *
+ * <p>Values that the server validates while starting (URI, include/exclude globs, budget) are kept
+ * as given: a bad one turns into a {@code Failed} status on {@code /status}, as in a pod, rather
+ * than an exception.
+ *
+ * @param artifactId store directory name of the artifact (unique per ModelArtifact generation)
+ * @param listen address of the control endpoint (port 0 picks a free port)
+ * @param uri artifact URI ({@code s3://bucket/prefix/}, {@code file:///dir}, ...); {@code null}
+ *     when none was given, reported as {@code InvalidSource}
+ * @param include globs of files to load (.gitignore rules); empty = every file
+ * @param exclude globs of files to skip
+ * @param endpoint S3-compatible endpoint, or {@code null} for AWS
+ * @param region signing region, or {@code null} (us-east-1)
+ * @param pathStyle path-style bucket addressing
+ * @param credentials explicit S3 credentials; empty = the AWS SDK default chain, which reads the
+ *     <em>process</em> environment and system properties (an embedded server should pass them)
+ * @param read ranged-read settings (concurrency, range size in bytes, attempts per range)
+ * @param storeRoot directory of the page-locked store (memory-backed file system)
+ * @param budget most bytes the store may hold, a Kubernetes quantity such as {@code 2Gi}; {@code
+ *     null} = measured from the memory cgroup, MemAvailable and the file system
+ * @param memoryLimitBytes refuse an artifact larger than this many bytes; 0 = no limit
+ * @param lockPolicy whether failing to {@code mlock} is an error
+ * @param controlTokenFile file with the bearer token {@code GET /status} requires, or {@code null}
+ */
+public record ServeSettings(
+    String artifactId,
+    InetSocketAddress listen,
+    String uri,
+    List<String> include,
+    List<String> exclude,
+    URI endpoint,
+    String region,
+    boolean pathStyle,
+    Optional<StaticCredentials> credentials,
+    ReadOptions read,
+    Path storeRoot,
+    String budget,
+    long memoryLimitBytes,
+    LockPolicy lockPolicy,
+    Path controlTokenFile) {
+
+  public ServeSettings {
+    Objects.requireNonNull(artifactId, "artifactId");
+    Objects.requireNonNull(listen, "listen");
+    include = List.copyOf(include);
+    exclude = List.copyOf(exclude);
+    Objects.requireNonNull(credentials, "credentials");
+    Objects.requireNonNull(read, "read");
+    Objects.requireNonNull(storeRoot, "storeRoot");
+    Objects.requireNonNull(lockPolicy, "lockPolicy");
+    if (memoryLimitBytes < 0) {
+      throw new IllegalArgumentException(
+          "memoryLimitBytes must not be negative: " + memoryLimitBytes);
+    }
+  }
+}

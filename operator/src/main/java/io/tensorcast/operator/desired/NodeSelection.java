@@ -63,6 +63,9 @@ public final class NodeSelection {
    * @param memoryBasis how {@code memoryPerNodeBytes} was computed, for messages (e.g. {@code
    *     artifact 8.0 MiB + overhead 256.0 MiB})
    * @param nodesWithPods nodes that hold a pod of this artifact now
+   * @param committedMemoryBytes per node name, the memory requested by data-plane pods of
+   *     <em>other</em> artifacts on that node: subtracted from allocatable memory, so artifacts
+   *     spread instead of all ranking the same node first
    */
   public record Request(
       int replicas,
@@ -71,7 +74,34 @@ public final class NodeSelection {
       List<Toleration> tolerations,
       long memoryPerNodeBytes,
       String memoryBasis,
-      Set<String> nodesWithPods) {
+      Set<String> nodesWithPods,
+      Map<String, Long> committedMemoryBytes) {
+
+    /** A request on otherwise empty nodes. */
+    public Request(
+        int replicas,
+        RdmaPolicy rdma,
+        Map<String, String> nodeSelector,
+        List<Toleration> tolerations,
+        long memoryPerNodeBytes,
+        String memoryBasis,
+        Set<String> nodesWithPods) {
+      this(
+          replicas,
+          rdma,
+          nodeSelector,
+          tolerations,
+          memoryPerNodeBytes,
+          memoryBasis,
+          nodesWithPods,
+          Map.of());
+    }
+
+    /** Allocatable memory of {@code c} less what other artifacts' pods requested there. */
+    public long freeMemoryBytes(Candidate c) {
+      return c.allocatableMemoryBytes() - committedMemoryBytes.getOrDefault(c.name(), 0L);
+    }
+
     public Request {
       if (replicas < 1) {
         throw new IllegalArgumentException("replicas must be >= 1, got " + replicas);
@@ -81,6 +111,8 @@ public final class NodeSelection {
       tolerations = tolerations == null ? List.of() : List.copyOf(tolerations);
       memoryBasis = memoryBasis == null ? "" : memoryBasis;
       nodesWithPods = nodesWithPods == null ? Set.of() : Set.copyOf(nodesWithPods);
+      committedMemoryBytes =
+          committedMemoryBytes == null ? Map.of() : Map.copyOf(committedMemoryBytes);
     }
   }
 
@@ -267,7 +299,7 @@ public final class NodeSelection {
       return Optional.of(Exclusion.NOT_RDMA_CAPABLE + ":");
     }
     if (request.memoryPerNodeBytes() > 0
-        && c.allocatableMemoryBytes() < request.memoryPerNodeBytes()) {
+        && request.freeMemoryBytes(c) < request.memoryPerNodeBytes()) {
       return Optional.of(Exclusion.INSUFFICIENT_MEMORY + ":");
     }
     return Optional.empty();
@@ -279,6 +311,7 @@ public final class NodeSelection {
     ranked.sort(
         Comparator.comparing((Candidate c) -> !request.nodesWithPods().contains(c.name()))
             .thenComparing(c -> preferRdma && !c.rdmaCapable())
+            .thenComparing(Comparator.comparingLong(request::freeMemoryBytes).reversed())
             .thenComparing(Candidate::name));
     List<Candidate> chosen = new ArrayList<>();
     Map<String, Integer> perZone = new HashMap<>();

@@ -84,6 +84,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private final DataPlaneClient dataPlane;
   private final Clock clock;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
+  private volatile InformerEventSource<Pod, ModelArtifact> allPods;
 
   public ModelArtifactReconciler(OperatorConfig config) {
     this(
@@ -142,6 +143,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 .build(),
             context);
     this.nodes = nodeSource;
+    this.allPods = pods;
     return List.of(pods, nodeSource);
   }
 
@@ -255,7 +257,27 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             pods.stream()
                 .filter(p -> !PodPlan.terminating(p))
                 .map(PodPlan::node)
-                .collect(Collectors.toSet())));
+                .collect(Collectors.toSet()),
+            committedByOthers(artifact)));
+  }
+
+  /** Memory requested per node by the data-plane pods of every other artifact. */
+  private Map<String, Long> committedByOthers(ModelArtifact artifact) {
+    if (allPods == null) {
+      return Map.of();
+    }
+    String ns = artifact.getMetadata().getNamespace();
+    String name = artifact.getMetadata().getName();
+    return allPods
+        .list(
+            p ->
+                !(ns.equals(p.getMetadata().getNamespace())
+                        && name.equals(
+                            p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT)))
+                    && !PodPlan.node(p).isEmpty()
+                    && !PodPlan.terminating(p))
+        .collect(
+            Collectors.groupingBy(PodPlan::node, Collectors.summingLong(PodPlan::memoryRequest)));
   }
 
   /** One pod on the first chosen node while the size is unknown; one per chosen node after. */

@@ -48,6 +48,47 @@ class NodeSelectionTest {
   }
 
   @Test
+  void artifactsSpreadByMemoryOtherArtifactsAlreadyRequested() {
+    List<Node> twins =
+        List.of(
+            node("a").rdmaLabel().memory("4Gi").build(),
+            node("b").rdmaLabel().memory("4Gi").build());
+    Request req =
+        new Request(
+            1,
+            RdmaPolicy.Required,
+            Map.of(),
+            List.of(),
+            300 * MI,
+            "artifact 44.0 MiB + overhead 256.0 MiB",
+            Set.of(),
+            Map.of("a", GI));
+
+    NodeSelection.Result r = NodeSelection.select(twins, req);
+
+    assertThat(r.chosenNames()).containsExactly("b");
+  }
+
+  @Test
+  void aNodeFilledByOtherArtifactsIsExcludedForMemory() {
+    Request req =
+        new Request(
+            1,
+            RdmaPolicy.Disabled,
+            Map.of(),
+            List.of(),
+            300 * MI,
+            "artifact 44.0 MiB + overhead 256.0 MiB",
+            Set.of(),
+            Map.of("full", 900 * MI));
+
+    NodeSelection.Result r = NodeSelection.select(List.of(node("full").memory("1Gi").build()), req);
+
+    assertThat(r.chosen()).isEmpty();
+    assertThat(r.excluded()).containsOnlyKeys(Exclusion.INSUFFICIENT_MEMORY);
+  }
+
+  @Test
   void requiredWithoutRdmaNodesChoosesNoneAndSaysWhy() {
     List<Node> plain = List.of(node("n1").build(), node("n2").build(), node("n3").build());
 

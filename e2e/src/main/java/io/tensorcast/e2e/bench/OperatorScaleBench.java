@@ -455,10 +455,9 @@ public final class OperatorScaleBench implements Callable<Integer> {
   }
 
   /**
-   * One artifact pinned to one node by {@code placement.nodeSelector}: the operator's placement
-   * ranks nodes per artifact (zone spread, then name) without counting other artifacts' pods, so
-   * unpinned single-replica artifacts would all pick the same node and overflow its {@code
-   * tensorcast.io/rdma}.
+   * One artifact pinned to one node by {@code placement.nodeSelector}, so that the bench measures
+   * reconciling, not placement races: 100 concurrent first reconciles do not yet see each other's
+   * new pods in their informer caches, however node selection counts other artifacts' requests.
    */
   private static String manifest(String name, String node, URI s3Endpoint) {
     return """

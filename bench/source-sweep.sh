@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Source sweep benchmark (not a test). For s3:// (a private S3Mock) and hf:// (HubStandIn, a local
-# Hugging Face Hub + LFS CDN), over a generated ~510 MiB Llama-shaped artifact: at every
+# Hugging Face Hub + LFS CDN), over a generated 512 MiB Llama-shaped artifact: at every
 # concurrency x range size, raw parallel ranged GETs (no store) and the full loader into a
 # PinnedStore under /dev/shm. Prints MB/s and loader / same-run raw ceiling. See docs/SOURCES.md
 # "Throughput sweep".

@@ -42,7 +42,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  *
  * <ol>
  *   <li>Writes a Llama-shaped artifact with {@link SyntheticModel} (default: 18 layers, hidden
- *       1024, 4 shards, about 510 MiB) and hashes every file.
+ *       1024, 4 shards, 512 MiB) and hashes every file.
  *   <li>For {@code s3}: starts a private S3Mock and uploads the files; for {@code hf}: starts a
  *       {@link HubStandIn} and commits the files to a repository ({@code *.safetensors} as LFS
  *       files served by its CDN listener, the rest as git blobs).

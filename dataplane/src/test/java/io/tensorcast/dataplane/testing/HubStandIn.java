@@ -663,7 +663,12 @@ public final class HubStandIn implements AutoCloseable {
       stall = cut.stall;
     }
     OutputStream out = x.getResponseBody();
-    out.write(bytes, (int) start, (int) limit);
+    // In 256 KiB writes: one write of a whole range makes the socket channel copy it into a
+    // temporary direct buffer of that size, which each server thread then keeps (64 threads x
+    // 32 MiB ranges exhausted the benchmark's memory).
+    for (long at = 0; at < limit; at += 256 * 1024) {
+      out.write(bytes, (int) (start + at), (int) Math.min(256 * 1024, limit - at));
+    }
     out.flush();
     bodyBytes.addAndGet(limit);
     if (stall != null) {

@@ -4,7 +4,7 @@
 # GETs over a concurrency x range-size sweep, (c) the full loader into a PinnedStore under
 # /dev/shm. Prints MB/s and the ratios loader/(a) and loader/(b best). See README "Performance".
 #
-#   bench/load-throughput.sh [--gib N] [--shards N] [--reps N]      (defaults: 1 GiB, 8 shards, 2)
+#   bench/load-throughput.sh [--gib N] [--shards N] [--reps N]      (defaults: 1 GiB, 8 shards, 3)
 #
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail

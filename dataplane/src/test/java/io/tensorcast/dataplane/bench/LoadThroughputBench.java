@@ -1,18 +1,13 @@
 package io.tensorcast.dataplane.bench;
 
-import static io.tensorcast.dataplane.bench.BenchSupport.check;
-import static io.tensorcast.dataplane.bench.BenchSupport.deleteTree;
-import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
-import static io.tensorcast.dataplane.bench.BenchSupport.log;
-import static io.tensorcast.dataplane.bench.BenchSupport.machine;
-import static io.tensorcast.dataplane.bench.BenchSupport.s3Client;
-import static io.tensorcast.dataplane.bench.BenchSupport.sha256;
-
-import io.tensorcast.dataplane.bench.BenchSupport.LoaderRun;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
 import io.tensorcast.dataplane.load.ArtifactLoader;
+import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.Sources;
@@ -23,6 +18,7 @@ import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
@@ -38,7 +34,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 
@@ -49,23 +57,26 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * <ol>
  *   <li>Starts a private S3Mock, writes an artifact of {@code --gib} GiB as {@code --shards}
  *       safetensors shards ({@link SafetensorsWriter}, BF16 tensors of 16 MiB filled from a
- *       xorshift PRNG) plus a {@code config.json}, uploads it and deletes the local copy after
- *       hashing it.
+ *       xorshift PRNG, hashed as written) plus a {@code config.json}, uploads it and deletes the
+ *       local copy.
  *   <li>Warms up with one unmeasured parallel pass.
- *   <li>(a) single-stream sequential GET of every file, whole objects, no ranges (AWS SDK, Apache
- *       client), {@code --reps} times.
- *   <li>(b) raw parallel ranged GETs into per-worker direct buffers for each concurrency × range
- *       size of the sweep, once each; the best is the reference. Then once more at the best
- *       configuration into the mappings of a freshly allocated {@link PinnedStore} artifact, to
- *       show what landing in new page-locked tmpfs pages costs by itself.
- *   <li>(c) the full loader ({@link ArtifactLoader}: listing, header reads, allocation and {@code
- *       mlock} in a {@link PinnedStore} under {@code /dev/shm}, parallel ranged reads into the
- *       mappings, SHA-256 verification) with the CLI's defaults, {@code --reps} times, and once
- *       with the best raw configuration; the artifact is unloaded between runs so each starts cold.
- *       The SHA-256 the loader records for every file is checked against the generated files.
+ *   <li>Sweep: (b) raw parallel ranged GETs (AWS SDK, Apache client) into per-worker direct buffers
+ *       for concurrency 4/8/16 × range size 8/32 MiB, once each; the fastest is "(b best)". Then
+ *       once more at that configuration into the mappings of a freshly allocated {@link
+ *       PinnedStore} artifact, to show what landing in new page-locked tmpfs pages costs.
+ *   <li>{@code --reps} rounds (default 3), each back to back, so that a change in the machine's
+ *       load between measurements distorts the ratios less: (a) single-stream sequential GET of
+ *       every file, whole objects, no ranges; (b) raw parallel ranged GETs at the best
+ *       configuration; (c) the full loader ({@link ArtifactLoader}: listing, header reads,
+ *       allocation and {@code mlock} in a {@link PinnedStore} under {@code /dev/shm}, parallel
+ *       ranged reads into the mappings, SHA-256 verification) with the CLI's defaults, cold (the
+ *       artifact is unloaded after each run). The SHA-256 the loader records for every file is
+ *       checked against the generated files.
+ *   <li>Once more, the loader at the best raw configuration, for information.
  * </ol>
  *
- * <p>Prints rates in MB/s (10^6 bytes per second) and the ratios loader/(a) and loader/(b best).
+ * <p>Prints rates in MB/s (10^6 bytes per second), per-round ratios loader/(a) and loader/(b) and
+ * their medians.
  */
 public final class LoadThroughputBench {
   private static final String BUCKET = "bench";
@@ -88,7 +99,7 @@ public final class LoadThroughputBench {
   public static void main(String[] args) throws Exception {
     double gib = 1.0;
     int shards = 8;
-    int reps = 2;
+    int reps = 3;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--gib" -> gib = Double.parseDouble(args[++i]);
@@ -130,54 +141,55 @@ public final class LoadThroughputBench {
       long total = sizes.values().stream().mapToLong(Long::longValue).sum();
       long seeded = System.nanoTime();
 
-      List<Pass> passes = new ArrayList<>();
-      try (S3Client client = s3Client(s3)) {
-        log("warm-up: one parallel pass (8 x 8 MiB), not measured");
-        parallelRangedGets(client, sizes, 8, 8 << 20, null);
-
-        for (int r = 0; r < reps; r++) {
-          passes.add(sequential(client, sizes));
-          log("%s", describe(passes.get(passes.size() - 1)));
-        }
-        for (int c : SWEEP_CONCURRENCY) {
-          for (int mib : SWEEP_RANGE_MIB) {
-            passes.add(parallelRangedGets(client, sizes, c, mib << 20, null));
-            log("%s", describe(passes.get(passes.size() - 1)));
-          }
-        }
-      }
-      Pass bestRaw = best(passes, "b");
-      int bestC = Integer.parseInt(bestRaw.config().replaceAll("c=(\\d+),.*", "$1"));
-      int bestRange = Integer.parseInt(bestRaw.config().replaceAll(".*, (\\d+) MiB", "$1"));
-
+      // Measurements run one after another; the machine's load may change meanwhile. So the
+      // sweep only picks the best raw configuration, and the figures that are compared come from
+      // rounds of (a), (b) at that configuration and (c), back to back.
+      List<Pass> sweep = new ArrayList<>();
+      List<Round> rounds = new ArrayList<>();
+      Pass intoStore;
       long allocateNanos;
+      LoaderRun atBestRun = null;
       boolean mayLock = MemoryLockSupport.facts().allows(total + (64L << 20));
       LockPolicy policy = mayLock ? LockPolicy.REQUIRED : LockPolicy.BEST_EFFORT;
-      List<LoaderRun> loaderRuns = new ArrayList<>();
-      try (PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy);
-          S3Client client = s3Client(s3)) {
+      try (S3Client client = client(s3);
+          PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy)) {
+        log("warm-up: one parallel pass (8 x 8 MiB), not measured");
+        parallelRangedGets(client, sizes, 8, 8 << 20, null);
+        for (int c : SWEEP_CONCURRENCY) {
+          for (int mib : SWEEP_RANGE_MIB) {
+            sweep.add(parallelRangedGets(client, sizes, c, mib << 20, null));
+            log("%s", describe(sweep.get(sweep.size() - 1)));
+          }
+        }
+        Pass bestRaw = sweep.stream().max(Comparator.comparingDouble(Pass::mbps)).orElseThrow();
+        int bestC = Integer.parseInt(bestRaw.config().replaceAll("c=(\\d+),.*", "$1"));
+        int bestRange = Integer.parseInt(bestRaw.config().replaceAll(".*, (\\d+) MiB", "$1"));
+
         // (b) at its best configuration, but into the store's mappings: what the bytes cost once
         // they land in fresh page-locked tmpfs pages, without the loader's other steps.
         long a0 = System.nanoTime();
-        StoredArtifact raw =
-            store.allocate(
-                "raw",
-                sizes.entrySet().stream()
-                    .map(e -> new StoreFile(e.getKey(), e.getValue()))
-                    .toList());
+        store.allocate(
+            "raw",
+            sizes.entrySet().stream().map(e -> new StoreFile(e.getKey(), e.getValue())).toList());
         allocateNanos = System.nanoTime() - a0;
-        passes.add(parallelRangedGets(client, sizes, bestC, bestRange << 20, raw));
-        log(
-            "%s (after %.2f s fallocate + mlock)",
-            describe(passes.get(passes.size() - 1)), allocateNanos / 1e9);
+        intoStore =
+            parallelRangedGets(
+                client, sizes, bestC, bestRange << 20, store.get("raw").orElseThrow());
+        log("%s (after %.2f s fallocate + mlock)", describe(intoStore), allocateNanos / 1e9);
         store.unload("raw");
-        ReadOptions defaults = ReadOptions.DEFAULTS;
-        for (int r = 0; r < reps; r++) {
-          loaderRuns.add(loader(s3, store, defaults, sha256));
+
+        for (int r = 1; r <= reps; r++) {
+          Pass a = sequential(client, sizes);
+          log("round %d: %s", r, describe(a));
+          Pass b = parallelRangedGets(client, sizes, bestC, bestRange << 20, null);
+          log("round %d: %s", r, describe(b));
+          LoaderRun c = loader(s3, store, ReadOptions.DEFAULTS, sha256);
+          rounds.add(new Round(r, a, b, c));
         }
-        ReadOptions atBest = defaults.withConcurrency(bestC).withRangeSize(bestRange << 20);
-        if (!atBest.equals(defaults)) {
-          loaderRuns.add(loader(s3, store, atBest, sha256));
+        ReadOptions atBest =
+            ReadOptions.DEFAULTS.withConcurrency(bestC).withRangeSize(bestRange << 20);
+        if (!atBest.equals(ReadOptions.DEFAULTS)) {
+          atBestRun = loader(s3, store, atBest, sha256);
         }
       }
       long done = System.nanoTime();
@@ -188,10 +200,11 @@ public final class LoadThroughputBench {
           shards,
           tensorsPerShard,
           total,
-          passes,
+          sweep,
+          intoStore,
           allocateNanos,
-          loaderRuns,
-          reps,
+          rounds,
+          atBestRun,
           (seeded - t0) / 1e9,
           (done - t0) / 1e9);
     } finally {
@@ -245,7 +258,29 @@ public final class LoadThroughputBench {
     return HexFormat.of().formatHex(md.digest());
   }
 
+  private static MessageDigest sha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   // ------------------------------------------------------------------ (a) and (b)
+
+  private static S3Client client(S3MockServer s3) {
+    return S3Client.builder()
+        .httpClient(ApacheHttpClient.builder().maxConnections(64).build())
+        .endpointOverride(s3.endpoint())
+        .region(Region.of(S3MockServer.REGION))
+        .forcePathStyle(true)
+        .credentialsProvider(
+            StaticCredentialsProvider.create(
+                AwsBasicCredentials.create(S3MockServer.ACCESS_KEY, S3MockServer.SECRET_KEY)))
+        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+        .build();
+  }
 
   private static Pass sequential(S3Client client, Map<String, Long> sizes) throws IOException {
     byte[] buf = new byte[1 << 20];
@@ -265,7 +300,10 @@ public final class LoadThroughputBench {
     return new Pass("a", "1 stream, whole objects", bytes, System.nanoTime() - start);
   }
 
-  /** (b): see {@link BenchSupport#parallelRangedGets}. */
+  /**
+   * Every range of every file, {@code concurrency} at a time, into per-worker direct buffers, or
+   * into the mappings of {@code stored} when given.
+   */
   private static Pass parallelRangedGets(
       S3Client client,
       Map<String, Long> sizes,
@@ -273,36 +311,148 @@ public final class LoadThroughputBench {
       int rangeSize,
       StoredArtifact stored)
       throws Exception {
-    long nanos =
-        BenchSupport.parallelRangedGets(
-            (key, off, len) ->
-                client.getObject(
-                    b ->
-                        b.bucket(BUCKET)
-                            .key(PREFIX + key)
-                            .range("bytes=" + off + "-" + (off + len - 1))),
-            sizes,
-            concurrency,
-            rangeSize,
-            stored);
-    long bytes = sizes.values().stream().mapToLong(Long::longValue).sum();
+    List<Object[]> ranges = new ArrayList<>();
+    for (Map.Entry<String, Long> e : sizes.entrySet()) {
+      for (long off = 0; off < e.getValue(); off += rangeSize) {
+        ranges.add(new Object[] {e.getKey(), off, Math.min(rangeSize, e.getValue() - off)});
+      }
+    }
+    AtomicInteger next = new AtomicInteger();
+    AtomicLong bytes = new AtomicLong();
+    ExecutorService pool = Executors.newFixedThreadPool(concurrency);
+    long start = System.nanoTime();
+    try {
+      List<Future<?>> workers = new ArrayList<>();
+      for (int w = 0; w < concurrency; w++) {
+        workers.add(
+            pool.submit(
+                () -> {
+                  ByteBuffer own = stored == null ? ByteBuffer.allocateDirect(rangeSize) : null;
+                  byte[] staging = new byte[256 * 1024];
+                  for (int i = next.getAndIncrement();
+                      i < ranges.size();
+                      i = next.getAndIncrement()) {
+                    String key = (String) ranges.get(i)[0];
+                    long off = (Long) ranges.get(i)[1];
+                    long len = (Long) ranges.get(i)[2];
+                    ByteBuffer target =
+                        stored == null
+                            ? own.clear().limit((int) len)
+                            : stored.writable(key, off, (int) len);
+                    try (InputStream in =
+                        client.getObject(
+                            b ->
+                                b.bucket(BUCKET)
+                                    .key(PREFIX + key)
+                                    .range("bytes=" + off + "-" + (off + len - 1)))) {
+                      for (int r = in.read(staging); r >= 0; r = in.read(staging)) {
+                        target.put(staging, 0, r);
+                      }
+                    }
+                    check(target.position(), len, key + " @" + off);
+                    bytes.addAndGet(target.position());
+                  }
+                  return null;
+                }));
+      }
+      for (Future<?> f : workers) {
+        f.get();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
     return new Pass(
         stored == null ? "b" : "s",
         "c=" + concurrency + ", " + (rangeSize >> 20) + " MiB",
-        bytes,
-        nanos);
+        bytes.get(),
+        System.nanoTime() - start);
+  }
+
+  private static void check(long got, long expected, String what) {
+    if (got != expected) {
+      throw new IllegalStateException(what + ": received " + got + " bytes, expected " + expected);
+    }
   }
 
   // ------------------------------------------------------------------ (c) the loader
 
+  /** Wall time of the whole load and of its phases, as observed by polling the status. */
+  record LoaderRun(
+      String config,
+      long bytes,
+      long totalNanos,
+      long resolveNanos,
+      long loadingNanos,
+      long verifyNanos,
+      DataPlaneStatus.LockInfo lock) {
+    double mbps() {
+      return bytes / (totalNanos / 1e9) / 1e6;
+    }
+
+    double loadingMbps() {
+      return bytes / (loadingNanos / 1e9) / 1e6;
+    }
+  }
+
   private static LoaderRun loader(
       S3MockServer s3, PinnedStore store, ReadOptions read, Map<String, String> sha256)
       throws Exception {
+    String id = "bench";
     try (ArtifactSource src =
         Sources.open(
             "s3://" + BUCKET + "/" + PREFIX,
             s3.sourceOptions().maxConnections(read.concurrency()).build())) {
-      LoaderRun run = BenchSupport.load(src, store, read, sha256);
+      ArtifactLoader loader =
+          new ArtifactLoader(
+              src,
+              store,
+              new ArtifactLoader.Options(id, 0, read),
+              new LoadMetrics(new SimpleMeterRegistry()));
+      Map<Phase, Long> firstSeen = new LinkedHashMap<>();
+      Thread watcher =
+          new Thread(
+              () -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                  firstSeen.putIfAbsent(loader.status().phase(), System.nanoTime());
+                  try {
+                    Thread.sleep(2);
+                  } catch (InterruptedException e) {
+                    return;
+                  }
+                }
+              },
+              "phase-watcher");
+      long start = System.nanoTime();
+      watcher.start();
+      DataPlaneStatus s = loader.load();
+      long end = System.nanoTime();
+      watcher.interrupt();
+      watcher.join();
+      for (DataPlaneStatus.FileStatus f : s.fileStatuses()) {
+        if (!f.sha256().equals(sha256.get(f.path()))) {
+          throw new IllegalStateException(
+              f.path()
+                  + ": the store holds sha256 "
+                  + f.sha256()
+                  + ", generated "
+                  + sha256.get(f.path()));
+        }
+      }
+      if (s.fileStatuses().size() != sha256.size()) {
+        throw new IllegalStateException("loaded " + s.fileStatuses().size() + " files");
+      }
+      long loading = firstSeen.getOrDefault(Phase.Loading, start);
+      long verifying = firstSeen.getOrDefault(Phase.Verifying, end);
+      LoaderRun run =
+          new LoaderRun(
+              "c=" + read.concurrency() + ", " + (read.rangeSize() >> 20) + " MiB",
+              s.bytesTotal(),
+              end - start,
+              loading - start,
+              verifying - loading,
+              end - verifying,
+              s.lock());
+      store.unload(id);
       log(
           "(c) loader %s: %.0f MB/s end to end (resolve+allocate %.2f s, data %.2f s = %.0f MB/s,"
               + " verify %.2f s); %s",
@@ -312,18 +462,22 @@ public final class LoadThroughputBench {
           run.loadingNanos() / 1e9,
           run.loadingMbps(),
           run.verifyNanos() / 1e9,
-          run.lock().reason());
+          s.lock().reason());
       return run;
     }
   }
 
   // ------------------------------------------------------------------ report
 
-  private static Pass best(List<Pass> passes, String what) {
-    return passes.stream()
-        .filter(p -> p.what().equals(what))
-        .max(Comparator.comparingDouble(Pass::mbps))
-        .orElseThrow();
+  /** One round of back-to-back measurements: (a), (b) at the best configuration, (c). */
+  record Round(int number, Pass a, Pass b, LoaderRun c) {
+    double loaderOverA() {
+      return c.mbps() / a.mbps();
+    }
+
+    double loaderOverB() {
+      return c.mbps() / b.mbps();
+    }
   }
 
   private static String describe(Pass p) {
@@ -336,28 +490,36 @@ public final class LoadThroughputBench {
         p.nanos() / 1e9);
   }
 
+  private static double median(List<Double> values) {
+    List<Double> sorted = values.stream().sorted().toList();
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
   private static void report(
       String started,
       String loadAtStart,
       int shards,
       long tensorsPerShard,
       long total,
-      List<Pass> passes,
+      List<Pass> sweep,
+      Pass intoStore,
       long allocateNanos,
-      List<LoaderRun> loaderRuns,
-      int reps,
+      List<Round> rounds,
+      LoaderRun atBestRun,
       double seedSeconds,
       double totalSeconds)
       throws IOException {
-    Pass a = best(passes, "a");
-    Pass b = best(passes, "b");
-    List<LoaderRun> defaultRuns = loaderRuns.subList(0, reps);
-    LoaderRun c = defaultRuns.stream().max(Comparator.comparingDouble(LoaderRun::mbps)).get();
-    LoaderRun atBest = loaderRuns.size() > reps ? loaderRuns.get(reps) : null;
+    Pass best = sweep.stream().max(Comparator.comparingDouble(Pass::mbps)).orElseThrow();
+    LoaderRun first = rounds.get(0).c();
     StringBuilder out = new StringBuilder();
     out.append("\n## Tensorcast loader throughput (bench/load-throughput.sh)\n\n");
     out.append("started ").append(started).append("; ").append(machine()).append('\n');
-    out.append("load average at start: ").append(loadAtStart).append('\n');
+    out.append("load average at start: ")
+        .append(loadAtStart)
+        .append("; at end: ")
+        .append(loadAverage())
+        .append('\n');
     out.append(
         String.format(
             Locale.ROOT,
@@ -370,88 +532,78 @@ public final class LoadThroughputBench {
             total / (double) (1L << 30),
             System.getProperty("java.io.tmpdir")));
     out.append("store: PinnedStore under /dev/shm (tmpfs), lock: ")
-        .append(c.lock().reason())
+        .append(first.lock().reason())
         .append(" (")
-        .append(c.lock().message())
+        .append(first.lock().message())
         .append(")\n\n");
-    out.append("| measurement | configuration | MB/s | seconds |\n");
-    out.append("|---|---|---:|---:|\n");
-    for (Pass p : passes) {
-      String label =
-          switch (p.what()) {
-            case "a" -> "(a) single-stream sequential GET";
-            case "b" -> "(b) raw parallel ranged GETs" + (p == b ? " **best**" : "");
-            default ->
-                String.format(
-                    Locale.ROOT,
-                    "(b) same, into PinnedStore mappings (after %.2f s fallocate + mlock)",
-                    allocateNanos / 1e9);
-          };
+
+    out.append(
+        "Raw parallel ranged GETs (b), sweep (each once, into per-worker direct buffers):\n\n");
+    out.append("| concurrency, range size | MB/s | seconds |\n|---|---:|---:|\n");
+    for (Pass p : sweep) {
       out.append(
           String.format(
               Locale.ROOT,
-              "| %s | %s | %.0f | %.2f |%n",
-              label,
+              "| %s%s | %.0f | %.2f |%n",
               p.config(),
+              p == best ? " **best**" : "",
               p.mbps(),
               p.nanos() / 1e9));
     }
-    for (LoaderRun r : loaderRuns) {
-      String label =
-          r == atBest
-              ? "(c) loader at the best raw configuration"
-              : "(c) loader, CLI defaults" + (r == c ? " **best**" : "");
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "| %s, into fresh PinnedStore mappings (after %.2f s fallocate + mlock) | %.0f |"
+                + " %.2f |%n%n",
+            intoStore.config(),
+            allocateNanos / 1e9,
+            intoStore.mbps(),
+            intoStore.nanos() / 1e9));
+
+    out.append(
+        "Rounds, back to back: (a) single-stream sequential GET of every file; (b) raw parallel"
+            + " ranged GETs at "
+            + best.config()
+            + "; (c) the loader with the CLI defaults (c=16, 8 MiB) into the store, cold each"
+            + " time (MB/s):\n\n");
+    out.append(
+        "| round | (a) | (b) | (c) loader | loader/(a) | loader/(b) | loader: resolve +"
+            + " allocate, ranged reads (MB/s), verify |\n");
+    out.append("|---:|---:|---:|---:|---:|---:|---|\n");
+    for (Round r : rounds) {
       out.append(
           String.format(
               Locale.ROOT,
-              "| %s | %s | %.0f | %.2f |%n",
-              label,
-              r.config(),
-              r.mbps(),
-              r.totalNanos() / 1e9));
-      out.append(
-          String.format(
-              Locale.ROOT,
-              "| &nbsp;&nbsp;of which: resolve + allocate/mlock %.2f s, ranged reads into the"
-                  + " store %.2f s (%.0f MB/s), SHA-256 verify %.2f s | | | |%n",
-              r.resolveNanos() / 1e9,
-              r.loadingNanos() / 1e9,
-              r.loadingMbps(),
-              r.verifyNanos() / 1e9));
+              "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f s, %.2f s (%.0f), %.2f s |%n",
+              r.number(),
+              r.a().mbps(),
+              r.b().mbps(),
+              r.c().mbps(),
+              r.loaderOverA(),
+              r.loaderOverB(),
+              r.c().resolveNanos() / 1e9,
+              r.c().loadingNanos() / 1e9,
+              r.c().loadingMbps(),
+              r.c().verifyNanos() / 1e9));
     }
     out.append('\n');
     out.append(
         String.format(
             Locale.ROOT,
-            "loader (CLI defaults, best of %d) = %.0f MB/s: %.2f x (a) single stream (%.0f MB/s),"
-                + " %.2f x (b) best raw parallel (%.0f MB/s, %s)%n",
-            reps,
-            c.mbps(),
-            c.mbps() / a.mbps(),
-            a.mbps(),
-            c.mbps() / b.mbps(),
-            b.mbps(),
-            b.config()));
-    Pass intoStore = best(passes, "s");
-    out.append(
-        String.format(
-            Locale.ROOT,
-            "its ranged-read phase alone: %.0f MB/s = %.2f x (b best); raw GETs at %s into fresh"
-                + " PinnedStore mappings: %.0f MB/s = %.2f x (b best)%n",
-            c.loadingMbps(),
-            c.loadingMbps() / b.mbps(),
-            intoStore.config(),
-            intoStore.mbps(),
-            intoStore.mbps() / b.mbps()));
-    if (atBest != null) {
+            "median over %d rounds: loader/(a) = %.2f, loader/(b best) = %.2f; loader's"
+                + " ranged-read phase/(b best) = %.2f%n",
+            rounds.size(),
+            median(rounds.stream().map(Round::loaderOverA).toList()),
+            median(rounds.stream().map(Round::loaderOverB).toList()),
+            median(rounds.stream().map(r -> r.c().loadingMbps() / r.b().mbps()).toList())));
+    if (atBestRun != null) {
       out.append(
           String.format(
               Locale.ROOT,
-              "loader at %s = %.0f MB/s: %.2f x (a), %.2f x (b best)%n",
-              atBest.config(),
-              atBest.mbps(),
-              atBest.mbps() / a.mbps(),
-              atBest.mbps() / b.mbps()));
+              "loader at %s (once, after the rounds): %.0f MB/s (ranged reads %.0f MB/s)%n",
+              atBestRun.config(),
+              atBestRun.mbps(),
+              atBestRun.loadingMbps()));
     }
     out.append(
         String.format(
@@ -460,5 +612,52 @@ public final class LoadThroughputBench {
             totalSeconds,
             seedSeconds));
     System.out.print(out);
+  }
+
+  private static String machine() throws IOException {
+    String cpu = "unknown CPU";
+    for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+      if (line.startsWith("model name")) {
+        cpu = line.substring(line.indexOf(':') + 1).strip();
+        break;
+      }
+    }
+    long memKb = 0;
+    for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+      if (line.startsWith("MemTotal:")) {
+        memKb = Long.parseLong(line.replaceAll("\\D", ""));
+      }
+    }
+    return String.format(
+        Locale.ROOT,
+        "%d CPUs (%s), %.1f GiB RAM, Linux %s, Java %s",
+        Runtime.getRuntime().availableProcessors(),
+        cpu,
+        memKb / 1024.0 / 1024.0,
+        System.getProperty("os.version"),
+        System.getProperty("java.runtime.version"));
+  }
+
+  private static String loadAverage() {
+    try {
+      return Files.readString(Path.of("/proc/loadavg")).strip();
+    } catch (IOException e) {
+      return "unknown";
+    }
+  }
+
+  private static void log(String format, Object... args) {
+    System.out.printf(Locale.ROOT, "[bench] " + format + "%n", args);
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
   }
 }

@@ -92,6 +92,14 @@ public final class ClusterDemo implements Callable<Integer> {
   Path workDir;
 
   @Option(
+      names = "--node-root",
+      defaultValue = "/dev/shm/tensorcast-demo",
+      description =
+          "Where the simulated nodes' file systems (and so their page-locked stores) live; on a"
+              + " memory-backed file system like a real node's store (default ${DEFAULT-VALUE}).")
+  Path nodeRoot;
+
+  @Option(
       names = "--dataplane-jar",
       defaultValue = "dataplane/target/tensorcast-dataplane.jar",
       description =
@@ -118,6 +126,8 @@ public final class ClusterDemo implements Callable<Integer> {
   public Integer call() throws Exception {
     workDir = workDir.toAbsolutePath();
     deleteTree(workDir.resolve("cluster"));
+    nodeRoot = nodeRoot.toAbsolutePath();
+    deleteTree(nodeRoot);
     Files.createDirectories(workDir);
     require(Files.isRegularFile(dataplaneJar), "data-plane jar not found: " + dataplaneJar);
     require(Files.isRegularFile(s3mockJar), "S3Mock jar not found: " + s3mockJar);
@@ -152,8 +162,8 @@ public final class ClusterDemo implements Callable<Integer> {
                     "-Xmx256m",
                     "-jar",
                     dataplaneJar.toAbsolutePath().toString());
-        try (SimulatedKubelet kubelet =
-            new SimulatedKubelet(client, workDir.resolve("cluster"), runtime)) {
+        try (SimulatedKubelet kubelet = new SimulatedKubelet(client, nodeRoot, runtime)) {
+          out.println("    node file systems (and pod logs) under " + nodeRoot);
           kubelet.addNode(node("node-a", "127.0.42.1", true));
           kubelet.addNode(node("node-b", "127.0.42.2", true));
           kubelet.addNode(node("node-c", "127.0.42.3", false));
@@ -169,6 +179,11 @@ public final class ClusterDemo implements Callable<Integer> {
         }
       }
     } finally {
+      if (failures.isEmpty()) {
+        deleteTree(nodeRoot);
+      } else {
+        out.println("pod logs kept under " + nodeRoot.resolve("pods"));
+      }
       out.println();
       if (failures.isEmpty()) {
         out.println("DEMO PASSED");

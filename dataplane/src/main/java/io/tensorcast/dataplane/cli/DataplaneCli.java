@@ -37,7 +37,34 @@ public final class DataplaneCli implements Runnable {
   public static CommandLine commandLine() {
     return new CommandLine(new DataplaneCli())
         .setCaseInsensitiveEnumValuesAllowed(true)
-        .setExitCodeExceptionMapper(e -> 1);
+        .setExitCodeExceptionMapper(e -> 1)
+        .setExecutionExceptionHandler(DataplaneCli::handle);
+  }
+
+  /**
+   * Option values that fail validation (an {@link IllegalArgumentException}, whose message names
+   * the value and the allowed range) and an endpoint that cannot bind are usage problems: one line
+   * on stderr, exit code 2, no stack trace. Anything else stays an error with its trace.
+   */
+  private static int handle(Exception e, CommandLine cmd, CommandLine.ParseResult parsed)
+      throws Exception {
+    Throwable bind = e;
+    while (bind != null && !(bind instanceof java.net.BindException)) {
+      bind = bind.getCause();
+    }
+    if (bind != null) {
+      cmd.getErr()
+          .printf(
+              "%s: cannot listen on the control endpoint (--listen): %s%n",
+              cmd.getCommandName(), bind.getMessage());
+      return 2;
+    }
+    if (e instanceof IllegalArgumentException) {
+      cmd.getErr().printf("%s: invalid option value: %s%n", cmd.getCommandName(), e.getMessage());
+      cmd.getErr().printf("Try '%s --help'.%n", cmd.getCommandSpec().qualifiedName());
+      return 2;
+    }
+    throw e;
   }
 
   static final class Version implements CommandLine.IVersionProvider {

@@ -71,7 +71,25 @@ final class SourceArgs {
     return u;
   }
 
+  /** Checks the numeric options, naming them, before anything is opened. */
+  void validate() {
+    if (concurrency < 1 || concurrency > 1024) {
+      throw new IllegalArgumentException(
+          "--concurrency must be between 1 and 1024, got " + concurrency);
+    }
+    if (maxAttempts < 1 || maxAttempts > 100) {
+      throw new IllegalArgumentException(
+          "--max-attempts must be between 1 and 100, got " + maxAttempts);
+    }
+    long range = Quantities.bytes(rangeSize, "--range-size");
+    if (range < 1 || range > 1L << 30) {
+      throw new IllegalArgumentException(
+          "--range-size must be between 1 byte and 1Gi, got " + rangeSize);
+    }
+  }
+
   ArtifactSource open() throws SourceException {
+    validate();
     SourceOptions.Builder b =
         SourceOptions.builder()
             .include(include)
@@ -91,6 +109,7 @@ final class SourceArgs {
   }
 
   ReadOptions readOptions() {
+    validate();
     return ReadOptions.DEFAULTS
         .withConcurrency(concurrency)
         .withRangeSize(Math.toIntExact(Quantities.bytes(rangeSize, "--range-size")))

@@ -414,6 +414,11 @@ public final class ArtifactLoader {
                 + " the object changed during the load, resolve the artifact again");
       }
     }
+    try {
+      source.checkUnchanged(file);
+    } catch (SourceException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    }
     String sha;
     try {
       sha = stored.markComplete(file.path(), file.sha256().orElse(null));

@@ -36,6 +36,15 @@ public interface ArtifactSource extends AutoCloseable {
     return Optional.empty();
   }
 
+  /**
+   * Checks, after all of {@code file}'s bytes were read, that the source still holds the version
+   * that was listed. Sources whose every ranged read is conditional on the listed identity (S3's
+   * {@code If-Match}, the Hub's pinned commit) need nothing more; a local directory does.
+   *
+   * @throws SourceException {@code ObjectChanged} or {@code ObjectNotFound} if it changed
+   */
+  default void checkUnchanged(SourceFile file) throws SourceException {}
+
   /** A short description for logs and status, e.g. {@code s3://bucket/prefix/}; no secrets. */
   String describe();
 

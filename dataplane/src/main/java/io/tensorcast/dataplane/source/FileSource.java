@@ -119,7 +119,7 @@ public final class FileSource implements ArtifactSource {
                     unsafe(relative, "it is not a regular file (a FIFO, socket or device)");
                 return FileVisitResult.TERMINATE;
               }
-              files.add(new SourceFile(relative, attrs.size(), "", Optional.empty()));
+              files.add(new SourceFile(relative, attrs.size(), identity(attrs), Optional.empty()));
               return FileVisitResult.CONTINUE;
             }
 
@@ -168,6 +168,7 @@ public final class FileSource implements ArtifactSource {
                 + "; resolve the artifact again",
             false);
       }
+      requireListedIdentity(file, attrs);
       return new FileRangeInputStream(channel, offset, length);
     } catch (SourceException e) {
       closeQuietly(channel);
@@ -233,6 +234,53 @@ public final class FileSource implements ArtifactSource {
       } catch (IOException ignored) {
         // Nothing was read from it; the open failure is what matters.
       }
+    }
+  }
+
+  /**
+   * The identity a local file is listed with, kept in {@link SourceFile#etag()}: size, modification
+   * time (ns) and file key (device + inode). Rewriting a file in place, even with the same size,
+   * changes it.
+   */
+  static String identity(BasicFileAttributes attrs) {
+    return attrs.size()
+        + "-"
+        + attrs.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS)
+        + "-"
+        + attrs.fileKey();
+  }
+
+  private void requireListedIdentity(SourceFile file, BasicFileAttributes attrs)
+      throws SourceException {
+    if (!file.etag().isEmpty() && !file.etag().equals(identity(attrs))) {
+      throw new SourceException(
+          "ObjectChanged",
+          description
+              + file.path()
+              + " was modified after it was listed (size, modification time or inode changed);"
+              + " its bytes may mix two versions: resolve the artifact again",
+          false);
+    }
+  }
+
+  /**
+   * Checks that the file is still the one listed, after its last byte was read: a file rewritten in
+   * place while ranges were read would otherwise leave a copy that matches neither version.
+   */
+  @Override
+  public void checkUnchanged(SourceFile file) throws SourceException {
+    Path path = root.resolve(file.path());
+    try {
+      requireListedIdentity(
+          file, Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS));
+    } catch (NoSuchFileException e) {
+      throw new SourceException(
+          "ObjectNotFound",
+          description + file.path() + " no longer exists (it was listed)",
+          false,
+          e);
+    } catch (IOException e) {
+      throw ioFailure("cannot check " + description + file.path(), e);
     }
   }
 

@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,10 +28,15 @@ class FileSourceTest {
       for (Corpus.Entry entry : manifest.values()) {
         assertThat(files)
             .as(entry.relativePath())
-            .contains(new SourceFile(entry.relativePath(), entry.bytes(), "", Optional.empty()));
+            .anySatisfy(
+                f -> {
+                  assertThat(f.path()).isEqualTo(entry.relativePath());
+                  assertThat(f.size()).isEqualTo(entry.bytes());
+                });
       }
       assertThat(paths).contains("MANIFEST.tsv");
-      assertThat(files).allSatisfy(f -> assertThat(f.etag()).isEmpty());
+      // a local file's identity: size, modification time and inode
+      assertThat(files).allSatisfy(f -> assertThat(f.etag()).startsWith(f.size() + "-"));
     }
   }
 
@@ -131,6 +135,29 @@ class FileSourceTest {
   }
 
   @Test
+  void aFileRewrittenInPlaceWithTheSameSizeIsObjectChanged() throws Exception {
+    Path root = Files.createDirectories(tmp.resolve("rewritten"));
+    Path a = root.resolve("a.bin");
+    Files.write(a, new byte[] {1, 2, 3, 4});
+    try (FileSource source = FileSource.open(root, PathFilter.all())) {
+      SourceFile listed = source.list().get(0);
+      source.checkUnchanged(listed); // untouched: fine
+      Files.write(a, new byte[] {9, 9, 9, 9});
+      Files.setLastModifiedTime(
+          a,
+          java.nio.file.attribute.FileTime.fromMillis(
+              Files.getLastModifiedTime(a).toMillis() + 1000));
+      assertThatThrownBy(() -> source.openRange(listed, 0, 4))
+          .isInstanceOfSatisfying(
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectChanged"))
+          .hasMessageContaining("modified after it was listed");
+      assertThatThrownBy(() -> source.checkUnchanged(listed))
+          .isInstanceOfSatisfying(
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectChanged"));
+    }
+  }
+
+  @Test
   void aFileThatChangedSizeIsObjectChangedAndAMissingOneObjectNotFound() throws Exception {
     Path root = Files.createDirectories(tmp.resolve("artifact"));
     Files.write(root.resolve("a.bin"), new byte[] {1, 2, 3, 4});
@@ -169,9 +196,10 @@ class FileSourceTest {
     Files.write(root.resolve("empty.bin"), new byte[0]);
     try (ArtifactSource source = Sources.open(root.toUri().toString(), SourceOptions.defaults())) {
       assertThat(source.list())
+          .extracting(SourceFile::path, SourceFile::size)
           .containsExactly(
-              new SourceFile("empty.bin", 0, "", Optional.empty()),
-              new SourceFile("x.bin", 2, "", Optional.empty()));
+              org.assertj.core.groups.Tuple.tuple("empty.bin", 0L),
+              org.assertj.core.groups.Tuple.tuple("x.bin", 2L));
       assertThat(source.describe()).startsWith("file:///").endsWith("/artifact/");
     }
   }

@@ -127,6 +127,7 @@ final class OperatorEnvironment {
               c ->
                   c != null
                       && c.getStatus() != null
+                      && c.getStatus().getConditions() != null
                       && c.getStatus().getConditions().stream()
                           .anyMatch(
                               x ->

@@ -3,7 +3,6 @@ package io.tensorcast.e2e.bench;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.SecretBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.http.AsyncBody;
@@ -23,6 +22,7 @@ import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.testdata.SyntheticModel;
 import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.InProcessContainerRuntime;
 import io.tensorcast.e2e.cluster.LocalControlPlane;
 import io.tensorcast.e2e.cluster.NodeSpec;
@@ -31,7 +31,6 @@ import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -528,31 +527,8 @@ public final class OperatorScaleBench implements Callable<Integer> {
     failures.forEach(f -> out.println("  - " + f));
   }
 
-  private void applyCrd(KubernetesClient client) throws IOException {
-    try (InputStream in =
-        ModelArtifact.class.getResourceAsStream(
-            "/META-INF/fabric8/" + ModelArtifact.CRD_NAME + "-v1.yml")) {
-      require(in != null, "CRD YAML missing from the crds jar");
-      CustomResourceDefinition crd =
-          client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.apiextensions().v1().customResourceDefinitions().resource(crd).serverSideApply();
-      client
-          .apiextensions()
-          .v1()
-          .customResourceDefinitions()
-          .withName(crd.getMetadata().getName())
-          .waitUntilCondition(
-              c ->
-                  c.getStatus() != null
-                      && c.getStatus().getConditions() != null
-                      && c.getStatus().getConditions().stream()
-                          .anyMatch(
-                              k ->
-                                  "Established".equals(k.getType())
-                                      && "True".equals(k.getStatus())),
-              30,
-              TimeUnit.SECONDS);
-    }
+  private void applyCrd(KubernetesClient client) {
+    Crds.applyModelArtifact(client);
   }
 
   private static String stats(Map<String, Integer> perArtifact) {

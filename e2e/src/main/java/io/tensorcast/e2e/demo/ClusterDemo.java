@@ -14,6 +14,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.testdata.SyntheticModel;
 import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.LocalControlPlane;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.ProcessContainerRuntime;
@@ -413,32 +414,9 @@ public final class ClusterDemo implements Callable<Integer> {
     return dir;
   }
 
-  private void applyCrd(KubernetesClient client) throws IOException {
-    try (InputStream in =
-        ModelArtifact.class.getResourceAsStream(
-            "/META-INF/fabric8/" + ModelArtifact.CRD_NAME + "-v1.yml")) {
-      require(in != null, "CRD YAML missing from the crds jar");
-      CustomResourceDefinition crd =
-          client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.apiextensions().v1().customResourceDefinitions().resource(crd).serverSideApply();
-      client
-          .apiextensions()
-          .v1()
-          .customResourceDefinitions()
-          .withName(crd.getMetadata().getName())
-          .waitUntilCondition(
-              c ->
-                  c.getStatus() != null
-                      && c.getStatus().getConditions() != null
-                      && c.getStatus().getConditions().stream()
-                          .anyMatch(
-                              k ->
-                                  "Established".equals(k.getType())
-                                      && "True".equals(k.getStatus())),
-              30,
-              java.util.concurrent.TimeUnit.SECONDS);
-      out.println("    CRD " + crd.getMetadata().getName() + " established");
-    }
+  private void applyCrd(KubernetesClient client) {
+    CustomResourceDefinition crd = Crds.applyModelArtifact(client);
+    out.println("    CRD " + crd.getMetadata().getName() + " established");
   }
 
   private static NodeSpec node(String name, String address, boolean rdma) {

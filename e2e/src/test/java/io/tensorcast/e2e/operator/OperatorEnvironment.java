@@ -1,21 +1,16 @@
 package io.tensorcast.e2e.operator;
 
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
-import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.SharedCluster;
 import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
  * What every operator E2E test of this JVM shares, set up once: the shared local control plane
@@ -30,7 +25,6 @@ import java.util.concurrent.TimeUnit;
 final class OperatorEnvironment {
   static final String IMAGE = "tensorcast/dataplane:e2e";
   static final String DATAPLANE_JAR_PROPERTY = "tensorcast.dataplane.jar";
-  static final String CRD_RESOURCE = "META-INF/fabric8/modelartifacts.tensorcast.io-v1.yml";
 
   /** 64 MiB besides the artifact per data-plane pod: the test artifacts are a few MiB. */
   static final long OVERHEAD = 64L * 1024 * 1024;
@@ -111,32 +105,6 @@ final class OperatorEnvironment {
   }
 
   private static void applyCrd(KubernetesClient client) {
-    try (InputStream in = ModelArtifact.class.getClassLoader().getResourceAsStream(CRD_RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException(CRD_RESOURCE + " is not on the classpath (crds jar)");
-      }
-      CustomResourceDefinition crd =
-          client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).serverSideApply();
-      client
-          .apiextensions()
-          .v1()
-          .customResourceDefinitions()
-          .withName(ModelArtifact.CRD_NAME)
-          .waitUntilCondition(
-              c ->
-                  c != null
-                      && c.getStatus() != null
-                      && c.getStatus().getConditions() != null
-                      && c.getStatus().getConditions().stream()
-                          .anyMatch(
-                              x ->
-                                  "Established".equals(x.getType())
-                                      && "True".equals(x.getStatus())),
-              30,
-              TimeUnit.SECONDS);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    Crds.applyModelArtifact(client);
   }
 }

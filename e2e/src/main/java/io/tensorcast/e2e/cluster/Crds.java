@@ -1,0 +1,54 @@
+package io.tensorcast.e2e.cluster;
+
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.tensorcast.api.v1alpha1.ModelArtifact;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.concurrent.TimeUnit;
+
+/** Installs Tensorcast's CRDs on a cluster the way the demo, benchmarks and tests need them. */
+public final class Crds {
+  /** Where the crds jar carries the generated ModelArtifact CRD. */
+  public static final String MODEL_ARTIFACT_RESOURCE =
+      "META-INF/fabric8/" + ModelArtifact.CRD_NAME + "-v1.yml";
+
+  private Crds() {}
+
+  /**
+   * Server-side applies the generated ModelArtifact CRD and waits (at most 30 s) until it is {@code
+   * Established}. Conditions may be absent for a moment after an apply; that is waited out.
+   *
+   * @throws IllegalStateException if the CRD YAML is not on the classpath
+   */
+  public static CustomResourceDefinition applyModelArtifact(KubernetesClient client) {
+    try (InputStream in =
+        ModelArtifact.class.getClassLoader().getResourceAsStream(MODEL_ARTIFACT_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException(
+            MODEL_ARTIFACT_RESOURCE + " is not on the classpath (crds jar)");
+      }
+      CustomResourceDefinition crd =
+          client.apiextensions().v1().customResourceDefinitions().load(in).item();
+      client.resource(crd).serverSideApply();
+      return client
+          .apiextensions()
+          .v1()
+          .customResourceDefinitions()
+          .withName(crd.getMetadata().getName())
+          .waitUntilCondition(Crds::established, 30, TimeUnit.SECONDS);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Whether the CRD reports {@code Established=True}. */
+  public static boolean established(CustomResourceDefinition c) {
+    return c != null
+        && c.getStatus() != null
+        && c.getStatus().getConditions() != null
+        && c.getStatus().getConditions().stream()
+            .anyMatch(k -> "Established".equals(k.getType()) && "True".equals(k.getStatus()));
+  }
+}

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Peer-to-peer distribution benchmark with real bandwidth limits (not a test; nothing asserts on
+# time). Needs root (network namespaces, veth, tc), java, curl and jq.
+#
+# Topology: one namespace per data-plane node (tcb-n1..tcb-nN), one for the origin (tcb-origin,
+# S3Mock) and one hub namespace holding a bridge; nothing is attached to the host's own network.
+# Every node's link is shaped with tc tbf in both directions (egress on the node side, egress on
+# the hub side = the node's ingress) at --rate; the origin's uplink at --origin-rate. A generated
+# Llama-shaped artifact (dataplane generate, default medium-llama ~1.1 GiB) is put into S3Mock.
+# For each N in --nodes it runs (a) every node from the source (--distribution source-only) and
+# (b) Tensorcast peer-to-peer (static --peers), and prints, per run: completion time (launch of
+# the N data planes to the last node Ready), that time as a ratio to the bound
+# S/B + (N-1)*piece/B and to the baseline of the same N, and source bytes / S, counted twice: by
+# the origin link's tx byte counter (includes HTTP/TCP overhead) and by the nodes' /status
+# bytesFromSource.
+#
+#   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
+#                           [--preset medium-llama] [--piece-size 4Mi] [--reps 1] [--keep-logs]
+#                           [--modes "source-only p2p"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+nodes_list="2 4 8"
+rate=1gbit
+origin_rate=""
+preset=medium-llama
+piece_size=4Mi
+reps=1
+keep_logs=false
+modes="source-only p2p"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes_list=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --origin-rate) origin_rate=$2; shift 2 ;;
+    --preset) preset=$2; shift 2 ;;
+    --piece-size) piece_size=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --keep-logs) keep_logs=true; shift ;;
+    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+origin_rate=${origin_rate:-$rate}
+
+[ "$(id -u)" = 0 ] || { echo "p2p-netns: needs root (ip netns, tc)" >&2; exit 2; }
+for c in java curl jq ip tc; do
+  command -v "$c" >/dev/null || { echo "p2p-netns: $c is required" >&2; exit 2; }
+done
+
+jar="$repo/dataplane/target/tensorcast-dataplane.jar"
+s3mock="$repo/dataplane/target/test-servers/s3mock-exec.jar"
+if [ ! -f "$jar" ] || [ ! -f "$s3mock" ] \
+  || [ -n "$(find "$repo/dataplane/src/main" "$repo/crds/src/main" -newer "$jar" -print -quit)" ]; then
+  echo "[bench] building the data plane (mvn -pl dataplane -am package -DskipTests)" >&2
+  mvn -B -q -ntp -pl dataplane -am package -DskipTests
+fi
+
+# --- rates: bits per second from tc-style rates (kbit, mbit, gbit) --------------------------
+bits_per_s() {
+  local v=${1,,}
+  case "$v" in
+    *gbit) echo $(( ${v%gbit} * 1000000000 )) ;;
+    *mbit) echo $(( ${v%mbit} * 1000000 )) ;;
+    *kbit) echo $(( ${v%kbit} * 1000 )) ;;
+    *bit) echo "${v%bit}" ;;
+    *) echo "p2p-netns: rate must end in kbit/mbit/gbit, got $1" >&2; exit 2 ;;
+  esac
+}
+bytes_of() {  # 4Mi, 64Ki, 1Gi or a plain byte count
+  local v=$1
+  case "$v" in
+    *Gi) echo $(( ${v%Gi} * 1073741824 )) ;;
+    *Mi) echo $(( ${v%Mi} * 1048576 )) ;;
+    *Ki) echo $(( ${v%Ki} * 1024 )) ;;
+    *) echo "$v" ;;
+  esac
+}
+B=$(bits_per_s "$rate")
+PIECE=$(bytes_of "$piece_size")
+
+work=$(mktemp -d /tmp/tcb.XXXXXX)
+store_base=/dev/shm/tcb-$$
+pids=()
+max_nodes=0
+for n in $nodes_list; do [ "$n" -gt "$max_nodes" ] && max_nodes=$n; done
+
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  for ns in tcb-origin tcb-hub $(seq -f 'tcb-n%g' 1 "$max_nodes"); do
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$store_base"
+  if $keep_logs; then echo "[bench] logs kept in $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT INT TERM
+
+# --- network --------------------------------------------------------------------------------
+shape() {  # namespace dev rate
+  ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst 512kb latency 50ms
+}
+ip netns add tcb-hub
+ip netns exec tcb-hub ip link add br0 type bridge
+ip netns exec tcb-hub ip link set br0 up
+ip netns exec tcb-hub ip link set lo up
+attach() {  # namespace address hub-side-name rate
+  local ns=$1 addr=$2 hub=$3 r=$4
+  ip netns add "$ns"
+  ip link add "$hub" netns tcb-hub type veth peer name eth0 netns "$ns"
+  ip netns exec tcb-hub ip link set "$hub" master br0 up
+  ip netns exec "$ns" ip addr add "$addr/24" dev eth0
+  ip netns exec "$ns" ip link set eth0 up
+  ip netns exec "$ns" ip link set lo up
+  shape "$ns" eth0 "$r"
+  shape tcb-hub "$hub" "$r"
+}
+attach tcb-origin 10.231.0.1 h-origin "$origin_rate"
+for k in $(seq 1 "$max_nodes"); do attach "tcb-n$k" "10.231.0.$((10 + k))" "h-n$k" "$rate"; done
+
+# --- origin ---------------------------------------------------------------------------------
+mkdir -p "$work/s3root" "$work/model"
+ip netns exec tcb-origin java -Xmx1g -jar "$s3mock" --server.port=0 \
+  --com.adobe.testing.s3mock.httpPort=9090 \
+  --com.adobe.testing.s3mock.store.root="$work/s3root" \
+  --com.adobe.testing.s3mock.max-payload-size=2GB \
+  --spring.main.banner-mode=off >"$work/s3mock.log" 2>&1 &
+pids+=($!)
+origin=http://10.231.0.1:9090
+for _ in $(seq 1 120); do
+  ip netns exec tcb-origin curl -sf -o /dev/null "$origin/" && break
+  sleep 1
+done
+ip netns exec tcb-origin curl -sf -o /dev/null "$origin/" \
+  || { echo "p2p-netns: S3Mock did not start; see $work/s3mock.log" >&2; keep_logs=true; exit 1; }
+java -jar "$jar" generate --preset "$preset" "$work/model" >&2
+ip netns exec tcb-origin curl -sf -X PUT "$origin/bench" -o /dev/null
+S=0
+for f in "$work/model"/*; do
+  ip netns exec tcb-origin curl -sf -X PUT --data-binary @"$f" "$origin/bench/model/$(basename "$f")" \
+    -o /dev/null
+  S=$(( S + $(stat -c %s "$f") ))
+done
+rm -rf "$work/model"
+echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin_rate;" \
+  "piece $PIECE bytes" >&2
+
+has_distribution=false
+java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
+
+origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_bytes; }
+
+# --- one run ----------------------------------------------------------------------------------
+# run MODE N -> sets result="seconds source_status_bytes origin_tx_bytes"
+result=""
+run() {
+  local mode=$1 n=$2 peers="" k
+  for k in $(seq 1 "$n"); do peers+="${peers:+,}n$k=10.231.0.$((10 + k)):8472"; done
+  rm -rf "$store_base"
+  local tx0 start end run_pids=()
+  tx0=$(origin_tx)
+  start=$(date +%s.%N)
+  for k in $(seq 1 "$n"); do
+    local args=(serve --uri s3://bench/model --endpoint "$origin" --path-style --region us-east-1
+      --artifact-id bench --store-root "$store_base/n$k" --lock-policy BEST_EFFORT
+      --listen "10.231.0.$((10 + k)):8471")
+    if [ "$mode" = p2p ]; then
+      args+=(--distribution peer-to-peer --peer-id "n$k" --peers "$peers"
+        --peer-listen "10.231.0.$((10 + k)):8472" --piece-size "$PIECE")
+    elif $has_distribution; then
+      args+=(--distribution source-only)
+    fi
+    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
+      ip netns exec "tcb-n$k" java -Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m \
+      -jar "$jar" "${args[@]}" >"$work/$mode-$n-n$k.log" 2>&1 &
+    run_pids+=($!)
+    pids+=($!)
+  done
+  local ready=0 deadline=$(( $(date +%s) + 1800 )) phase
+  while [ "$ready" -lt "$n" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    ready=0
+    for k in $(seq 1 "$n"); do
+      phase=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" 2>/dev/null \
+        | jq -r .phase 2>/dev/null || true)
+      case "$phase" in
+        Ready) ready=$((ready + 1)) ;;
+        Failed) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
+                keep_logs=true; exit 1 ;;
+      esac
+    done
+    [ "$ready" -lt "$n" ] && sleep 0.2
+  done
+  end=$(date +%s.%N)
+  [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
+  local src=0 b
+  for k in $(seq 1 "$n"); do
+    b=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
+    src=$(( src + b ))
+  done
+  local tx1
+  tx1=$(origin_tx)
+  for p in "${run_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${run_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  result="$(echo "$end - $start" | bc -l) $src $(( tx1 - tx0 ))"
+}
+
+printf '\n%-4s %-12s %9s %9s %11s %11s %13s %13s\n' N mode seconds bound t/bound t/baseline \
+  "src/S(status)" "src/S(link)"
+for n in $nodes_list; do
+  bound=$(echo "($S * 8 / $B) + ($n - 1) * $PIECE * 8 / $B" | bc -l)
+  for r in $(seq 1 "$reps"); do
+    tb=""
+    for mode in $modes; do
+      run "$mode" "$n"
+      read -r t src link <<<"$result"
+      [ "$mode" = source-only ] && tb=$t
+      printf '%-4s %-12s %9.1f %9.1f %11.2f %11s %13.3f %13.3f\n' "$n" "$mode" "$t" "$bound" \
+        "$(echo "$t / $bound" | bc -l)" \
+        "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
+        "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
+    done
+  done
+done

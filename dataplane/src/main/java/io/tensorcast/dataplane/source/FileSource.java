@@ -295,43 +295,24 @@ public final class FileSource implements ArtifactSource {
   }
 
   /** Bytes [offset, offset + length) of a channel, read positionally; closes the channel. */
-  private static final class FileRangeInputStream extends InputStream {
+  private static final class FileRangeInputStream extends RangeInputStream {
     private final FileChannel channel;
     private long position;
-    private long remaining;
 
     FileRangeInputStream(FileChannel channel, long offset, long length) {
+      super(length);
       this.channel = channel;
       this.position = offset;
-      this.remaining = length;
     }
 
     @Override
-    public int read() throws IOException {
-      byte[] one = new byte[1];
-      int n = read(one, 0, 1);
-      return n < 0 ? -1 : one[0] & 0xff;
-    }
-
-    @Override
-    public int read(byte[] b, int off, int len) throws IOException {
-      Objects.checkFromIndexSize(off, len, b.length);
-      if (remaining == 0) {
-        return -1;
+    protected int readBody(byte[] b, int off, int len) throws IOException {
+      // -1 when the file shrank under us: the stream ends early; the reader resumes and the open
+      // then reports ObjectChanged.
+      int n = channel.read(ByteBuffer.wrap(b, off, len), position);
+      if (n > 0) {
+        position += n;
       }
-      if (len == 0) {
-        return 0;
-      }
-      int want = (int) Math.min(len, remaining);
-      int n = channel.read(ByteBuffer.wrap(b, off, want), position);
-      if (n < 0) {
-        // The file shrank under us: end the stream early; the reader resumes and the open
-        // then reports ObjectChanged.
-        remaining = 0;
-        return -1;
-      }
-      position += n;
-      remaining -= n;
       return n;
     }
 

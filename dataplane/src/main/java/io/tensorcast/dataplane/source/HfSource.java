@@ -836,41 +836,26 @@ public final class HfSource implements ArtifactSource {
    * gets no byte within the read timeout closes the body and fails with an {@link IOException}, so
    * the reader resumes instead of waiting forever.
    */
-  private static final class RangeStream extends InputStream {
+  private static final class RangeStream extends RangeInputStream {
     private final InputStream in;
     private final Duration readTimeout;
     private final String where;
-    private long remaining;
     private volatile boolean timedOut;
 
     RangeStream(InputStream in, long length, Duration readTimeout, String where) {
+      super(length);
       this.in = in;
-      this.remaining = length;
       this.readTimeout = readTimeout;
       this.where = where;
     }
 
     @Override
-    public int read() throws IOException {
-      byte[] one = new byte[1];
-      int n = read(one, 0, 1);
-      return n < 0 ? -1 : one[0] & 0xff;
-    }
-
-    @Override
-    public int read(byte[] b, int off, int len) throws IOException {
-      Objects.checkFromIndexSize(off, len, b.length);
-      if (remaining == 0) {
-        return -1;
-      }
-      if (len == 0) {
-        return 0;
-      }
+    protected int readBody(byte[] b, int off, int len) throws IOException {
       ScheduledFuture<?> watchdog =
           WATCHDOG.schedule(this::expire, readTimeout.toMillis(), TimeUnit.MILLISECONDS);
       int n;
       try {
-        n = in.read(b, off, (int) Math.min(len, remaining));
+        n = in.read(b, off, len);
       } catch (IOException e) {
         throw timedOut ? timeout(e) : e;
       } finally {
@@ -878,9 +863,6 @@ public final class HfSource implements ArtifactSource {
       }
       if (timedOut) {
         throw timeout(null);
-      }
-      if (n > 0) {
-        remaining -= n;
       }
       return n;
     }

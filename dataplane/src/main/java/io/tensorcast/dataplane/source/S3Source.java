@@ -456,46 +456,26 @@ public final class S3Source implements ArtifactSource {
    * {@link IOException} so the reader resumes; closing early aborts the connection instead of
    * draining the rest of the body.
    */
-  private static final class RangeStream extends InputStream {
+  private static final class RangeStream extends RangeInputStream {
     private final ResponseInputStream<GetObjectResponse> in;
-    private long remaining;
 
     RangeStream(ResponseInputStream<GetObjectResponse> in, long length) {
+      super(length);
       this.in = in;
-      this.remaining = length;
     }
 
     @Override
-    public int read() throws IOException {
-      byte[] one = new byte[1];
-      int n = read(one, 0, 1);
-      return n < 0 ? -1 : one[0] & 0xff;
-    }
-
-    @Override
-    public int read(byte[] b, int off, int len) throws IOException {
-      java.util.Objects.checkFromIndexSize(off, len, b.length);
-      if (remaining == 0) {
-        return -1;
-      }
-      if (len == 0) {
-        return 0;
-      }
-      int n;
+    protected int readBody(byte[] b, int off, int len) throws IOException {
       try {
-        n = in.read(b, off, (int) Math.min(len, remaining));
+        return in.read(b, off, len);
       } catch (RuntimeException e) {
         throw new IOException("reading the response body failed: " + e.getMessage(), e);
       }
-      if (n > 0) {
-        remaining -= n;
-      }
-      return n;
     }
 
     @Override
     public void close() {
-      if (remaining > 0) {
+      if (remaining() > 0) {
         in.abort();
       }
       closeQuietly(in);

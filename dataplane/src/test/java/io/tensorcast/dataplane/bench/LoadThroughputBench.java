@@ -1,13 +1,19 @@
 package io.tensorcast.dataplane.bench;
 
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import static io.tensorcast.dataplane.bench.BenchSupport.check;
+import static io.tensorcast.dataplane.bench.BenchSupport.deleteTree;
+import static io.tensorcast.dataplane.bench.BenchSupport.load;
+import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
+import static io.tensorcast.dataplane.bench.BenchSupport.log;
+import static io.tensorcast.dataplane.bench.BenchSupport.machine;
+import static io.tensorcast.dataplane.bench.BenchSupport.s3Client;
+import static io.tensorcast.dataplane.bench.BenchSupport.sha256;
+
+import io.tensorcast.dataplane.bench.BenchSupport.LoaderRun;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
 import io.tensorcast.dataplane.load.ArtifactLoader;
-import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.Sources;
@@ -18,7 +24,6 @@ import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
@@ -34,19 +39,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseInputStream;
-import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
-import software.amazon.awssdk.http.apache.ApacheHttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 
@@ -151,7 +144,7 @@ public final class LoadThroughputBench {
       LoaderRun atBestRun = null;
       boolean mayLock = MemoryLockSupport.facts().allows(total + (64L << 20));
       LockPolicy policy = mayLock ? LockPolicy.REQUIRED : LockPolicy.BEST_EFFORT;
-      try (S3Client client = client(s3);
+      try (S3Client client = s3Client(s3);
           PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy)) {
         log("warm-up: one parallel pass (8 x 8 MiB), not measured");
         parallelRangedGets(client, sizes, 8, 8 << 20, null);
@@ -258,29 +251,7 @@ public final class LoadThroughputBench {
     return HexFormat.of().formatHex(md.digest());
   }
 
-  private static MessageDigest sha256() {
-    try {
-      return MessageDigest.getInstance("SHA-256");
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
   // ------------------------------------------------------------------ (a) and (b)
-
-  private static S3Client client(S3MockServer s3) {
-    return S3Client.builder()
-        .httpClient(ApacheHttpClient.builder().maxConnections(64).build())
-        .endpointOverride(s3.endpoint())
-        .region(Region.of(S3MockServer.REGION))
-        .forcePathStyle(true)
-        .credentialsProvider(
-            StaticCredentialsProvider.create(
-                AwsBasicCredentials.create(S3MockServer.ACCESS_KEY, S3MockServer.SECRET_KEY)))
-        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-        .build();
-  }
 
   private static Pass sequential(S3Client client, Map<String, Long> sizes) throws IOException {
     byte[] buf = new byte[1 << 20];
@@ -300,10 +271,7 @@ public final class LoadThroughputBench {
     return new Pass("a", "1 stream, whole objects", bytes, System.nanoTime() - start);
   }
 
-  /**
-   * Every range of every file, {@code concurrency} at a time, into per-worker direct buffers, or
-   * into the mappings of {@code stored} when given.
-   */
+  /** {@link BenchSupport#parallelRangedGets} with S3 ranged GETs, as a {@link Pass}. */
   private static Pass parallelRangedGets(
       S3Client client,
       Map<String, Long> sizes,
@@ -311,148 +279,36 @@ public final class LoadThroughputBench {
       int rangeSize,
       StoredArtifact stored)
       throws Exception {
-    List<Object[]> ranges = new ArrayList<>();
-    for (Map.Entry<String, Long> e : sizes.entrySet()) {
-      for (long off = 0; off < e.getValue(); off += rangeSize) {
-        ranges.add(new Object[] {e.getKey(), off, Math.min(rangeSize, e.getValue() - off)});
-      }
-    }
-    AtomicInteger next = new AtomicInteger();
-    AtomicLong bytes = new AtomicLong();
-    ExecutorService pool = Executors.newFixedThreadPool(concurrency);
-    long start = System.nanoTime();
-    try {
-      List<Future<?>> workers = new ArrayList<>();
-      for (int w = 0; w < concurrency; w++) {
-        workers.add(
-            pool.submit(
-                () -> {
-                  ByteBuffer own = stored == null ? ByteBuffer.allocateDirect(rangeSize) : null;
-                  byte[] staging = new byte[256 * 1024];
-                  for (int i = next.getAndIncrement();
-                      i < ranges.size();
-                      i = next.getAndIncrement()) {
-                    String key = (String) ranges.get(i)[0];
-                    long off = (Long) ranges.get(i)[1];
-                    long len = (Long) ranges.get(i)[2];
-                    ByteBuffer target =
-                        stored == null
-                            ? own.clear().limit((int) len)
-                            : stored.writable(key, off, (int) len);
-                    try (InputStream in =
-                        client.getObject(
-                            b ->
-                                b.bucket(BUCKET)
-                                    .key(PREFIX + key)
-                                    .range("bytes=" + off + "-" + (off + len - 1)))) {
-                      for (int r = in.read(staging); r >= 0; r = in.read(staging)) {
-                        target.put(staging, 0, r);
-                      }
-                    }
-                    check(target.position(), len, key + " @" + off);
-                    bytes.addAndGet(target.position());
-                  }
-                  return null;
-                }));
-      }
-      for (Future<?> f : workers) {
-        f.get();
-      }
-    } finally {
-      pool.shutdownNow();
-    }
+    long nanos =
+        BenchSupport.parallelRangedGets(
+            (key, off, len) ->
+                client.getObject(
+                    b ->
+                        b.bucket(BUCKET)
+                            .key(PREFIX + key)
+                            .range("bytes=" + off + "-" + (off + len - 1))),
+            sizes,
+            concurrency,
+            rangeSize,
+            stored);
+    long bytes = sizes.values().stream().mapToLong(Long::longValue).sum();
     return new Pass(
         stored == null ? "b" : "s",
         "c=" + concurrency + ", " + (rangeSize >> 20) + " MiB",
-        bytes.get(),
-        System.nanoTime() - start);
-  }
-
-  private static void check(long got, long expected, String what) {
-    if (got != expected) {
-      throw new IllegalStateException(what + ": received " + got + " bytes, expected " + expected);
-    }
+        bytes,
+        nanos);
   }
 
   // ------------------------------------------------------------------ (c) the loader
 
-  /** Wall time of the whole load and of its phases, as observed by polling the status. */
-  record LoaderRun(
-      String config,
-      long bytes,
-      long totalNanos,
-      long resolveNanos,
-      long loadingNanos,
-      long verifyNanos,
-      DataPlaneStatus.LockInfo lock) {
-    double mbps() {
-      return bytes / (totalNanos / 1e9) / 1e6;
-    }
-
-    double loadingMbps() {
-      return bytes / (loadingNanos / 1e9) / 1e6;
-    }
-  }
-
   private static LoaderRun loader(
       S3MockServer s3, PinnedStore store, ReadOptions read, Map<String, String> sha256)
       throws Exception {
-    String id = "bench";
     try (ArtifactSource src =
         Sources.open(
             "s3://" + BUCKET + "/" + PREFIX,
             s3.sourceOptions().maxConnections(read.concurrency()).build())) {
-      ArtifactLoader loader =
-          new ArtifactLoader(
-              src,
-              store,
-              new ArtifactLoader.Options(id, 0, read),
-              new LoadMetrics(new SimpleMeterRegistry()));
-      Map<Phase, Long> firstSeen = new LinkedHashMap<>();
-      Thread watcher =
-          new Thread(
-              () -> {
-                while (!Thread.currentThread().isInterrupted()) {
-                  firstSeen.putIfAbsent(loader.status().phase(), System.nanoTime());
-                  try {
-                    Thread.sleep(2);
-                  } catch (InterruptedException e) {
-                    return;
-                  }
-                }
-              },
-              "phase-watcher");
-      long start = System.nanoTime();
-      watcher.start();
-      DataPlaneStatus s = loader.load();
-      long end = System.nanoTime();
-      watcher.interrupt();
-      watcher.join();
-      for (DataPlaneStatus.FileStatus f : s.fileStatuses()) {
-        if (!f.sha256().equals(sha256.get(f.path()))) {
-          throw new IllegalStateException(
-              f.path()
-                  + ": the store holds sha256 "
-                  + f.sha256()
-                  + ", generated "
-                  + sha256.get(f.path()));
-        }
-      }
-      if (s.fileStatuses().size() != sha256.size()) {
-        throw new IllegalStateException("loaded " + s.fileStatuses().size() + " files");
-      }
-      long loading = firstSeen.getOrDefault(Phase.Loading, start);
-      long verifying = firstSeen.getOrDefault(Phase.Verifying, end);
-      LoaderRun run =
-          new LoaderRun(
-              "c=" + read.concurrency() + ", " + (read.rangeSize() >> 20) + " MiB",
-              s.bytesTotal(),
-              end - start,
-              loading - start,
-              verifying - loading,
-              end - verifying,
-              s.lock());
-      store.unload(id);
+      LoaderRun run = load(src, store, read, sha256);
       log(
           "(c) loader %s: %.0f MB/s end to end (resolve+allocate %.2f s, data %.2f s = %.0f MB/s,"
               + " verify %.2f s); %s",
@@ -462,7 +318,7 @@ public final class LoadThroughputBench {
           run.loadingNanos() / 1e9,
           run.loadingMbps(),
           run.verifyNanos() / 1e9,
-          s.lock().reason());
+          run.lock().reason());
       return run;
     }
   }
@@ -612,52 +468,5 @@ public final class LoadThroughputBench {
             totalSeconds,
             seedSeconds));
     System.out.print(out);
-  }
-
-  private static String machine() throws IOException {
-    String cpu = "unknown CPU";
-    for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-      if (line.startsWith("model name")) {
-        cpu = line.substring(line.indexOf(':') + 1).strip();
-        break;
-      }
-    }
-    long memKb = 0;
-    for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-      if (line.startsWith("MemTotal:")) {
-        memKb = Long.parseLong(line.replaceAll("\\D", ""));
-      }
-    }
-    return String.format(
-        Locale.ROOT,
-        "%d CPUs (%s), %.1f GiB RAM, Linux %s, Java %s",
-        Runtime.getRuntime().availableProcessors(),
-        cpu,
-        memKb / 1024.0 / 1024.0,
-        System.getProperty("os.version"),
-        System.getProperty("java.runtime.version"));
-  }
-
-  private static String loadAverage() {
-    try {
-      return Files.readString(Path.of("/proc/loadavg")).strip();
-    } catch (IOException e) {
-      return "unknown";
-    }
-  }
-
-  private static void log(String format, Object... args) {
-    System.out.printf(Locale.ROOT, "[bench] " + format + "%n", args);
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 }

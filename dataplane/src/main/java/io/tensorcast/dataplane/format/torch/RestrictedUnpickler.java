@@ -94,6 +94,8 @@ final class RestrictedUnpickler {
           "torch.QUInt2x4Storage");
 
   private final String file;
+  private final String label;
+  private final long base;
   private final ByteSource src;
   private final long end;
   private final TorchLimits limits;
@@ -102,6 +104,7 @@ final class RestrictedUnpickler {
   private long bufStart;
   private int bufLen;
   private long pos;
+  private long opAt;
 
   private final ArrayList<Object> stack = new ArrayList<>();
   private final ArrayList<Integer> marks = new ArrayList<>();
@@ -110,15 +113,19 @@ final class RestrictedUnpickler {
   /**
    * @param start offset of the pickle's first byte in {@code src}
    * @param end offset after which no pickle byte may be read (end of record or file)
+   * @param label names the pickle in errors, e.g. {@code data.pkl}
    */
   RestrictedUnpickler(
       String file,
+      String label,
       ByteSource src,
       long start,
       long end,
       TorchLimits limits,
       PersistentLoader persistent) {
     this.file = file;
+    this.label = label;
+    this.base = start;
     this.src = src;
     this.pos = start;
     this.bufStart = start;
@@ -144,12 +151,13 @@ final class RestrictedUnpickler {
     memo.clear();
     while (true) {
       long at = pos;
+      opAt = at;
       int op = u8();
       switch (op) {
         case 0x80 -> { // PROTO
           int proto = u8();
           if (proto > 5) {
-            throw bad("pickle protocol " + proto + " at offset " + at + " (torch writes 2-5)");
+            throw bad("pickle protocol " + proto + " at " + where(at) + " (torch writes 2-5)");
           }
         }
         case 0x95 -> skip(8); // FRAME: framing is only a hint
@@ -274,8 +282,8 @@ final class RestrictedUnpickler {
                 UNSUPPORTED_OPCODE,
                 "pickle opcode "
                     + opName(op)
-                    + " at offset "
-                    + at
+                    + " at "
+                    + where(at)
                     + " is not among those torch.save writes (weights_only reader)");
       }
     }
@@ -696,7 +704,7 @@ final class RestrictedUnpickler {
   private Object pop() throws TorchFormatException {
     int floor = marks.isEmpty() ? 0 : marks.get(marks.size() - 1);
     if (stack.size() <= floor) {
-      throw bad("stack underflow at offset " + (pos - 1));
+      throw bad("stack underflow at " + where(pos - 1));
     }
     return stack.remove(stack.size() - 1);
   }
@@ -704,7 +712,7 @@ final class RestrictedUnpickler {
   private Object peek() throws TorchFormatException {
     int floor = marks.isEmpty() ? 0 : marks.get(marks.size() - 1);
     if (stack.size() <= floor) {
-      throw bad("stack underflow at offset " + (pos - 1));
+      throw bad("stack underflow at " + where(pos - 1));
     }
     return stack.get(stack.size() - 1);
   }
@@ -719,7 +727,7 @@ final class RestrictedUnpickler {
 
   private List<Object> popMark() throws TorchFormatException {
     if (marks.isEmpty()) {
-      throw bad("no MARK on the stack at offset " + (pos - 1));
+      throw bad("no MARK on the stack at " + where(pos - 1));
     }
     int m = marks.remove(marks.size() - 1);
     List<Object> items = new ArrayList<>(stack.subList(m, stack.size()));
@@ -746,7 +754,7 @@ final class RestrictedUnpickler {
 
   private int u8() throws TorchFormatException, IOException {
     if (pos >= end) {
-      throw bad("pickle ends at offset " + pos + " before its STOP opcode");
+      throw bad("pickle ends at " + where(pos) + " before its STOP opcode");
     }
     if (pos < bufStart || pos >= bufStart + bufLen) {
       bufStart = pos;
@@ -795,8 +803,8 @@ final class RestrictedUnpickler {
           file,
           LIMIT_EXCEEDED,
           op
-              + " at offset "
-              + pos
+              + " at "
+              + where(opAt)
               + " claims "
               + Long.toUnsignedString(n)
               + " bytes; "
@@ -826,7 +834,7 @@ final class RestrictedUnpickler {
           .decode(ByteBuffer.wrap(b))
           .toString();
     } catch (CharacterCodingException e) {
-      throw bad("string at offset " + (pos - n) + " is not valid UTF-8");
+      throw bad("string at " + where(pos - n) + " is not valid UTF-8");
     }
   }
 
@@ -862,6 +870,11 @@ final class RestrictedUnpickler {
       }
       sb.append((char) c);
     }
+  }
+
+  /** {@code data.pkl byte 17}: a position relative to the pickle's first byte. */
+  private String where(long at) {
+    return label + " byte " + (at - base);
   }
 
   private TorchFormatException bad(String detail) {

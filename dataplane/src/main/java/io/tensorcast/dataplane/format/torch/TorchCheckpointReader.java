@@ -344,7 +344,9 @@ public final class TorchCheckpointReader {
             return s;
           };
       Object raw =
-          new RestrictedUnpickler(fileName, pickleSource, start, end, limits, loader).load();
+          new RestrictedUnpickler(
+                  fileName, prefix + "/data.pkl", pickleSource, start, end, limits, loader)
+              .load();
       List<TorchTensor> tensors = new ArrayList<>();
       Object root = new TreeWalker(fileName, limits, tensors).walk(raw, "", 0);
       return new TorchCheckpoint(
@@ -415,7 +417,8 @@ public final class TorchCheckpointReader {
           throw new TorchFormatException(
               fileName, MALFORMED_PICKLE, "persistent id in a legacy header pickle");
         };
-    RestrictedUnpickler header = new RestrictedUnpickler(fileName, src, 0, size, limits, none);
+    RestrictedUnpickler header =
+        new RestrictedUnpickler(fileName, "legacy pickle", src, 0, size, limits, none);
     Object magic = header.load();
     if (!(magic instanceof BigInteger m) || !m.equals(LEGACY_MAGIC)) {
       throw new TorchFormatException(
@@ -423,7 +426,9 @@ public final class TorchCheckpointReader {
           NOT_A_CHECKPOINT,
           "legacy magic number is " + magic + ", not 0x1950a86a20f9469cfc6c");
     }
-    header = new RestrictedUnpickler(fileName, src, header.position(), size, limits, none);
+    header =
+        new RestrictedUnpickler(
+            fileName, "legacy pickle", src, header.position(), size, limits, none);
     Object protocol = header.load();
     if (!Long.valueOf(LEGACY_PROTOCOL_VERSION).equals(protocol)) {
       throw new TorchFormatException(
@@ -431,7 +436,9 @@ public final class TorchCheckpointReader {
           UNSUPPORTED_FEATURE,
           "legacy protocol version " + protocol + "; torch writes " + LEGACY_PROTOCOL_VERSION);
     }
-    header = new RestrictedUnpickler(fileName, src, header.position(), size, limits, none);
+    header =
+        new RestrictedUnpickler(
+            fileName, "legacy pickle", src, header.position(), size, limits, none);
     Object sysInfo = header.load();
     if (!(sysInfo instanceof Map<?, ?> info)) {
       throw new TorchFormatException(fileName, MALFORMED_PICKLE, "legacy sys_info is not a dict");
@@ -464,10 +471,11 @@ public final class TorchCheckpointReader {
           return new TorchStorage(l.rootKey, l.dtype, l.numel, 0, false);
         };
     RestrictedUnpickler body =
-        new RestrictedUnpickler(fileName, src, objectStart, size, limits, survey);
+        new RestrictedUnpickler(fileName, "legacy pickle", src, objectStart, size, limits, survey);
     body.load();
     RestrictedUnpickler keysPickle =
-        new RestrictedUnpickler(fileName, src, body.position(), size, limits, none);
+        new RestrictedUnpickler(
+            fileName, "legacy pickle", src, body.position(), size, limits, none);
     Object keys = keysPickle.load();
     if (!(keys instanceof List<?> keyList)) {
       throw new TorchFormatException(
@@ -571,7 +579,9 @@ public final class TorchCheckpointReader {
           }
           return view;
         };
-    Object raw = new RestrictedUnpickler(fileName, src, objectStart, size, limits, resolve).load();
+    Object raw =
+        new RestrictedUnpickler(fileName, "legacy pickle", src, objectStart, size, limits, resolve)
+            .load();
     List<TorchTensor> tensors = new ArrayList<>();
     Object root = new TreeWalker(fileName, limits, tensors).walk(raw, "", 0);
     return new TorchCheckpoint(

@@ -143,8 +143,11 @@ public final class TorchCheckpointReader {
     try {
       zip = ZipFile.builder().setSeekableByteChannel(new ByteSourceChannel(src)).get();
     } catch (IOException | RuntimeException e) {
-      throw new TorchFormatException(
-          fileName, INVALID_ARCHIVE, "unreadable zip archive: " + e.getMessage());
+      TorchFormatException f =
+          new TorchFormatException(
+              fileName, INVALID_ARCHIVE, "unreadable zip archive: " + e.getMessage());
+      f.initCause(e);
+      throw f;
     }
     try (zip) {
       List<ZipArchiveEntry> entries = Collections.list(zip.getEntries());
@@ -384,8 +387,11 @@ public final class TorchCheckpointReader {
       }
       return b;
     } catch (IOException | RuntimeException x) {
-      throw new TorchFormatException(
-          fileName, INVALID_ARCHIVE, "cannot read " + e.getName() + ": " + x.getMessage());
+      TorchFormatException f =
+          new TorchFormatException(
+              fileName, INVALID_ARCHIVE, "cannot read " + e.getName() + ": " + x.getMessage());
+      f.initCause(x);
+      throw f;
     }
   }
 

@@ -3,6 +3,8 @@ package io.tensorcast.dataplane.cli;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
+import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
+import io.tensorcast.dataplane.format.torch.TorchTensor;
 import io.tensorcast.dataplane.load.HeaderFetcher;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.source.ArtifactSource;
@@ -12,6 +14,7 @@ import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -24,7 +27,9 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "inspect",
     mixinStandardHelpOptions = true,
-    description = "List an artifact's files and safetensors tensors without loading its data.")
+    description =
+        "List an artifact's files and the tensors of its safetensors files and torch checkpoints"
+            + " (.pt/.pth/.bin, read with weights_only rules) without loading their data.")
 final class InspectCommand implements Callable<Integer> {
   @Mixin SourceArgs source;
 
@@ -32,6 +37,30 @@ final class InspectCommand implements Callable<Integer> {
   boolean tensors;
 
   @Spec CommandSpec spec;
+
+  private void printTorch(PrintWriter out, SourceFile f, TorchCheckpoint c) {
+    Map<String, Integer> dtypes = new TreeMap<>();
+    for (TorchTensor t : c.tensors()) {
+      dtypes.merge(t.dtype().torchName(), 1, Integer::sum);
+    }
+    out.printf(
+        "  %-50s %12s  %d tensors  %s  (torch %s)%n",
+        f.path(),
+        Quantities.human(f.size()),
+        c.tensors().size(),
+        dtypes,
+        c.format().name().toLowerCase(java.util.Locale.ROOT));
+    if (tensors) {
+      for (TorchTensor t : c.tensors()) {
+        out.printf(
+            "      %-60s %-8s %-20s %12d%n",
+            t.name(),
+            t.safetensorsDtype().map(Enum::name).orElse(t.dtype().torchName()),
+            Arrays.toString(t.shape()),
+            t.byteLength());
+      }
+    }
+  }
 
   @Override
   public Integer call() {
@@ -44,6 +73,15 @@ final class InspectCommand implements Callable<Integer> {
       out.printf("%s%n", src.describe());
       for (SourceFile f : files) {
         total += f.size();
+        if (HeaderFetcher.isTorchPath(f.path())) {
+          Optional<TorchCheckpoint> c =
+              HeaderFetcher.fetchTorch(src, f, source.readOptions().maxAttempts(), () -> {});
+          if (c.isPresent()) {
+            tensorCount += c.get().tensors().size();
+            printTorch(out, f, c.get());
+            continue;
+          }
+        }
         if (!f.path().endsWith(".safetensors")) {
           out.printf("  %-50s %12s%n", f.path(), Quantities.human(f.size()));
           continue;

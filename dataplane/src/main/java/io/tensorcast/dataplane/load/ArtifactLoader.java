@@ -4,6 +4,8 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.torch.ByteSource;
+import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -23,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -32,9 +35,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
- * safetensors headers) → admit (size against the limit and the store's budget, before any byte is
- * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
- * digests of the bytes in the store) → Ready.
+ * safetensors headers and torch checkpoint structures) → admit (size against the limit and the
+ * store's budget, before any byte is read) → load (parallel ranged reads straight into the store's
+ * mappings) → verify (structure and digests of the bytes in the store) → Ready.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
@@ -103,7 +106,13 @@ public final class ArtifactLoader {
       StoredArtifact kept = completeCopy(files);
       Map<String, SafetensorsHeader> headers =
           kept != null ? headersInStore(kept, files) : readHeaders(files);
-      state.resolved(files, headers, source.resolvedRevision().orElseGet(() -> revisionOf(files)));
+      Map<String, TorchCheckpoint> checkpoints =
+          kept != null ? checkpointsInStore(kept, files) : readCheckpoints(files);
+      state.resolved(
+          files,
+          headers,
+          checkpoints.values().stream().mapToLong(c -> c.tensors().size()).sum(),
+          source.resolvedRevision().orElseGet(() -> revisionOf(files)));
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
@@ -139,7 +148,7 @@ public final class ArtifactLoader {
           });
 
       state.phase(Phase.Verifying);
-      verifyAll(stored, files, headers);
+      verifyAll(stored, files, headers, checkpoints);
       state.ready(Instant.now());
       log.info(
           "artifact {} ready: {} files, {} bytes in {}",
@@ -232,6 +241,84 @@ public final class ArtifactLoader {
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  /**
+   * Reads and validates every torch checkpoint's structure ({@code .pt}, {@code .pth}, {@code
+   * .bin}) with ranged reads of its zip directory, local headers and pickle; a checkpoint whose
+   * pickle needs code is refused ({@code InvalidTorchCheckpoint}).
+   */
+  private Map<String, TorchCheckpoint> readCheckpoints(List<SourceFile> files) throws LoadFailure {
+    List<SourceFile> pt = files.stream().filter(f -> HeaderFetcher.isTorchPath(f.path())).toList();
+    Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
+    if (pt.isEmpty()) {
+      return out;
+    }
+    int threads = Math.max(1, Math.min(options.read().concurrency(), pt.size()));
+    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
+    try {
+      List<Future<Optional<TorchCheckpoint>>> futures = new ArrayList<>();
+      for (SourceFile f : pt) {
+        futures.add(
+            pool.submit(
+                () ->
+                    HeaderFetcher.fetchTorch(
+                        source, f, options.read().maxAttempts(), state::retried)));
+      }
+      for (int i = 0; i < pt.size(); i++) {
+        Optional<TorchCheckpoint> c = futures.get(i).get();
+        if (c.isPresent()) {
+          out.put(pt.get(i).path(), c.get());
+        }
+      }
+      return out;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof LoadFailure f) {
+        throw f;
+      }
+      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while reading headers", e);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  /** The torch checkpoints of a complete copy, read and validated from the store's bytes. */
+  private static Map<String, TorchCheckpoint> checkpointsInStore(
+      StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
+    Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
+    for (SourceFile f : files) {
+      if (HeaderFetcher.isTorchPath(f.path())) {
+        Optional<TorchCheckpoint> c = checkpointInStore(stored, f);
+        if (c.isPresent()) {
+          out.put(f.path(), c.get());
+        }
+      }
+    }
+    return out;
+  }
+
+  private static Optional<TorchCheckpoint> checkpointInStore(StoredArtifact stored, SourceFile f)
+      throws LoadFailure {
+    return HeaderFetcher.readTorch(
+        f,
+        new ByteSource() {
+          @Override
+          public long size() {
+            return f.size();
+          }
+
+          @Override
+          public void read(long offset, ByteBuffer dst) throws java.io.EOFException {
+            if (offset < 0 || offset + dst.remaining() > f.size()) {
+              throw new java.io.EOFException(
+                  f.path() + ": range " + offset + "+" + dst.remaining() + " outside the file");
+            }
+            stored.read(f.path(), offset, dst);
+          }
+        });
   }
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
@@ -337,12 +424,15 @@ public final class ArtifactLoader {
    * most as many threads as there are processors. Reports the first failure in file order.
    */
   private void verifyAll(
-      StoredArtifact stored, List<SourceFile> files, Map<String, SafetensorsHeader> headers)
+      StoredArtifact stored,
+      List<SourceFile> files,
+      Map<String, SafetensorsHeader> headers,
+      Map<String, TorchCheckpoint> checkpoints)
       throws LoadFailure {
     int threads = Math.min(files.size(), Runtime.getRuntime().availableProcessors());
     if (threads <= 1) {
       for (SourceFile file : files) {
-        verify(stored, file, headers.get(file.path()));
+        verify(stored, file, headers.get(file.path()), checkpoints.get(file.path()));
       }
       return;
     }
@@ -354,7 +444,7 @@ public final class ArtifactLoader {
         futures.add(
             pool.submit(
                 () -> {
-                  verify(stored, file, headers.get(file.path()));
+                  verify(stored, file, headers.get(file.path()), checkpoints.get(file.path()));
                   return null;
                 }));
       }
@@ -402,8 +492,19 @@ public final class ArtifactLoader {
    * validated before loading (so the structure check applies to the bytes consumers will read), and
    * the SHA-256 must equal the source's when it gives one.
    */
-  private void verify(StoredArtifact stored, SourceFile file, SafetensorsHeader header)
+  private void verify(
+      StoredArtifact stored, SourceFile file, SafetensorsHeader header, TorchCheckpoint checkpoint)
       throws LoadFailure {
+    if (checkpoint != null) {
+      Optional<TorchCheckpoint> again = checkpointInStore(stored, file);
+      if (again.isEmpty() || !again.get().equals(checkpoint)) {
+        throw new LoadFailure(
+            "ObjectChanged",
+            file.path()
+                + ": the torch checkpoint in the loaded bytes differs from the one read before"
+                + " loading; the object changed during the load, resolve the artifact again");
+      }
+    }
     if (header != null) {
       SafetensorsHeader again = headerInStore(stored, file);
       if (!again.equals(header)) {

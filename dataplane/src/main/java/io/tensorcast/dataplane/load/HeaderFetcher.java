@@ -2,11 +2,19 @@ package io.tensorcast.dataplane.load;
 
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.torch.ByteSource;
+import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
+import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
+import io.tensorcast.dataplane.format.torch.TorchFormatException;
+import io.tensorcast.dataplane.format.torch.TorchLimits;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.Locale;
+import java.util.Optional;
 
 /**
  * Reads a safetensors file's header from a source without reading its data: one ranged read of the
@@ -37,6 +45,85 @@ public final class HeaderFetcher {
       return SafetensorsHeader.parse(f.path(), f.size(), json);
     } catch (SafetensorsFormatException e) {
       throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Whether {@code path} names a file validated as a torch checkpoint: {@code .pt} and {@code .pth}
+   * always, {@code .bin} when its first bytes are a torch container's (a {@code .bin} may be any
+   * binary, e.g. a tokenizer or GGML file, which is loaded unvalidated like other files).
+   */
+  public static boolean isTorchPath(String path) {
+    String p = path.toLowerCase(Locale.ROOT);
+    return p.endsWith(".pt") || p.endsWith(".pth") || p.endsWith(".bin");
+  }
+
+  /**
+   * Reads and validates a torch checkpoint's structure (zip directory, local headers, pickle) from
+   * a source with ranged reads, without reading its storages; refuses pickles that need code (see
+   * {@link TorchCheckpointReader}).
+   *
+   * @return the checkpoint, or empty for a {@code .bin} that is not a torch container
+   * @throws LoadFailure {@code InvalidTorchCheckpoint} naming the file, the rule and the refused
+   *     global, or the source's reason
+   */
+  public static Optional<TorchCheckpoint> fetchTorch(
+      ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry) throws LoadFailure {
+    return readTorch(
+        f,
+        new ByteSource() {
+          @Override
+          public long size() {
+            return f.size();
+          }
+
+          @Override
+          public void read(long offset, ByteBuffer dst) throws IOException {
+            try {
+              dst.put(HeaderFetcher.read(source, f, offset, dst.remaining(), maxAttempts, onRetry));
+            } catch (LoadFailure e) {
+              throw new SourceReadFailed(e);
+            }
+          }
+        });
+  }
+
+  /**
+   * Reads a torch checkpoint's structure from {@code bytes} (e.g. the file's copy in the store).
+   *
+   * @see #fetchTorch
+   */
+  public static Optional<TorchCheckpoint> readTorch(SourceFile f, ByteSource bytes)
+      throws LoadFailure {
+    try {
+      if (f.path().toLowerCase(Locale.ROOT).endsWith(".bin")
+          && !TorchCheckpointReader.looksLikeCheckpoint(
+              bytes.read(0, (int) Math.min(16, f.size())))) {
+        return Optional.empty();
+      }
+      return Optional.of(TorchCheckpointReader.read(f.path(), bytes, TorchLimits.DEFAULT));
+    } catch (TorchFormatException e) {
+      for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+        if (c instanceof SourceReadFailed s) {
+          throw s.failure; // the source failed under the zip library, not the format
+        }
+      }
+      throw new LoadFailure("InvalidTorchCheckpoint", e.getMessage(), e);
+    } catch (SourceReadFailed e) {
+      throw e.failure;
+    } catch (IOException e) {
+      throw new LoadFailure("SourceUnavailable", f.path() + ": " + e, e);
+    }
+  }
+
+  /** Carries a {@link LoadFailure} through the {@link ByteSource} interface. */
+  private static final class SourceReadFailed extends IOException {
+    private static final long serialVersionUID = 1L;
+    private final transient LoadFailure failure;
+
+    SourceReadFailed(LoadFailure failure) {
+      super(failure.getMessage(), failure);
+      this.failure = failure;
     }
   }
 

@@ -50,7 +50,10 @@ final class LoadState implements ReadProgressListener {
   }
 
   synchronized void resolved(
-      List<SourceFile> list, Map<String, SafetensorsHeader> headers, String revision) {
+      List<SourceFile> list,
+      Map<String, SafetensorsHeader> headers,
+      long torchTensors,
+      String revision) {
     this.revision = revision;
     long total = 0;
     for (SourceFile f : list) {
@@ -58,7 +61,8 @@ final class LoadState implements ReadProgressListener {
       total += f.size();
     }
     this.bytesTotal = total;
-    this.tensors = headers.values().stream().mapToLong(h -> h.tensors().size()).sum();
+    this.tensors =
+        headers.values().stream().mapToLong(h -> h.tensors().size()).sum() + torchTensors;
   }
 
   synchronized void locked(LockStatus s, String dir) {

@@ -33,6 +33,8 @@ class LoadAndInspectIT {
   private static final String BROKEN_FILE =
       "safetensors-cpp__safetensors_abuse_attempt_1.safetensors";
 
+  private static final String TORCH_FILE = "burn__pytorch-tests_complex_nested.pt";
+
   private static S3MockServer s3;
   private static Path corpus;
   private static final Map<String, Path> files = new TreeMap<>();
@@ -61,6 +63,7 @@ class LoadAndInspectIT {
         tensors += SafetensorsHeader.read(e.getValue()).tensors().size();
       }
     }
+    s3.putFile(BUCKET, "torch/" + TORCH_FILE, corpus.resolve("torch/" + TORCH_FILE));
     // The CLI takes credentials from the SDK's default chain, which starts with these properties.
     for (String key : List.of("aws.accessKeyId", "aws.secretAccessKey")) {
       saved.put(key, System.getProperty(key));
@@ -209,6 +212,44 @@ class LoadAndInspectIT {
                 + Quantities.human(totalBytes)
                 + " ("
                 + totalBytes
+                + " bytes)\n");
+  }
+
+  @Test
+  void inspectListsTheTensorsOfATorchCheckpoint() throws Exception {
+    Run r =
+        run(
+            "inspect",
+            "s3://" + BUCKET + "/torch/",
+            "--tensors",
+            "--endpoint",
+            s3.endpoint().toString(),
+            "--path-style",
+            "--region",
+            S3MockServer.REGION);
+    assertThat(r.exitCode()).as(r.err()).isZero();
+    var c =
+        io.tensorcast.dataplane.format.torch.TorchCheckpointReader.read(
+            corpus.resolve("torch/" + TORCH_FILE));
+    assertThat(r.out()).contains(TORCH_FILE).contains(c.tensors().size() + " tensors");
+    for (var t : c.tensors()) {
+      assertThat(r.out())
+          .containsPattern(
+              "\\n +"
+                  + java.util.regex.Pattern.quote(t.name())
+                  + " +"
+                  + t.safetensorsDtype().orElseThrow()
+                  + " +"
+                  + java.util.regex.Pattern.quote(java.util.Arrays.toString(t.shape())));
+    }
+    assertThat(r.out())
+        .endsWith(
+            "1 files, "
+                + c.tensors().size()
+                + " tensors, "
+                + Quantities.human(Files.size(corpus.resolve("torch/" + TORCH_FILE)))
+                + " ("
+                + Files.size(corpus.resolve("torch/" + TORCH_FILE))
                 + " bytes)\n");
   }
 

@@ -10,6 +10,9 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.torch.ByteSource;
+import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
+import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -19,6 +22,7 @@ import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.RecoveryAction;
+import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.testing.Corpus;
 import io.tensorcast.dataplane.testing.FaultInjectingProxy;
 import io.tensorcast.dataplane.testing.FaultInjectingProxy.RecordedRequest;
@@ -79,6 +83,15 @@ class ArtifactLoaderIT {
   private static long modelTensors;
   private static final Map<String, String> modelSha256 = new TreeMap<>();
 
+  private static final String TORCH = "torch-model/";
+  private static final String TORCH_NEEDS_CODE = "torch-needs-code/";
+  private static final List<String> TORCH_FILES =
+      List.of(
+          "torch/torchtune__tiny_llama2_checkpoint.pt",
+          "torch/burn__legacy_uncloned_views.pt",
+          "torch/generated-by-torch-1.13/torch113_training_checkpoint.pt");
+  private static final String TORCH_MODULE = "torch/burn__import_data_mnist_full_module.pt";
+
   private Path root;
   private FaultInjectingProxy proxy;
   private final List<AutoCloseable> toClose = new ArrayList<>();
@@ -110,6 +123,14 @@ class ArtifactLoaderIT {
         modelTensors += SafetensorsHeader.read(e.getValue()).tensors().size();
       }
     }
+    // Torch checkpoints: zip (prefix differs from the name), legacy, floats in the pickle; and one
+    // whose pickle needs code (a whole nn.Module of class __main__.Net).
+    for (String t : TORCH_FILES) {
+      s3.putFile(BUCKET, TORCH + t, corpus.resolve(t));
+    }
+    s3.putFile(BUCKET, TORCH + "config.json", corpus.resolve(CONFIG));
+    s3.putFile(BUCKET, TORCH_NEEDS_CODE + TORCH_MODULE, corpus.resolve(TORCH_MODULE));
+    s3.putFile(BUCKET, TORCH_NEEDS_CODE + "config.json", corpus.resolve(CONFIG));
     // A small artifact with the corpus's broken file among good ones.
     s3.putFile(BUCKET, WITH_BROKEN + BROKEN, corpus.resolve(BROKEN));
     s3.putFile(BUCKET, WITH_BROKEN + MNIST, corpus.resolve(MNIST));
@@ -292,6 +313,65 @@ class ArtifactLoaderIT {
     assertThat(loader.status().bytesTotal()).isEqualTo(modelBytes);
     assertStoreEmpty();
     assertOnlyHeadersWereRead(MODEL, model);
+  }
+
+  @Test
+  void torchCheckpointsAreValidatedAndTheirTensorsServedFromTheStore() throws Exception {
+    PinnedStore store = store(BUDGET);
+    ArtifactLoader loader = loader(source(TORCH, proxy), store, "torch", 0, FAST, null);
+
+    DataPlaneStatus s = loader.load();
+
+    assertThat(s.phase()).isEqualTo(Phase.Ready);
+    long expectedTensors = 0;
+    for (String t : TORCH_FILES) {
+      expectedTensors += TorchCheckpointReader.read(corpus.resolve(t)).tensors().size();
+    }
+    assertThat(s.tensors()).isEqualTo(expectedTensors).isGreaterThan(20);
+    StoredArtifact stored = store.get("torch").orElseThrow();
+    for (String t : TORCH_FILES) {
+      TorchCheckpoint fromFile = TorchCheckpointReader.read(corpus.resolve(t));
+      long size = Files.size(corpus.resolve(t));
+      ByteSource inStore =
+          new ByteSource() {
+            @Override
+            public long size() {
+              return size;
+            }
+
+            @Override
+            public void read(long offset, java.nio.ByteBuffer dst) {
+              stored.read(t, offset, dst);
+            }
+          };
+      TorchCheckpoint fromStore =
+          TorchCheckpointReader.read(
+              t, inStore, io.tensorcast.dataplane.format.torch.TorchLimits.DEFAULT);
+      assertThat(fromStore.tensors()).hasSameSizeAs(fromFile.tensors());
+      try (ByteSource.FileByteSource file = ByteSource.open(corpus.resolve(t))) {
+        for (int i = 0; i < fromFile.tensors().size(); i++) {
+          assertThat(fromStore.tensors().get(i).contiguousBytes(inStore))
+              .as(t + " " + fromFile.tensors().get(i).name())
+              .isEqualTo(fromFile.tensors().get(i).contiguousBytes(file));
+        }
+      }
+    }
+  }
+
+  @Test
+  void aTorchCheckpointWhosePickleNeedsCodeIsRefusedNamingTheGlobal() throws Exception {
+    ArtifactLoader loader =
+        loader(source(TORCH_NEEDS_CODE, proxy), store(BUDGET), "needs-code", 0, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidTorchCheckpoint"))
+        .hasMessageStartingWith(TORCH_MODULE + ": ")
+        .hasMessageContaining("global __main__.Net is not allowed")
+        .hasMessageEndingWith("[rule disallowed-global]");
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertThat(loader.status().bytesLoaded()).isZero();
+    assertStoreEmpty();
   }
 
   @Test

@@ -108,7 +108,14 @@ public final class HeaderFetcher {
           throw s.failure; // the source failed under the zip library, not the format
         }
       }
-      throw new LoadFailure("InvalidTorchCheckpoint", e.getMessage(), e);
+      String hint =
+          e.global() == null
+              ? ""
+              : "; only pickles torch.load(weights_only=True) accepts are loaded — if consumers do"
+                  + " not need this file, leave it out with spec.source.exclude (CLI --exclude) '"
+                  + f.path()
+                  + "'";
+      throw new LoadFailure("InvalidTorchCheckpoint", e.getMessage() + hint, e);
     } catch (SourceReadFailed e) {
       throw e.failure;
     } catch (IOException e) {

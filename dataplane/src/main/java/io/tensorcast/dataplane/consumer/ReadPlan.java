@@ -79,6 +79,9 @@ public record ReadPlan(String name, Dtype dtype, long[] shape, List<Segment> seg
               + " bytes");
     }
     List<Segment> out = new ArrayList<>();
+    if (count == 0) {
+      return List.of();
+    }
     long pos = 0; // body offset of the current segment
     long end = from + count;
     for (Segment s : segments) {

@@ -35,7 +35,7 @@ final class SegmentStreamer {
   private static final Logger log = LoggerFactory.getLogger(SegmentStreamer.class);
 
   /** Regions queued on the channel at most; each is a small object, not a buffer. */
-  static final int MAX_IN_FLIGHT = 4;
+  static final int MAX_IN_FLIGHT = 16;
 
   private final ChannelHandlerContext ctx;
   private final Path directory;
@@ -84,8 +84,8 @@ final class SegmentStreamer {
 
   /** Writes the head, then the body as the channel drains. */
   void start(HttpResponse head) {
-    ctx.write(head).addListener(this::completed);
     inFlight++;
+    ctx.write(head).addListener(this::completed);
     pump();
   }
 

@@ -9,7 +9,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -35,8 +34,7 @@ final class StoredTensors {
       while (json.hasRemaining() && ch.read(json, 8 + json.position()) > 0) {}
       JsonNode root = JSON.readTree(json.array());
       List<Tensor> out = new ArrayList<>();
-      for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> e = it.next();
+      for (Map.Entry<String, JsonNode> e : root.properties()) {
         if (e.getKey().equals("__metadata__")) {
           continue;
         }

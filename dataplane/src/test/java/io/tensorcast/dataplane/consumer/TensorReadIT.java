@@ -461,6 +461,86 @@ class TensorReadIT {
     }
   }
 
+  /**
+   * The seam the shard/full planner will use: a plan of many small segments from two files, out of
+   * order (nothing coalesces), is streamed in order and sliced by Range across segment boundaries.
+   */
+  @Test
+  void aPlannersSegmentsAreStreamedInOrderAndSlicedByRange() throws Exception {
+    String fa = "mnist-tinygrad__model.safetensors";
+    String fb = "candle__whisper_mel_filters.safetensors";
+    StoredTensors.Tensor a =
+        StoredTensors.read(corpus.resolve("safetensors/" + fa)).stream()
+            .max((x, y) -> Long.compare(x.length(), y.length()))
+            .orElseThrow();
+    StoredTensors.Tensor b = StoredTensors.read(corpus.resolve("safetensors/" + fb)).get(0);
+    int elements = (int) Math.min(a.length(), b.length()) / 4; // F32 elements taken from each
+    // body element 2k = element (elements-1-k) of a, body element 2k+1 = element k of b
+    List<Segment> segments = new ArrayList<>();
+    byte[] aBytes =
+        StoredTensors.bytes(corpus.resolve("safetensors/" + fa), a.fileOffset(), a.length());
+    byte[] bBytes =
+        StoredTensors.bytes(corpus.resolve("safetensors/" + fb), b.fileOffset(), b.length());
+    byte[] want = new byte[elements * 8];
+    for (int k = 0; k < elements; k++) {
+      int ea = elements - 1 - k;
+      segments.add(new Segment(fa, a.fileOffset() + 4L * ea, 4));
+      segments.add(new Segment(fb, b.fileOffset() + 4L * k, 4));
+      System.arraycopy(aBytes, 4 * ea, want, 8 * k, 4);
+      System.arraycopy(bBytes, 4 * k, want, 8 * k + 4, 4);
+    }
+    TensorReadPlanner interleaving =
+        (catalog, name, query) ->
+            new ReadPlan(name, Dtype.F32, new long[] {2L * elements}, segments);
+    Path root = Files.createDirectory(shm.resolve("segments"));
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    try (PinnedStore store = new PinnedStore(root, 64L << 20, LockPolicy.BEST_EFFORT);
+        ArtifactSource source =
+            Sources.open(
+                "file://" + corpus.resolve("safetensors"),
+                SourceOptions.builder().include(List.of("/" + fa, "/" + fb)).build())) {
+      ArtifactLoader loader =
+          new ArtifactLoader(
+              source,
+              store,
+              new ArtifactLoader.Options("segments", 0, ReadOptions.DEFAULTS),
+              new LoadMetrics(registry));
+      assertThat(loader.load().phase()).isEqualTo(Phase.Ready);
+      try (ControlServer control =
+          ControlServer.start(
+              new InetSocketAddress("127.0.0.1", 0),
+              loader::status,
+              registry,
+              null,
+              new TensorEndpoint(
+                  "segments",
+                  () -> loader.status().phase(),
+                  () -> store.get("segments"),
+                  interleaving))) {
+        String url = "http://127.0.0.1:" + control.address().getPort() + "/v1/tensors/mixed";
+        HttpResponse<byte[]> whole =
+            http.send(
+                HttpRequest.newBuilder(URI.create(url)).build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(whole.statusCode()).isEqualTo(200);
+        assertThat(segments).hasSizeGreaterThan(30_000);
+        assertThat(whole.body()).isEqualTo(want);
+        int n = want.length;
+        for (String range : List.of("bytes=2-9", "bytes=-6", "bytes=3-", "bytes=1001-70001")) {
+          HttpResponse<byte[]> r =
+              http.send(
+                  HttpRequest.newBuilder(URI.create(url)).header("Range", range).build(),
+                  HttpResponse.BodyHandlers.ofByteArray());
+          ByteRange br = ByteRange.evaluate(range, n);
+          assertThat(r.statusCode()).as(range).isEqualTo(206);
+          assertThat(r.body())
+              .as(range)
+              .isEqualTo(Arrays.copyOfRange(want, (int) br.first(), (int) br.last() + 1));
+        }
+      }
+    }
+  }
+
   @Test
   void aNameInTwoFilesIsAConflictNamingBothFiles() throws Exception {
     String a = "safetensors/safetensorsjl__model_12dtypes_torch.safetensors";

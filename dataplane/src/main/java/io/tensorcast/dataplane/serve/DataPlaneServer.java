@@ -4,6 +4,8 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.cli.Quantities;
+import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
+import io.tensorcast.dataplane.consumer.TensorEndpoint;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
@@ -17,6 +19,7 @@ import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -25,9 +28,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One data-plane pod's work, embeddable: serves the control endpoint (health, {@code /status},
- * {@code /metrics}), loads one artifact into the page-locked store on a thread of its own, and on
- * {@link #close()} stops a load in flight, unloads the artifact and frees everything it opened.
- * {@code dataplane serve} runs one and closes it from its SIGTERM hook.
+ * {@code /metrics}, consumer reads of tensors under {@code /v1/tensors}), loads one artifact into
+ * the page-locked store on a thread of its own, and on {@link #close()} stops a load in flight,
+ * unloads the artifact and frees everything it opened. {@code dataplane serve} runs one and closes
+ * it from its SIGTERM hook.
  *
  * <p>It keeps no process-global state: settings come in as {@link ServeSettings} (nothing is read
  * from the environment), and the metrics registry, event loop, source client and store belong to
@@ -54,7 +58,7 @@ public final class DataPlaneServer implements AutoCloseable {
   private final Object closeLock = new Object();
   private ControlServer server;
   private ArtifactSource source;
-  private PinnedStore store;
+  private volatile PinnedStore store;
   private Thread loading;
   private boolean closing;
 
@@ -80,7 +84,16 @@ public final class DataPlaneServer implements AutoCloseable {
   private void open() throws InterruptedException {
     ControlToken token =
         settings.controlTokenFile() == null ? null : new ControlToken(settings.controlTokenFile());
-    server = ControlServer.start(settings.listen(), this::status, registry, token);
+    TensorEndpoint tensors =
+        new TensorEndpoint(
+            settings.artifactId(),
+            () -> status().phase(),
+            () -> {
+              PinnedStore s = store;
+              return s == null ? Optional.empty() : s.get(settings.artifactId());
+            },
+            new DefaultTensorReadPlanner());
+    server = ControlServer.start(settings.listen(), this::status, registry, token, tensors);
     source = openSource();
     store = source == null ? null : openStore();
     if (store != null) {

@@ -25,11 +25,17 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
-import io.netty.handler.timeout.ReadTimeoutHandler;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.consumer.Reply;
+import io.tensorcast.dataplane.consumer.TensorEndpoint;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,14 +50,25 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /status}: {@link DataPlaneStatus} as JSON. Requires {@code Authorization: Bearer
  *       <token>} when a {@link ControlToken} is configured.
  *   <li>{@code GET /metrics}: Prometheus text exposition of the process's Micrometer registry.
+ *   <li>{@code GET /v1/tensors}, {@code GET|HEAD /v1/tensors/{name}}: consumer reads of the
+ *       artifact's tensors ({@link TensorEndpoint}), behind the same bearer token as {@code
+ *       /status}; bodies are streamed zero-copy from the store ({@link SegmentStreamer}).
  * </ul>
  *
  * <p>The endpoint is read-only: nothing on it reconfigures the pod, whose work is fixed by its
- * command line.
+ * command line. A connection idle in both directions for {@value #IDLE_SECONDS} s is closed; a body
+ * still being sent counts as activity. Pipelined requests are answered in order: while a body
+ * streams, the connection stops reading and later requests wait.
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
   private static final int MAX_REQUEST_BYTES = 16 * 1024;
+
+  /** Seconds without reads or write progress after which a connection is closed. */
+  public static final int IDLE_SECONDS = 30;
+
+  /** Requests a client may pipeline behind a streaming body before the connection is closed. */
+  private static final int MAX_QUEUED_REQUESTS = 16;
 
   private final EventLoopGroup group;
   private final Channel channel;
@@ -76,6 +93,22 @@ public final class ControlServer implements AutoCloseable {
       PrometheusMeterRegistry registry,
       ControlToken token)
       throws InterruptedException {
+    return start(address, status, registry, token, null);
+  }
+
+  /**
+   * Binds the endpoint with consumer reads of tensors.
+   *
+   * @param tensors answers {@code /v1/tensors} requests, or {@code null} to answer them 404
+   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlToken)
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlToken token,
+      TensorEndpoint tensors)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
@@ -90,10 +123,10 @@ public final class ControlServer implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel c) {
                       c.pipeline()
-                          .addLast(new ReadTimeoutHandler(30))
+                          .addLast(new IdleStateHandler(true, 0, 0, IDLE_SECONDS, TimeUnit.SECONDS))
                           .addLast(new HttpServerCodec())
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                          .addLast(new Handler(status, registry, token, json));
+                          .addLast(new Handler(status, registry, token, json, tensors));
                     }
                   })
               .bind(address)
@@ -123,20 +156,149 @@ public final class ControlServer implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final ControlToken token;
     private final ObjectMapper json;
+    private final TensorEndpoint tensors;
+    private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
+    private SegmentStreamer streaming;
 
     Handler(
         Supplier<DataPlaneStatus> status,
         PrometheusMeterRegistry registry,
         ControlToken token,
-        ObjectMapper json) {
+        ObjectMapper json,
+        TensorEndpoint tensors) {
       this.status = status;
       this.registry = registry;
       this.token = token;
       this.json = json;
+      this.tensors = tensors;
     }
 
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) throws Exception {
+      if (streaming != null) {
+        if (queued.size() >= MAX_QUEUED_REQUESTS) {
+          ctx.close();
+          return;
+        }
+        queued.add(req.retain());
+        return;
+      }
+      serve(ctx, req);
+    }
+
+    /** A body finished streaming: read again and answer what was pipelined meanwhile. */
+    private void streamDone(ChannelHandlerContext ctx) {
+      streaming = null;
+      if (!ctx.channel().isActive()) {
+        releaseQueued();
+        return;
+      }
+      ctx.channel().config().setAutoRead(true);
+      while (streaming == null && !queued.isEmpty()) {
+        FullHttpRequest next = queued.poll();
+        try {
+          serve(ctx, next);
+        } catch (Exception e) {
+          exceptionCaught(ctx, e);
+        } finally {
+          next.release();
+        }
+      }
+    }
+
+    private void releaseQueued() {
+      FullHttpRequest r;
+      while ((r = queued.poll()) != null) {
+        r.release();
+      }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+      if (streaming != null && ctx.channel().isWritable()) {
+        streaming.pump();
+      }
+      ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+      if (streaming != null) {
+        streaming.fail(new IOException("connection closed"));
+      }
+      releaseQueued();
+      ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+      if (evt instanceof IdleStateEvent) {
+        ctx.close();
+        return;
+      }
+      ctx.fireUserEventTriggered(evt);
+    }
+
+    private boolean authorized(ChannelHandlerContext ctx, FullHttpRequest req) {
+      if (token != null && !token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
+        FullHttpResponse r =
+            response(HttpResponseStatus.UNAUTHORIZED, "text/plain", "bearer token required\n");
+        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"tensorcast\"");
+        write(ctx, req, r);
+        return false;
+      }
+      return true;
+    }
+
+    private void serveTensors(ChannelHandlerContext ctx, FullHttpRequest req) {
+      if (!authorized(ctx, req)) {
+        return;
+      }
+      if (tensors == null) {
+        send(ctx, req, HttpResponseStatus.NOT_FOUND, "text/plain", "not found\n");
+        return;
+      }
+      Reply reply = tensors.answer(req);
+      if (reply.response() instanceof FullHttpResponse full) {
+        write(ctx, req, full);
+        return;
+      }
+      boolean keepAlive = HttpUtil.isKeepAlive(req);
+      SegmentStreamer s =
+          new SegmentStreamer(
+              ctx, reply.directory(), reply.body(), keepAlive, () -> streamDone(ctx));
+      try {
+        s.open();
+      } catch (IOException e) {
+        send(
+            ctx,
+            req,
+            HttpResponseStatus.SERVICE_UNAVAILABLE,
+            "application/json",
+            "{\"error\":"
+                + quote("cannot open the stored file: " + e)
+                + ",\"reason\":\"ArtifactUnloaded\"}");
+        return;
+      }
+      if (keepAlive) {
+        reply.response().headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
+      } else {
+        reply.response().headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+      }
+      streaming = s;
+      ctx.channel().config().setAutoRead(false);
+      s.start(reply.response());
+    }
+
+    private String quote(String text) {
+      try {
+        return json.writeValueAsString(text);
+      } catch (Exception e) {
+        return "\"error\"";
+      }
+    }
+
+    private void serve(ChannelHandlerContext ctx, FullHttpRequest req) throws Exception {
       if (!req.decoderResult().isSuccess()) {
         send(ctx, req, HttpResponseStatus.BAD_REQUEST, "text/plain", "bad request\n");
         return;
@@ -145,7 +307,12 @@ public final class ControlServer implements AutoCloseable {
         send(ctx, req, HttpResponseStatus.METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
         return;
       }
-      String path = new QueryStringDecoder(req.uri()).path();
+      QueryStringDecoder uri = new QueryStringDecoder(req.uri());
+      if (TensorEndpoint.handles(uri.rawPath())) {
+        serveTensors(ctx, req);
+        return;
+      }
+      String path = uri.path();
       switch (path) {
         case "/healthz" -> send(ctx, req, HttpResponseStatus.OK, "text/plain", "ok\n");
         case "/readyz" -> {
@@ -159,11 +326,7 @@ public final class ControlServer implements AutoCloseable {
               s.phase() + "\n");
         }
         case "/status" -> {
-          if (token != null && !token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
-            FullHttpResponse r =
-                response(HttpResponseStatus.UNAUTHORIZED, "text/plain", "bearer token required\n");
-            r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"tensorcast\"");
-            write(ctx, req, r);
+          if (!authorized(ctx, req)) {
             return;
           }
           send(

@@ -1,0 +1,185 @@
+package io.tensorcast.dataplane.server;
+
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.DefaultFileRegion;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.tensorcast.dataplane.consumer.Segment;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Streams one response body, the concatenation of segments of store files, to a connection without
+ * copying it through the heap: each segment is a {@link DefaultFileRegion}, which the NIO transport
+ * sends with {@code FileChannel.transferTo} ({@code sendfile(2)} on Linux) from the store's tmpfs
+ * file straight to the socket.
+ *
+ * <p>Memory per connection is bounded: at most {@link #MAX_IN_FLIGHT} regions are queued at a time,
+ * and a new one only while the channel is writable; the next is written when one completes or the
+ * channel becomes writable again ({@link #pump()}). Files are opened before the head is sent (so a
+ * file removed by an unload turns into an error reply, not a cut body) and stay open until the body
+ * is sent: an unload that deletes them meanwhile does not disturb the transfer (the open
+ * descriptors keep the tmpfs pages) and, unlike a mapping, cannot crash the process.
+ *
+ * <p>Used on the channel's event loop only.
+ */
+final class SegmentStreamer {
+  private static final Logger log = LoggerFactory.getLogger(SegmentStreamer.class);
+
+  /** Regions queued on the channel at most; each is a small object, not a buffer. */
+  static final int MAX_IN_FLIGHT = 16;
+
+  private final ChannelHandlerContext ctx;
+  private final Path directory;
+  private final List<Segment> segments;
+  private final boolean keepAlive;
+  private final Runnable onDone;
+  private final Map<String, FileChannel> files = new LinkedHashMap<>();
+  private int next;
+  private int inFlight;
+  private boolean pumping;
+  private boolean again;
+  private boolean done;
+
+  SegmentStreamer(
+      ChannelHandlerContext ctx,
+      Path directory,
+      List<Segment> segments,
+      boolean keepAlive,
+      Runnable onDone) {
+    this.ctx = ctx;
+    this.directory = directory;
+    this.segments = segments;
+    this.keepAlive = keepAlive;
+    this.onDone = onDone;
+  }
+
+  /**
+   * Opens every file the segments read.
+   *
+   * @throws IOException if one cannot be opened (e.g. the artifact was unloaded); all opened ones
+   *     are closed again
+   */
+  void open() throws IOException {
+    try {
+      for (Segment s : segments) {
+        if (!files.containsKey(s.file())) {
+          files.put(
+              s.file(), FileChannel.open(directory.resolve(s.file()), StandardOpenOption.READ));
+        }
+      }
+    } catch (IOException e) {
+      closeFiles();
+      throw e;
+    }
+  }
+
+  /** Writes the head, then the body as the channel drains. */
+  void start(HttpResponse head) {
+    inFlight++;
+    ctx.write(head).addListener(this::completed);
+    pump();
+  }
+
+  /** Queues more regions while the channel is writable; ends the response after the last one. */
+  void pump() {
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        again = false;
+        while (!done
+            && next < segments.size()
+            && inFlight < MAX_IN_FLIGHT
+            && ctx.channel().isWritable()) {
+          Segment s = segments.get(next++);
+          inFlight++;
+          ctx.write(new SharedFileRegion(files.get(s.file()), s.offset(), s.length()))
+              .addListener(this::completed);
+        }
+        if (!done && next == segments.size() && inFlight == 0) {
+          finish();
+        } else if (!done) {
+          ctx.flush();
+        }
+      } while (again && !done);
+    } finally {
+      pumping = false;
+    }
+  }
+
+  private void completed(io.netty.util.concurrent.Future<? super Void> f) {
+    inFlight--;
+    if (!f.isSuccess()) {
+      fail(f.cause());
+    } else {
+      pump();
+    }
+  }
+
+  private void finish() {
+    done = true;
+    closeFiles();
+    if (keepAlive) {
+      ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
+    } else {
+      ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
+          .addListener(ChannelFutureListener.CLOSE);
+    }
+    onDone.run();
+  }
+
+  /** The connection went away or a transfer failed: stop, release the files, close. */
+  void fail(Throwable cause) {
+    if (done) {
+      return;
+    }
+    done = true;
+    log.debug(
+        "streaming to {} stopped after {} of {} segments: {}",
+        ctx.channel().remoteAddress(),
+        next,
+        segments.size(),
+        String.valueOf(cause));
+    closeFiles();
+    ctx.close();
+    onDone.run();
+  }
+
+  private void closeFiles() {
+    for (FileChannel f : files.values()) {
+      try {
+        f.close();
+      } catch (IOException ignored) {
+        // read-only descriptor: nothing to lose
+      }
+    }
+    files.clear();
+  }
+
+  /**
+   * A region of a file channel shared by several regions: releasing it does not close the channel
+   * (the streamer closes its files when the body is done).
+   */
+  private static final class SharedFileRegion extends DefaultFileRegion {
+    SharedFileRegion(FileChannel file, long position, long count) {
+      super(file, position, count);
+    }
+
+    @Override
+    protected void deallocate() {
+      // the channel belongs to the streamer
+    }
+  }
+}

@@ -1,0 +1,57 @@
+package io.tensorcast.dataplane.consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class TensorEndpointTest {
+
+  @Test
+  void pathNamesArePercentDecodedAsUtf8KeepingPlus() throws Exception {
+    assertThat(TensorEndpoint.decodePath("model.layers.0.mlp.weight"))
+        .isEqualTo("model.layers.0.mlp.weight");
+    assertThat(TensorEndpoint.decodePath("a%2Fb/c%20d+e%25")).isEqualTo("a/b/c d+e%");
+    assertThat(TensorEndpoint.decodePath("%C3%BC%e2%82%ac")).isEqualTo("ü€");
+    String name = "enc/ü layer+1%.w";
+    assertThat(
+            TensorEndpoint.decodePath(
+                URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20")))
+        .isEqualTo(name);
+  }
+
+  @Test
+  void badEscapesAreRejectedNamingThePath() {
+    assertThatThrownBy(() -> TensorEndpoint.decodePath("a%2"))
+        .isInstanceOfSatisfying(
+            TensorReadException.class, e -> assertThat(e.status()).isEqualTo(400))
+        .hasMessageContaining("'a%2' has a '%' at index 1 that is not followed by two hex digits");
+    assertThatThrownBy(() -> TensorEndpoint.decodePath("a%zz"))
+        .hasMessageContaining("not followed by two hex digits");
+    assertThatThrownBy(() -> TensorEndpoint.decodePath("%C3%28"))
+        .hasMessageContaining("does not decode to UTF-8");
+  }
+
+  @Test
+  void headerNamesAreAsciiAndRoundTrip() throws Exception {
+    assertThat(TensorEndpoint.encodeHeader("model.embed_tokens/weight~-"))
+        .isEqualTo("model.embed_tokens/weight~-");
+    assertThat(TensorEndpoint.encodeHeader("a b+ü%")).isEqualTo("a%20b%2B%C3%BC%25");
+    String name = "x\u20ac/\ud83d\ude00 y";
+    assertThat(TensorEndpoint.decodePath(TensorEndpoint.encodeHeader(name))).isEqualTo(name);
+  }
+
+  @Test
+  void entityTagsCompareStronglyOrWeakly() {
+    String tag = "\"0123abcd\"";
+    assertThat(EntityTags.matches("*", tag, true)).isTrue();
+    assertThat(EntityTags.matches("\"x\", \"0123abcd\"", tag, true)).isTrue();
+    assertThat(EntityTags.matches("W/\"0123abcd\"", tag, false)).isTrue();
+    assertThat(EntityTags.matches("W/\"0123abcd\"", tag, true)).isFalse();
+    assertThat(EntityTags.matches("\"0123abce\"", tag, false)).isFalse();
+    assertThat(EntityTags.matches("0123abcd", tag, false)).isFalse();
+    assertThat(EntityTags.strongEquals("W/\"0123abcd\"", tag)).isFalse();
+  }
+}

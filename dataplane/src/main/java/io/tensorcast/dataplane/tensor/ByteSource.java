@@ -46,9 +46,8 @@ public interface ByteSource {
                 + b.remaining()
                 + " bytes)");
       }
-      ByteBuffer slice = b.duplicate();
-      slice.position(b.position() + (int) offset).limit(b.position() + (int) offset + n);
-      dst.put(slice);
+      dst.put(dst.position(), b, b.position() + (int) offset, n);
+      dst.position(dst.position() + n);
     };
   }
 }

@@ -71,11 +71,11 @@ public final class FileByteSource implements ByteSource, AutoCloseable {
     long pos = offset;
     while (dst.hasRemaining()) {
       int w = (int) (pos / WINDOW);
-      ByteBuffer src = windows.get(w).duplicate();
+      MappedByteBuffer src = windows.get(w);
       int at = (int) (pos - w * WINDOW);
       int n = (int) Math.min(dst.remaining(), src.capacity() - at);
-      src.limit(at + n).position(at);
-      dst.put(src);
+      dst.put(dst.position(), src, at, n);
+      dst.position(dst.position() + n);
       pos += n;
     }
   }

@@ -38,12 +38,12 @@ public final class Reconstructor {
               + plan.totalBytes());
     }
     int base = dst.position();
+    ByteBuffer window = dst.duplicate(); // one view, re-aimed per copy: no allocation per range
     for (RangeCopy c : plan.copies()) {
       long done = 0;
       while (done < c.length()) {
         int n = (int) Math.min(MAX_CHUNK, c.length() - done);
         int at = Math.toIntExact(base + c.destinationOffset() + done);
-        ByteBuffer window = dst.duplicate();
         window.limit(at + n).position(at);
         source.read(c.file(), c.sourceOffset() + done, window);
         if (window.hasRemaining()) {

@@ -306,6 +306,18 @@ public final class TensorReadPlanner {
     if (copies.size() < 2) {
       return copies;
     }
+    boolean any = false;
+    for (int i = 1; i < copies.size() && !any; i++) {
+      RangeCopy a = copies.get(i - 1);
+      RangeCopy b = copies.get(i);
+      any =
+          a.sourceEnd() == b.sourceOffset()
+              && a.destinationEnd() == b.destinationOffset()
+              && a.file().equals(b.file());
+    }
+    if (!any) {
+      return copies;
+    }
     List<RangeCopy> out = new ArrayList<>(copies.size());
     RangeCopy cur = copies.get(0);
     for (int i = 1; i < copies.size(); i++) {

@@ -33,7 +33,7 @@ fi
 corpus="${TENSORCAST_CORPUS:-$repo/../shared/corpus}"
 [ -d "$corpus" ] || corpus=/work/shared/corpus
 
-exec java -Xmx512m \
+exec java -Xmx1g -XX:MaxDirectMemorySize=1g \
   -Dtensorcast.corpus="$corpus" \
   -Dlogback.configurationFile="$repo/bench/logback-bench.xml" \
   -cp "$target/test-classes:$target/classes:$(cat "$cp_file")" \

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-dataplane_bench_setup load-throughput io.tensorcast.dataplane.bench.LoadThroughputBench
+dataplane_bench_setup load-throughput io.tensorcast.dataplane.bench.LoadThroughputBench test-servers/s3mock-exec.jar
 
 exec java -Xms1g -Xmx2g -XX:MaxDirectMemorySize=2g \
   -Dtensorcast.s3mock.jar="$s3mock_jar" \

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-dataplane_bench_setup source-sweep io.tensorcast.dataplane.bench.SourceSweepBench
+dataplane_bench_setup source-sweep io.tensorcast.dataplane.bench.SourceSweepBench test-servers/s3mock-exec.jar
 
 exec java -Xms1g -Xmx3g -XX:MaxDirectMemorySize=2g -Djdk.nio.maxCachedBufferSize=1048576 \
   -Dtensorcast.s3mock.jar="$s3mock_jar" \

@@ -9,26 +9,9 @@
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
-target="$repo/dataplane/target"
-cp_file="$target/bench.classpath"
-main_class=io.tensorcast.dataplane.bench.TensorIoBench
-class_file="$target/test-classes/${main_class//.//}.class"
-
-command -v java >/dev/null || { echo "tensor-io: java is required" >&2; exit 2; }
-
-stale() {
-  [ ! -f "$class_file" ] || [ ! -f "$cp_file" ] \
-    || [ ! -f "$target/test-classes/META-INF/BenchmarkList" ] \
-    || [ -n "$(find "$repo/dataplane/src" "$repo/crds/src" "$repo/dataplane/pom.xml" "$repo/pom.xml" \
-                 -newer "$cp_file" -print -quit)" ]
-}
-if stale; then
-  command -v mvn >/dev/null || { echo "tensor-io: mvn is required to build" >&2; exit 2; }
-  echo "[bench] building dataplane test classes (mvn -pl dataplane -am test-compile)" >&2
-  mvn -B -q -ntp -pl dataplane -am test-compile dependency:build-classpath \
-    -Dmdep.includeScope=test -Dmdep.outputFile="$cp_file"
-fi
+. bench/lib.sh
+dataplane_bench_setup tensor-io io.tensorcast.dataplane.bench.TensorIoBench \
+  test-classes/META-INF/BenchmarkList
 
 corpus="${TENSORCAST_CORPUS:-$repo/../shared/corpus}"
 [ -d "$corpus" ] || corpus=/work/shared/corpus
@@ -36,5 +19,5 @@ corpus="${TENSORCAST_CORPUS:-$repo/../shared/corpus}"
 exec java -Xmx1g -XX:MaxDirectMemorySize=1g \
   -Dtensorcast.corpus="$corpus" \
   -Dlogback.configurationFile="$repo/bench/logback-bench.xml" \
-  -cp "$target/test-classes:$target/classes:$(cat "$cp_file")" \
+  -cp "$bench_cp" \
   "$main_class" "$@"

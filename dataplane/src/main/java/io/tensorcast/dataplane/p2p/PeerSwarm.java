@@ -102,6 +102,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private BitSet inProgress;
   private byte[][] hashes;
   private final ArrayDeque<Integer> sourceQueue = new ArrayDeque<>();
+  private final Map<Integer, Long> starvedSince = new HashMap<>();
   private boolean filling;
   private boolean serving;
   private LoadFailure failure;
@@ -142,13 +143,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     Tags tags = Tags.of("artifact", artifactId);
     this.bytesReceived =
         Counter.builder("tensorcast.dataplane.peer.bytes.received")
-            .baseUnit("bytes")
             .tags(tags)
             .description("Piece bytes received from peers, verified and written to the store")
             .register(registry);
     this.bytesSent =
         Counter.builder("tensorcast.dataplane.peer.bytes.sent")
-            .baseUnit("bytes")
             .tags(tags)
             .description("Piece bytes sent to peers")
             .register(registry);
@@ -280,14 +279,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     Frame.Hello hello =
         new Frame.Hello(
             FrameCodec.VERSION, artifactId, self, pm.pieceSize(), pm.size(), pm.digest());
-    PeerTransport t;
+    PeerTransport t = null;
     try {
       t = NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
     } catch (RuntimeException e) {
-      throw new LoadFailure(
-          "PeerListenFailed",
-          "cannot listen for peers on " + settings.listen() + " (--peer-listen): " + e,
-          e);
+      // A data plane that cannot take part still loads: alone, from the source.
+      log.warn(
+          "cannot listen for peers on {} (--peer-listen): {}; loading from the source alone",
+          settings.listen(),
+          e.toString());
     }
     int threads = Math.max(1, read.concurrency());
     ExecutorService sources = Executors.newFixedThreadPool(threads, daemon("p2p-source"));
@@ -301,10 +301,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         pm.size(),
         pm.pieceSize(),
         self,
-        t.listenAddress());
+        t == null ? "(no transport)" : t.listenAddress());
     boolean ok = false;
     try {
-      awaitMembership();
+      if (t != null) {
+        awaitMembership();
+      }
       redial();
       for (int i = 0; i < threads; i++) {
         sources.execute(this::sourceWorker);
@@ -370,22 +372,26 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     long now = System.nanoTime();
     long timeout = settings.peerTimeout().toNanos();
     // Stuck requests: ask elsewhere.
-    for (Peer p : peers.values()) {
-      for (Iterator<Map.Entry<Integer, Long>> it = p.inFlight.entrySet().iterator();
-          it.hasNext(); ) {
-        Map.Entry<Integer, Long> e = it.next();
-        if (e.getValue() < now) {
-          it.remove();
-          inProgress.clear(e.getKey());
-          p.bad.set(e.getKey());
-          fault(p, "piece " + e.getKey() + " not received within " + settings.peerTimeout());
+    for (Peer p : List.copyOf(peers.values())) {
+      List<Integer> stuck = new ArrayList<>();
+      p.inFlight.forEach(
+          (piece, deadline) -> {
+            if (deadline < now) {
+              stuck.add(piece);
+            }
+          });
+      for (Integer piece : stuck) {
+        if (p.inFlight.remove(piece) != null) {
+          inProgress.clear(piece);
+          p.bad.set(piece);
+          fault(p, "piece " + piece + " not received within " + settings.peerTimeout());
         }
       }
     }
     // Who is live.
     Set<String> members = new TreeSet<>();
     members.add(self);
-    if (membership != null) {
+    if (membership != null && transport != null) {
       members.addAll(membership.ids());
     }
     Set<String> live = new HashSet<>();
@@ -442,18 +448,26 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       String owner = plan.sourceOwner(i);
       boolean mine = self.equals(owner);
       if (owner == null) {
-        // A live member holds it, but no usable peer offers it to this member: read it when every
-        // live holder is connected and failed this piece (a reconnecting holder is waited for).
-        mine = true;
+        // A live member holds it, but no usable peer offers it to this member: when every live
+        // holder is connected and failed this piece, and no peer relayed it within the peer
+        // timeout, read it from the source (last resort; a reconnecting holder is waited for).
+        boolean starved = true;
         for (String m : live) {
           Peer p = peers.get(m);
           if (p != null && p.has.get(i) && !(p.conn != null && p.bad.get(i))) {
-            mine = false;
+            starved = false;
             break;
           }
         }
+        if (starved) {
+          long since = starvedSince.computeIfAbsent(i, k -> now);
+          mine = now - since > timeout;
+        } else {
+          starvedSince.remove(i);
+        }
       }
       if (mine) {
+        starvedSince.remove(i);
         inProgress.set(i);
         sourceQueue.add(i);
       }

@@ -57,7 +57,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
-  private static final int MAX_REQUEST_BYTES = 16 * 1024;
+
+  /** Largest request body: a PUT /v1/peers of a few thousand members (~80 bytes each). */
+  private static final int MAX_REQUEST_BYTES = 1024 * 1024;
 
   private final EventLoopGroup group;
   private final Channel channel;

@@ -54,8 +54,9 @@ import org.slf4j.LoggerFactory;
  *       without one, the fill waits {@link PeerSettings#membershipWait()} and then loads alone.
  *       This member dials the members whose id sorts after its own; the others dial it.
  *   <li>Plan: recomputed on every scheduling round from (members, live members, holdings); a member
- *       is lost when disconnected longer than the peer timeout (or, never seen, the membership wait
- *       plus the peer timeout), or when refused for faults.
+ *       is lost when disconnected longer than the peer timeout (never connected: the peer timeout
+ *       after this member's fill started or the membership arrived), or when refused for faults. A
+ *       lost member that connects again is live again (its block goes back to it).
  *   <li>Fetching: from each usable peer at most {@link PeerSettings#maxInFlight()} requests, the
  *       rarest piece first, the least-loaded peer first. A request unanswered within the peer
  *       timeout is requested elsewhere and counts as a fault of that peer.
@@ -409,8 +410,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (p == null || p.conn == null) {
         long since =
             p != null && p.everConnected ? p.downSince : Math.max(fillStarted, membershipSince);
-        long allowed =
-            p != null && p.everConnected ? timeout : settings.membershipWait().toNanos() + timeout;
+        // A member never seen gets the same grace from when this member could first meet it:
+        // longer would let one member wait on a dead member's block that the others re-assigned.
+        long allowed = timeout;
         if (now - since > allowed) {
           continue;
         }

@@ -120,6 +120,9 @@ class PeerToPeerLoadIT {
     for (Path log : logs) {
       System.out.println("---- " + log.getFileName() + " ----\n" + Files.readString(log));
     }
+    System.out.printf(
+        "source bytes (proxy): %d = %.3f x the artifact's %d%n",
+        proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
     proxy.close();
     for (Path d : dirs) {
       deleteTree(d);

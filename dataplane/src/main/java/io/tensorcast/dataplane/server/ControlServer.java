@@ -55,14 +55,22 @@ import org.slf4j.LoggerFactory;
  *       /status}; bodies are streamed zero-copy from the store ({@link SegmentStreamer}).
  * </ul>
  *
- * <p>The endpoint is read-only: nothing on it reconfigures the pod, whose work is fixed by its
- * command line. A connection idle in both directions for {@value #IDLE_SECONDS} s is closed; a body
- * still being sent counts as activity. Pipelined requests are answered in order: while a body
- * streams, the connection stops reading and later requests wait.
+ * <li>{@code PUT /v1/peers} (only with a {@link PeersEndpoint}): the swarm membership as JSON
+ *     ({@code {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}); 204 when applied, 200
+ *     when the epoch is the current one, 400 with a one-line error naming the field. Same bearer
+ *     token as {@code /status}.
+ * </ul>
+ *
+ * <p>Apart from the peer membership, nothing on the endpoint reconfigures the pod, whose work is
+ * fixed by its command line. A connection idle in both directions for {@value #IDLE_SECONDS} s is
+ * closed; a body still being sent counts as activity. Pipelined requests are answered in order:
+ * while a body streams, the connection stops reading and later requests wait.
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
-  private static final int MAX_REQUEST_BYTES = 16 * 1024;
+
+  /** Largest request body: a PUT /v1/peers of a few thousand members (~80 bytes each). */
+  private static final int MAX_REQUEST_BYTES = 1024 * 1024;
 
   /** Seconds without reads or write progress after which a connection is closed. */
   public static final int IDLE_SECONDS = 30;
@@ -109,6 +117,35 @@ public final class ControlServer implements AutoCloseable {
       ControlToken token,
       TensorEndpoint tensors)
       throws InterruptedException {
+    return start(address, status, registry, token, tensors, null);
+  }
+
+  /** Receives {@code PUT /v1/peers} bodies. */
+  @FunctionalInterface
+  public interface PeersEndpoint {
+    /**
+     * Applies a membership body.
+     *
+     * @return true when applied (204), false when its epoch is the current one (200)
+     * @throws IllegalArgumentException with a one-line message naming the field (400)
+     */
+    boolean apply(String jsonBody);
+  }
+
+  /**
+   * Binds the endpoint with consumer reads of tensors and the peer membership.
+   *
+   * @param tensors answers {@code /v1/tensors} requests, or {@code null} to answer them 404
+   * @param peers receives {@code PUT /v1/peers}, or {@code null} when this pod has no swarm
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlToken token,
+      TensorEndpoint tensors,
+      PeersEndpoint peers)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
@@ -126,7 +163,7 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new IdleStateHandler(true, 0, 0, IDLE_SECONDS, TimeUnit.SECONDS))
                           .addLast(new HttpServerCodec())
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                          .addLast(new Handler(status, registry, token, json, tensors));
+                          .addLast(new Handler(status, registry, token, json, tensors, peers));
                     }
                   })
               .bind(address)
@@ -159,13 +196,16 @@ public final class ControlServer implements AutoCloseable {
     private final TensorEndpoint tensors;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private SegmentStreamer streaming;
+    private final PeersEndpoint peers;
 
     Handler(
         Supplier<DataPlaneStatus> status,
         PrometheusMeterRegistry registry,
         ControlToken token,
         ObjectMapper json,
-        TensorEndpoint tensors) {
+        TensorEndpoint tensors,
+        PeersEndpoint peers) {
+      this.peers = peers;
       this.status = status;
       this.registry = registry;
       this.token = token;
@@ -303,6 +343,12 @@ public final class ControlServer implements AutoCloseable {
         send(ctx, req, HttpResponseStatus.BAD_REQUEST, "text/plain", "bad request\n");
         return;
       }
+      if (peers != null
+          && HttpMethod.PUT.equals(req.method())
+          && "/v1/peers".equals(new QueryStringDecoder(req.uri()).path())) {
+        putPeers(ctx, req);
+        return;
+      }
       if (!HttpMethod.GET.equals(req.method()) && !HttpMethod.HEAD.equals(req.method())) {
         send(ctx, req, HttpResponseStatus.METHOD_NOT_ALLOWED, "text/plain", "GET only\n");
         return;
@@ -344,6 +390,33 @@ public final class ControlServer implements AutoCloseable {
                 "text/plain; version=0.0.4; charset=utf-8",
                 registry.scrape());
         default -> send(ctx, req, HttpResponseStatus.NOT_FOUND, "text/plain", "not found\n");
+      }
+    }
+
+    private void putPeers(ChannelHandlerContext ctx, FullHttpRequest req) {
+      if (!authorized(ctx, req)) {
+        return;
+      }
+      String body = req.content().toString(StandardCharsets.UTF_8);
+      boolean applied;
+      try {
+        applied = peers.apply(body);
+      } catch (IllegalArgumentException e) {
+        send(
+            ctx,
+            req,
+            HttpResponseStatus.BAD_REQUEST,
+            "text/plain",
+            e.getMessage().replace('\n', ' ') + "\n");
+        return;
+      }
+      if (applied) {
+        FullHttpResponse r =
+            new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
+        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
+        write(ctx, req, r);
+      } else {
+        send(ctx, req, HttpResponseStatus.OK, "text/plain", "epoch unchanged\n");
       }
     }
 

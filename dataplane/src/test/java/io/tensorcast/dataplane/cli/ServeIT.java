@@ -280,7 +280,10 @@ class ServeIT {
             "--artifact-id",
             ID,
             "--listen",
-            "127.0.0.1:" + port));
+            "127.0.0.1:" + port,
+            // today's single-node behaviour; peer-to-peer is PeerToPeerLoadIT's
+            "--distribution",
+            "source-only"));
     if (tokenFile != null) {
       cmd.addAll(List.of("--control-token-file", tokenFile.toString()));
     }

@@ -1,0 +1,538 @@
+package io.tensorcast.dataplane.p2p;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.cli.ServeArguments;
+import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy;
+import io.tensorcast.dataplane.testing.S3MockServer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Peer-to-peer loading on loopback: data-plane members on 127.0.0.x (in-process {@link
+ * DataPlaneServer}s, or {@code dataplane serve} JVMs for the kill test) load a corpus-based
+ * artifact from S3Mock through a byte-counting {@link FaultInjectingProxy}, with 64 KiB pieces so
+ * there are about a hundred of them; test-side peers built on {@link FrameCodec} corrupt or
+ * withhold pieces.
+ */
+class PeerToPeerLoadIT {
+  private static final String BUCKET = "p2p-it";
+  private static final String PREFIX = "model/";
+  private static final String ID = "p2p";
+  private static final int PIECE = 64 * 1024;
+  private static final Duration READY = Duration.ofSeconds(90);
+
+  private static S3MockServer s3;
+
+  /** Path in the artifact → corpus file, in listing order. */
+  private static final Map<String, Path> files = new TreeMap<>();
+
+  private static long total;
+
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final List<DataPlaneServer> servers = new ArrayList<>();
+  private final List<Process> processes = new ArrayList<>();
+  private final List<Path> logs = new ArrayList<>();
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+  private final List<Path> dirs = new ArrayList<>();
+  private FaultInjectingProxy proxy;
+
+  @BeforeAll
+  static void seed() throws Exception {
+    Path corpus = Corpus.dir();
+    files.put(
+        "a/mnist.safetensors",
+        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put(
+        "b/pokemon.safetensors",
+        corpus.resolve("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
+    files.put(
+        "c/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
+    files.put(
+        "d/mlx.safetensors",
+        corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
+    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
+    try (Stream<Path> shards = Files.list(corpus.resolve("index/safetensorsjl-tiny-sharded"))) {
+      shards.forEach(p -> files.put("shards/" + p.getFileName(), p));
+    }
+    s3 = S3MockServer.shared();
+    s3.createBucket(BUCKET);
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
+      total += Files.size(e.getValue());
+    }
+  }
+
+  @BeforeEach
+  void setUp() throws Exception {
+    assumeTrue(Files.isDirectory(Path.of("/dev/shm")), "/dev/shm is needed for the store");
+    proxy = new FaultInjectingProxy(s3.endpoint());
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    // Close the members at once (each close waits for its event loops to wind down).
+    servers.parallelStream().forEach(DataPlaneServer::close);
+    for (AutoCloseable c : closeables) {
+      c.close();
+    }
+    for (Process p : processes) {
+      if (p.isAlive()) {
+        p.destroy();
+        if (!p.waitFor(20, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+        }
+      }
+    }
+    for (Path log : logs) {
+      System.out.println("---- " + log.getFileName() + " ----\n" + Files.readString(log));
+    }
+    System.out.printf(
+        "source bytes (proxy): %d = %.3f x the artifact's %d%n",
+        proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
+    proxy.close();
+    for (Path d : dirs) {
+      deleteTree(d);
+    }
+  }
+
+  @Test
+  void fourMembersReadEachPieceFromTheSourceAboutOnceAndEndByteIdentical() throws Exception {
+    List<String> ids = List.of("m0", "m1", "m2", "m3");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 1);
+    String peers = peersSpec(addresses);
+    for (String id : ids) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "5s"));
+    }
+    awaitReady(servers);
+
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+    }
+    long fromSource = proxy.getBodyBytes();
+    assertThat(fromSource)
+        .as("bytes read from S3 (counted by the proxy, headers included) vs artifact %d", total)
+        .isLessThanOrEqualTo((long) (1.05 * total));
+    long sumFromPeers = 0;
+    for (DataPlaneServer s : servers) {
+      DataPlaneStatus st = s.status();
+      assertThat(st.bytesFromSource() + st.bytesFromPeers()).isEqualTo(total);
+      assertThat(st.bytesFromPeers()).as("bytes %s got from peers", st).isPositive();
+      assertThat(st.peerEpoch()).isEqualTo(Membership.parseStatic(peers).epoch());
+      sumFromPeers += st.bytesFromPeers();
+    }
+    await().atMost(Duration.ofSeconds(10)).until(() -> servers.get(0).status().peers() == 3);
+    assertThat(sumFromPeers).isGreaterThanOrEqualTo(2 * total);
+    String metrics = get(servers.get(1).address().getPort(), "/metrics").body();
+    assertThat(sample(metrics, "tensorcast_dataplane_peer_bytes_received_total"))
+        .isEqualTo(servers.get(1).status().bytesFromPeers());
+    assertThat(sample(metrics, "tensorcast_dataplane_source_bytes_total"))
+        .isEqualTo(servers.get(1).status().bytesFromSource());
+    assertThat(sample(metrics, "tensorcast_dataplane_peers")).isEqualTo(3.0);
+    assertThat(sample(metrics, "tensorcast_dataplane_pieces_rejected_total")).isZero();
+    double sent = 0;
+    for (DataPlaneServer s : servers) {
+      sent +=
+          sample(
+              get(s.address().getPort(), "/metrics").body(),
+              "tensorcast_dataplane_peer_bytes_sent_total");
+    }
+    assertThat(sent).isGreaterThanOrEqualTo(sumFromPeers);
+  }
+
+  @Test
+  void piecesFromACorruptingPeerAreRejectedAndFetchedElsewhere() throws Exception {
+    List<String> ids = List.of("m0", "m1", "m2", "zz-corrupt");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 11);
+    String peers = peersSpec(addresses);
+    RogueServingPeer rogue =
+        new RogueServingPeer(
+            addresses.get("zz-corrupt"),
+            "zz-corrupt",
+            ID,
+            pieceMap(),
+            pieceHashes(),
+            RogueServingPeer.Mode.CORRUPT);
+    closeables.add(rogue);
+    for (String id : ids.subList(0, 3)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "5s"));
+    }
+    awaitReady(servers);
+
+    double rejected = 0;
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      rejected +=
+          sample(
+              get(s.address().getPort(), "/metrics").body(),
+              "tensorcast_dataplane_pieces_rejected_total");
+    }
+    assertThat(rogue.requests.get()).isPositive();
+    assertThat(rejected)
+        .as("pieces rejected; every member asks the rogue until it stops trusting it")
+        .isGreaterThanOrEqualTo(3 * PeerSwarm.MAX_FAULTS);
+    assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
+  }
+
+  @Test
+  void aSilentPeerIsNotWaitedForBeyondThePeerTimeout() throws Exception {
+    List<String> ids = List.of("m0", "m1", "m2", "zz-silent");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 21);
+    String peers = peersSpec(addresses);
+    RogueServingPeer rogue =
+        new RogueServingPeer(
+            addresses.get("zz-silent"),
+            "zz-silent",
+            ID,
+            pieceMap(),
+            pieceHashes(),
+            RogueServingPeer.Mode.SILENT);
+    closeables.add(rogue);
+    long started = System.nanoTime();
+    for (String id : ids.subList(0, 3)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "1s"));
+    }
+    awaitReady(servers);
+    Duration took = Duration.ofNanos(System.nanoTime() - started);
+
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+    }
+    assertThat(rogue.requests.get()).as("the silent peer was asked").isPositive();
+    // Its pieces are asked for once (stuck after 1 s, MAX_FAULTS at once), then read elsewhere:
+    // a few peer timeouts, not a wait for the peer.
+    assertThat(took).isLessThan(Duration.ofSeconds(20));
+    assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
+  }
+
+  @Test
+  void membershipArrivesByPutAndBadBodiesAreRefusedNamingTheField() throws Exception {
+    List<String> ids = List.of("p0", "p1");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 31);
+    for (String id : ids) {
+      servers.add(startInProcess(id, addresses.get(id), null, "--membership-wait", "60s"));
+    }
+    int port = servers.get(0).address().getPort();
+    HttpResponse<String> bad = put(port, "{\"epoch\":\"e1\",\"members\":{}}");
+    assertThat(bad.statusCode()).isEqualTo(400);
+    assertThat(bad.body().strip()).isEqualTo("members: must be an array of {id, address}");
+    HttpResponse<String> badAddress =
+        put(port, "{\"epoch\":\"e1\",\"members\":[{\"id\":\"p0\",\"address\":\"nope\"}]}");
+    assertThat(badAddress.body().strip()).isEqualTo("members[0].address: 'nope' is not HOST:PORT");
+    assertThat(servers.get(0).status().phase()).isNotEqualTo(Phase.Ready);
+
+    String body =
+        addresses.entrySet().stream()
+            .map(
+                e ->
+                    "{\"id\":\""
+                        + e.getKey()
+                        + "\",\"address\":\""
+                        + hostPort(e.getValue())
+                        + "\"}")
+            .collect(Collectors.joining(",", "{\"epoch\":\"epoch-1\",\"members\":[", "]}"));
+    for (DataPlaneServer s : servers) {
+      assertThat(put(s.address().getPort(), body).statusCode()).isEqualTo(204);
+    }
+    assertThat(put(port, body).statusCode()).isEqualTo(200);
+    awaitReady(servers);
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      assertThat(s.status().peerEpoch()).isEqualTo("epoch-1");
+    }
+    assertThat(servers.get(0).status().bytesFromPeers() + servers.get(1).status().bytesFromPeers())
+        .isPositive();
+    assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
+  }
+
+  @Test
+  void aMemberKilledMidTransferDoesNotStopTheOthers() throws Exception {
+    Path jar = jar();
+    // Every source request waits, so the load lasts long enough to kill a member in the middle.
+    proxy.delay(Duration.ofMillis(40));
+    List<String> ids = List.of("k0", "k1", "k2", "k3");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 41);
+    String peers = peersSpec(addresses);
+    Map<String, Integer> control = new LinkedHashMap<>();
+    for (String id : ids) {
+      int port = freePort(InetAddress.getLoopbackAddress());
+      control.put(id, port);
+      processes.add(startProcess(jar, id, port, addresses.get(id), peers));
+    }
+    String victim = "k2";
+    Process victimProcess = processes.get(2);
+    await("the victim has loaded some bytes")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> bytesLoaded(control.get(victim)) > 0);
+    assertThat(statusOf(control.get("k0")).phase()).isNotEqualTo(Phase.Ready);
+    victimProcess.destroyForcibly(); // SIGKILL
+    victimProcess.waitFor(10, TimeUnit.SECONDS);
+
+    List<Integer> survivors = List.of(control.get("k0"), control.get("k1"), control.get("k3"));
+    await("survivors Ready")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(100))
+        .until(
+            () -> {
+              for (int port : survivors) {
+                DataPlaneStatus st = statusOf(port);
+                assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
+                if (st.phase() != Phase.Ready) {
+                  return false;
+                }
+              }
+              return true;
+            });
+    for (int port : survivors) {
+      assertByteIdentical(statusOf(port));
+    }
+    // The victim's unfinished pieces are read again, but not the whole artifact per member.
+    assertThat(proxy.getBodyBytes()).isLessThan(2 * total);
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private DataPlaneServer startInProcess(
+      String id, InetSocketAddress peerListen, String peers, String... extra) throws Exception {
+    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
+    dirs.add(root);
+    List<String> args = new ArrayList<>(common(root, id, peerListen, peers));
+    args.addAll(List.of("--listen", "127.0.0.1:0"));
+    args.addAll(List.of(extra));
+    Map<String, String> env =
+        Map.of(
+            "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+    return DataPlaneServer.start(ServeArguments.parse(args, env));
+  }
+
+  private List<String> common(Path root, String id, InetSocketAddress peerListen, String peers) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "serve",
+                "--uri",
+                "s3://" + BUCKET + "/" + PREFIX,
+                "--endpoint",
+                proxy.endpoint().toString(),
+                "--path-style",
+                "--region",
+                S3MockServer.REGION,
+                "--store-root",
+                root.toString(),
+                "--budget",
+                "64Mi",
+                "--artifact-id",
+                ID,
+                "--concurrency",
+                "2",
+                "--peer-id",
+                id,
+                "--peer-listen",
+                hostPort(peerListen),
+                "--piece-size",
+                "64Ki"));
+    if (peers != null) {
+      args.addAll(List.of("--peers", peers));
+    }
+    return args;
+  }
+
+  private Process startProcess(
+      Path jar, String id, int controlPort, InetSocketAddress peerListen, String peers)
+      throws IOException {
+    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
+    dirs.add(root);
+    Path log = Files.createTempFile("tensorcast-p2p-" + id + "-", ".log");
+    logs.add(log);
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of("-Xmx128m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString()));
+    cmd.addAll(common(root, id, peerListen, peers));
+    cmd.addAll(
+        List.of(
+            "--listen",
+            "127.0.0.1:" + controlPort,
+            "--peer-timeout",
+            "2s",
+            "--membership-wait",
+            "30s"));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.redirectOutput(log.toFile());
+    Map<String, String> env = pb.environment();
+    env.keySet().removeIf(k -> k.startsWith("AWS_"));
+    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
+    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+    env.put("AWS_EC2_METADATA_DISABLED", "true");
+    env.remove("TENSORCAST_MEMORY_BUDGET");
+    return pb.start();
+  }
+
+  private static Path jar() {
+    String property = System.getProperty("tensorcast.dataplane.jar");
+    Path p = property != null ? Path.of(property) : Path.of("target", "tensorcast-dataplane.jar");
+    assertThat(p).as("the dataplane jar (built by mvn package before the ITs)").isRegularFile();
+    return p.toAbsolutePath();
+  }
+
+  private void awaitReady(List<DataPlaneServer> members) {
+    await("every member Ready")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(50))
+        .until(
+            () -> {
+              for (DataPlaneServer s : members) {
+                DataPlaneStatus st = s.status();
+                assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
+                if (st.phase() != Phase.Ready) {
+                  return false;
+                }
+              }
+              return true;
+            });
+  }
+
+  private static void assertByteIdentical(DataPlaneStatus st) throws IOException {
+    assertThat(st.phase()).isEqualTo(Phase.Ready);
+    Path dir = Path.of(st.storeDirectory());
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
+          .as("first differing byte of %s in %s", e.getKey(), dir)
+          .isEqualTo(-1L);
+    }
+  }
+
+  /** Peer addresses on distinct loopback addresses 127.0.0.(base+i), free ports. */
+  private static Map<String, InetSocketAddress> addresses(List<String> ids, int base)
+      throws IOException {
+    Map<String, InetSocketAddress> out = new LinkedHashMap<>();
+    for (int i = 0; i < ids.size(); i++) {
+      InetAddress a = InetAddress.getByName("127.0.0." + (base + i));
+      out.put(ids.get(i), new InetSocketAddress(a, freePort(a)));
+    }
+    return out;
+  }
+
+  private static String peersSpec(Map<String, InetSocketAddress> addresses) {
+    return addresses.entrySet().stream()
+        .map(e -> e.getKey() + "=" + hostPort(e.getValue()))
+        .collect(Collectors.joining(","));
+  }
+
+  private static String hostPort(InetSocketAddress a) {
+    return a.getAddress().getHostAddress() + ":" + a.getPort();
+  }
+
+  private static int freePort(InetAddress a) throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, a)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static PieceMap pieceMap() throws IOException {
+    List<StoreFile> list = new ArrayList<>();
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      list.add(new StoreFile(e.getKey(), Files.size(e.getValue())));
+    }
+    return new PieceMap(list, PIECE);
+  }
+
+  private static byte[][] pieceHashes() throws Exception {
+    PieceMap map = pieceMap();
+    byte[][] out = new byte[map.size()][];
+    for (PieceMap.Piece p : map.pieces()) {
+      byte[] all = Files.readAllBytes(files.get(p.path()));
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(all, (int) p.offset(), p.length());
+      out[p.index()] = md.digest();
+    }
+    return out;
+  }
+
+  private HttpResponse<String> get(int port, String path) throws Exception {
+    return http.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .build(),
+        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  private HttpResponse<String> put(int port, String body) throws Exception {
+    return http.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/peers"))
+            .timeout(Duration.ofSeconds(10))
+            .PUT(HttpRequest.BodyPublishers.ofString(body))
+            .header("Content-Type", "application/json")
+            .build(),
+        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  private DataPlaneStatus statusOf(int port) throws Exception {
+    return new ObjectMapper().readValue(get(port, "/status").body(), DataPlaneStatus.class);
+  }
+
+  private long bytesLoaded(int port) {
+    try {
+      return statusOf(port).bytesLoaded();
+    } catch (Exception notYet) {
+      return 0;
+    }
+  }
+
+  /** The value of the one sample of {@code metric} with this artifact's tag. */
+  private static double sample(String exposition, String metric) {
+    List<String> lines =
+        exposition
+            .lines()
+            .filter(l -> l.startsWith(metric + "{") && l.contains("artifact=\"" + ID + "\""))
+            .toList();
+    assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
+    String line = lines.get(0);
+    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    if (dir == null || !Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}

@@ -1,0 +1,123 @@
+package io.tensorcast.dataplane.p2p;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import java.net.InetSocketAddress;
+import java.util.BitSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A test-side member built on the public {@link FrameCodec}: it says HELLO with the right map,
+ * announces every piece with its true SHA-256 (honest announcements) and then misbehaves when asked
+ * for a piece: {@link Mode#CORRUPT} sends bytes that are not the piece, {@link Mode#SILENT} never
+ * answers (a stuck peer).
+ */
+final class RogueServingPeer implements AutoCloseable {
+  enum Mode {
+    CORRUPT,
+    SILENT
+  }
+
+  private final EventLoopGroup group = new NioEventLoopGroup(1);
+  private final Channel server;
+  final AtomicInteger requests = new AtomicInteger();
+  final AtomicInteger connections = new AtomicInteger();
+
+  /**
+   * @param hashes the true SHA-256 of every piece of {@code map}
+   */
+  RogueServingPeer(
+      InetSocketAddress listen,
+      String id,
+      String artifactId,
+      PieceMap map,
+      byte[][] hashes,
+      Mode mode)
+      throws InterruptedException {
+    Frame.Hello hello =
+        new Frame.Hello(
+            FrameCodec.VERSION, artifactId, id, map.pieceSize(), map.size(), map.digest());
+    BitSet all = new BitSet();
+    all.set(0, map.size());
+    server =
+        new ServerBootstrap()
+            .group(group)
+            .channel(NioServerSocketChannel.class)
+            .childHandler(
+                new ChannelInitializer<SocketChannel>() {
+                  @Override
+                  protected void initChannel(SocketChannel ch) {
+                    ch.pipeline()
+                        .addLast(
+                            new FrameCodec.Decoder(
+                                FrameCodec.maxFrameLength(map.pieceSize(), map.size())))
+                        .addLast(
+                            new ChannelInboundHandlerAdapter() {
+                              @Override
+                              public void channelActive(ChannelHandlerContext ctx) {
+                                connections.incrementAndGet();
+                                ctx.write(FrameCodec.encode(hello, ctx.alloc()));
+                                ctx.writeAndFlush(
+                                    FrameCodec.encode(
+                                        new Frame.Bitfield(map.size(), all, hashes), ctx.alloc()));
+                                // keep the connection alive while silent
+                                ctx.executor()
+                                    .scheduleAtFixedRate(
+                                        () ->
+                                            ctx.writeAndFlush(
+                                                FrameCodec.encode(
+                                                    new Frame.KeepAlive(), ctx.alloc())),
+                                        200,
+                                        200,
+                                        TimeUnit.MILLISECONDS);
+                              }
+
+                              @Override
+                              public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                if (msg instanceof Frame.Piece p) {
+                                  p.payload().release();
+                                }
+                                if (!(msg instanceof Frame.Request r)) {
+                                  return;
+                                }
+                                requests.incrementAndGet();
+                                if (mode == Mode.SILENT) {
+                                  return;
+                                }
+                                int len = map.piece(r.piece()).length();
+                                ByteBuf junk = ctx.alloc().buffer(len);
+                                for (int i = 0; i < len; i++) {
+                                  junk.writeByte((i * 31 + r.piece()) & 0xff);
+                                }
+                                ctx.writeAndFlush(
+                                    FrameCodec.encode(
+                                        new Frame.Piece(r.piece(), junk), ctx.alloc()));
+                              }
+
+                              @Override
+                              public void exceptionCaught(ChannelHandlerContext ctx, Throwable t) {
+                                ctx.close();
+                              }
+                            });
+                  }
+                })
+            .bind(listen)
+            .sync()
+            .channel();
+  }
+
+  @Override
+  public void close() {
+    server.close().awaitUninterruptibly();
+    group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+  }
+}

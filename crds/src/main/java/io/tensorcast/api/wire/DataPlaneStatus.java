@@ -52,7 +52,9 @@ public record DataPlaneStatus(
     LockInfo lock,
     String storeDirectory,
     String readyTime,
-    List<FileStatus> fileStatuses) {
+    List<FileStatus> fileStatuses,
+    String peerEpoch,
+    int peers) {
 
   /** Where a data-plane pod is with its artifact. */
   public enum Phase {
@@ -94,4 +96,50 @@ public record DataPlaneStatus(
   @JsonInclude(JsonInclude.Include.NON_NULL)
   @JsonIgnoreProperties(ignoreUnknown = true)
   public record FileStatus(String path, long size, boolean complete, String sha256) {}
+
+  /**
+   * A status without peer facts ({@code peerEpoch} null, {@code peers} 0): the shape before peer
+   * distribution, for callers that report no membership. {@code peerEpoch} is the epoch of the last
+   * membership applied ({@code PUT /v1/peers}, see the P2P contract), {@code peers} the number of
+   * peers connected now.
+   */
+  public DataPlaneStatus(
+      String artifactId,
+      Phase phase,
+      String reason,
+      String message,
+      String source,
+      String resolvedRevision,
+      int files,
+      int filesComplete,
+      long tensors,
+      long bytesTotal,
+      long bytesLoaded,
+      long bytesFromSource,
+      long bytesFromPeers,
+      LockInfo lock,
+      String storeDirectory,
+      String readyTime,
+      List<FileStatus> fileStatuses) {
+    this(
+        artifactId,
+        phase,
+        reason,
+        message,
+        source,
+        resolvedRevision,
+        files,
+        filesComplete,
+        tensors,
+        bytesTotal,
+        bytesLoaded,
+        bytesFromSource,
+        bytesFromPeers,
+        lock,
+        storeDirectory,
+        readyTime,
+        fileStatuses,
+        null,
+        0);
+  }
 }

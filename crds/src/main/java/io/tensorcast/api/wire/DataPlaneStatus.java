@@ -32,6 +32,9 @@ import java.util.List;
  * @param storeDirectory directory on the node holding the artifact's files as-is
  * @param readyTime RFC 3339 time the artifact became Ready on this node, or {@code null}
  * @param fileStatuses per-file detail
+ * @param peerEpoch the epoch of the peer membership this pod applied last ({@code PUT /v1/peers},
+ *     opaque; {@code "static"} for a {@code --peers} list); {@code null} when it has none
+ * @param peers number of peers this pod is connected to over the peer transport now
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
@@ -55,6 +58,47 @@ public record DataPlaneStatus(
     List<FileStatus> fileStatuses,
     String peerEpoch,
     int peers) {
+
+  /** A status without peer-to-peer fields ({@code peerEpoch} null, {@code peers} 0). */
+  public DataPlaneStatus(
+      String artifactId,
+      Phase phase,
+      String reason,
+      String message,
+      String source,
+      String resolvedRevision,
+      int files,
+      int filesComplete,
+      long tensors,
+      long bytesTotal,
+      long bytesLoaded,
+      long bytesFromSource,
+      long bytesFromPeers,
+      LockInfo lock,
+      String storeDirectory,
+      String readyTime,
+      List<FileStatus> fileStatuses) {
+    this(
+        artifactId,
+        phase,
+        reason,
+        message,
+        source,
+        resolvedRevision,
+        files,
+        filesComplete,
+        tensors,
+        bytesTotal,
+        bytesLoaded,
+        bytesFromSource,
+        bytesFromPeers,
+        lock,
+        storeDirectory,
+        readyTime,
+        fileStatuses,
+        null,
+        0);
+  }
 
   /** Where a data-plane pod is with its artifact. */
   public enum Phase {
@@ -96,50 +140,4 @@ public record DataPlaneStatus(
   @JsonInclude(JsonInclude.Include.NON_NULL)
   @JsonIgnoreProperties(ignoreUnknown = true)
   public record FileStatus(String path, long size, boolean complete, String sha256) {}
-
-  /**
-   * A status without peer facts ({@code peerEpoch} null, {@code peers} 0): the shape before peer
-   * distribution, for callers that report no membership. {@code peerEpoch} is the epoch of the last
-   * membership applied ({@code PUT /v1/peers}, see the P2P contract), {@code peers} the number of
-   * peers connected now.
-   */
-  public DataPlaneStatus(
-      String artifactId,
-      Phase phase,
-      String reason,
-      String message,
-      String source,
-      String resolvedRevision,
-      int files,
-      int filesComplete,
-      long tensors,
-      long bytesTotal,
-      long bytesLoaded,
-      long bytesFromSource,
-      long bytesFromPeers,
-      LockInfo lock,
-      String storeDirectory,
-      String readyTime,
-      List<FileStatus> fileStatuses) {
-    this(
-        artifactId,
-        phase,
-        reason,
-        message,
-        source,
-        resolvedRevision,
-        files,
-        filesComplete,
-        tensors,
-        bytesTotal,
-        bytesLoaded,
-        bytesFromSource,
-        bytesFromPeers,
-        lock,
-        storeDirectory,
-        readyTime,
-        fileStatuses,
-        null,
-        0);
-  }
 }

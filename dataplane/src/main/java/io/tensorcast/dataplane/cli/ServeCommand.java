@@ -1,10 +1,14 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.dataplane.p2p.PeerSettings;
+import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.serve.DataPlaneServer;
 import io.tensorcast.dataplane.serve.ServeSettings;
 import io.tensorcast.dataplane.source.SourceOptions;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -46,6 +50,54 @@ final class ServeCommand implements Callable<Integer> {
           "File holding the bearer token that GET /status requires (a mounted Secret key;"
               + " re-read when it changes).")
   Path tokenFile;
+
+  @Option(
+      names = "--peer-listen",
+      description =
+          "HOST:PORT of the peer transport (default $POD_IP:8472, else 0.0.0.0:8472); 'off'"
+              + " disables peer-to-peer distribution.")
+  String peerListen;
+
+  @Option(
+      names = "--peer-id",
+      description = "This member's id in the swarm (default $POD_NAME, else the host name).")
+  String peerId;
+
+  @Option(
+      names = "--piece-size",
+      defaultValue = "4Mi",
+      description =
+          "Piece size, a byte quantity (default ${DEFAULT-VALUE}); the same on every member.")
+  String pieceSize;
+
+  @Option(
+      names = "--peers",
+      description =
+          "Static membership ID=HOST:PORT,... including this member (tests and benchmarks"
+              + " without an operator); otherwise PUT /v1/peers sets it.")
+  String peers;
+
+  @Option(
+      names = "--distribution",
+      defaultValue = "peer-to-peer",
+      description = "peer-to-peer (default) or source-only (every byte from the source).")
+  String distribution;
+
+  @Option(
+      names = "--membership-wait",
+      defaultValue = "10s",
+      description =
+          "With no membership yet, load from the source alone after this long (default"
+              + " ${DEFAULT-VALUE}; e.g. 500ms, 10s, 1m).")
+  String membershipWait;
+
+  @Option(
+      names = "--peer-timeout",
+      defaultValue = "10s",
+      description =
+          "A requested piece not received within this is asked elsewhere; a silent connection is"
+              + " closed; a member disconnected this long is lost (default ${DEFAULT-VALUE}).")
+  String peerTimeout;
 
   @Override
   public Integer call() throws Exception {
@@ -105,7 +157,83 @@ final class ServeCommand implements Callable<Integer> {
         store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV),
         store.memoryLimitBytes(),
         store.lockPolicy,
-        tokenFile);
+        tokenFile,
+        peerSettings(env));
+  }
+
+  /** The peer settings, or null for source-only loading. */
+  private PeerSettings peerSettings(Map<String, String> env) {
+    String mode = distribution == null ? "peer-to-peer" : distribution.strip();
+    if (!mode.equals("peer-to-peer") && !mode.equals("source-only")) {
+      throw new IllegalArgumentException(
+          "--distribution must be peer-to-peer or source-only, got '" + distribution + "'");
+    }
+    if (mode.equals("source-only") || "off".equals(peerListen)) {
+      return null;
+    }
+    String podIp = env.get("POD_IP");
+    String listenSpec =
+        peerListen != null
+            ? peerListen
+            : (podIp == null || podIp.isBlank() ? "0.0.0.0" : podIp)
+                + ":"
+                + PeerSettings.DEFAULT_PORT;
+    String id = peerId;
+    if (id == null || id.isBlank()) {
+      id = env.get("POD_NAME");
+    }
+    if (id == null || id.isBlank()) {
+      id = env.get("HOSTNAME");
+    }
+    if (id == null || id.isBlank()) {
+      try {
+        id = java.net.InetAddress.getLocalHost().getHostName();
+      } catch (java.io.IOException e) {
+        throw new IllegalArgumentException(
+            "--peer-id not given, POD_NAME not set and the host name is unknown: " + e);
+      }
+    }
+    long piece = Quantities.bytes(pieceSize, "--piece-size");
+    if (piece < 1 || piece > PieceMap.MAX_PIECE_SIZE) {
+      throw new IllegalArgumentException(
+          "--piece-size must be between 1 byte and 64Mi, got " + pieceSize);
+    }
+    return new PeerSettings(
+        id,
+        Membership.address(listenSpec, "--peer-listen"),
+        (int) piece,
+        peers == null || peers.isBlank() ? null : Membership.parseStatic(peers),
+        duration(membershipWait, "--membership-wait"),
+        duration(peerTimeout, "--peer-timeout"),
+        PeerSettings.DEFAULT_MAX_IN_FLIGHT);
+  }
+
+  /** {@code 500ms}, {@code 10s}, {@code 2m}, {@code 1h}, or an ISO-8601 duration. */
+  static Duration duration(String value, String option) {
+    String v = value.strip();
+    try {
+      if (v.startsWith("P") || v.startsWith("p")) {
+        return Duration.parse(v);
+      }
+      if (v.endsWith("ms")) {
+        return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+      }
+      long n = Long.parseLong(v.substring(0, v.length() - 1));
+      switch (v.charAt(v.length() - 1)) {
+        case 's':
+          return Duration.ofSeconds(n);
+        case 'm':
+          return Duration.ofMinutes(n);
+        case 'h':
+          return Duration.ofHours(n);
+        default:
+          break;
+      }
+    } catch (RuntimeException e) {
+      // fall through to the message below
+    }
+    throw new IllegalArgumentException(
+        option + ": '" + value + "' is not a duration such as 500ms, 10s or 2m");
   }
 
   private InetSocketAddress listenAddress(String podIp) {

@@ -70,9 +70,24 @@ public final class ArtifactLoader {
   private final Options options;
   private final LoadMetrics metrics;
   private final LoadState state;
+  private final StoreFiller filler;
 
   public ArtifactLoader(
       ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
+    this(source, store, options, metrics, null);
+  }
+
+  /**
+   * @param filler fills the store instead of the parallel ranged read from the source (the
+   *     peer-to-peer distribution), or null for the source-only load
+   */
+  public ArtifactLoader(
+      ArtifactSource source,
+      PinnedStore store,
+      Options options,
+      LoadMetrics metrics,
+      StoreFiller filler) {
+    this.filler = filler;
     this.source = Objects.requireNonNull(source, "source");
     this.store = Objects.requireNonNull(store, "store");
     this.options = Objects.requireNonNull(options, "options");
@@ -126,17 +141,21 @@ public final class ArtifactLoader {
 
       state.phase(Phase.Loading);
       StoredArtifact target = stored;
-      readAll(
-          files,
-          new RangeSink() {
-            @Override
-            public ByteBuffer target(SourceFile file, long offset, int length) {
-              return target.writable(file.path(), offset, length);
-            }
+      if (filler != null) {
+        fillWith(filler, stored, files);
+      } else {
+        readAll(
+            files,
+            new RangeSink() {
+              @Override
+              public ByteBuffer target(SourceFile file, long offset, int length) {
+                return target.writable(file.path(), offset, length);
+              }
 
-            @Override
-            public void rangeCompleted(SourceFile file, long offset, int length) {}
-          });
+              @Override
+              public void rangeCompleted(SourceFile file, long offset, int length) {}
+            });
+      }
 
       state.phase(Phase.Verifying);
       verifyAll(stored, files, headers);
@@ -155,6 +174,16 @@ public final class ArtifactLoader {
       LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
       fail(stored, f);
       throw f;
+    }
+  }
+
+  private void fillWith(StoreFiller f, StoredArtifact stored, List<SourceFile> files)
+      throws LoadFailure {
+    try {
+      f.fill(source, stored, files, options.read(), state);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LoadFailure("Interrupted", "interrupted while loading", e);
     }
   }
 

@@ -12,7 +12,10 @@ import io.tensorcast.api.wire.DataPlaneStatus.Phase;
  * <ul>
  *   <li>{@code tensorcast_artifact_bytes}: artifact size
  *   <li>{@code tensorcast_artifact_loaded_bytes}: bytes in the store
- *   <li>{@code tensorcast_source_read_bytes_total}: bytes received from the source
+ *   <li>{@code tensorcast_source_read_bytes_total}: bytes read from the source that are in the
+ *       store (the same as {@code tensorcast_dataplane_source_bytes_total}, kept for dashboards)
+ *   <li>{@code tensorcast_dataplane_source_bytes_total}: bytes read from the source that are in the
+ *       store (P2P contract)
  *   <li>{@code tensorcast_source_retries_total}: ranged reads retried
  *   <li>{@code tensorcast_artifact_ready}: 1 when Ready, else 0
  * </ul>
@@ -38,7 +41,13 @@ public final class LoadMetrics {
         .register(registry);
     registry
         .more()
-        .counter("tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesLoaded());
+        .counter("tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesFromSource());
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            "tensorcast.dataplane.source", s, st -> (double) st.bytesFromSource())
+        .baseUnit("bytes")
+        .tags(tags)
+        .description("Bytes read from the artifact's source that became store bytes")
+        .register(registry);
     registry.more().counter("tensorcast.source.retries", tags, s, st -> (double) st.retries());
     Gauge.builder("tensorcast.artifact.ready", s, st -> st.phase() == Phase.Ready ? 1 : 0)
         .tags(tags)

@@ -18,11 +18,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * and metrics. Counters are atomics; the rest changes under the monitor, so {@link #snapshot()} is
  * consistent.
  */
-final class LoadState implements ReadProgressListener {
+final class LoadState implements ReadProgressListener, StoreFiller.FillProgress {
   private final String artifactId;
   private final String source;
   private final AtomicLong bytesLoaded = new AtomicLong();
   private final AtomicLong retries = new AtomicLong();
+  private final AtomicLong fromPeers = new AtomicLong();
   private volatile boolean adopted;
 
   private Phase phase = Phase.Pending;
@@ -90,6 +91,27 @@ final class LoadState implements ReadProgressListener {
     }
   }
 
+  @Override
+  public void fromSource(int count) {
+    bytesLoaded.addAndGet(count);
+  }
+
+  @Override
+  public void fromPeers(int count) {
+    fromPeers.addAndGet(count);
+    bytesLoaded.addAndGet(count);
+  }
+
+  /** Bytes read from the source that are store bytes now. */
+  long bytesFromSource() {
+    return adopted ? 0 : bytesLoaded.get() - fromPeers.get();
+  }
+
+  /** Bytes received from peers that are store bytes now. */
+  long bytesFromPeers() {
+    return fromPeers.get();
+  }
+
   /** The store already held the whole artifact: loaded without reading from the source. */
   void adopted(long bytes) {
     bytesLoaded.set(bytes);
@@ -131,6 +153,7 @@ final class LoadState implements ReadProgressListener {
     this.message = message;
     // The store's copy was released: nothing is loaded any more.
     bytesLoaded.set(0);
+    fromPeers.set(0);
     files.replaceAll((k, v) -> new FileStatus(v.path(), v.size(), false, null));
     if (lock != null) {
       lock = new DataPlaneStatus.LockInfo(false, 0, lock.reason(), lock.message());
@@ -140,6 +163,7 @@ final class LoadState implements ReadProgressListener {
   synchronized DataPlaneStatus snapshot() {
     List<FileStatus> fs = new ArrayList<>(files.values());
     int complete = (int) fs.stream().filter(FileStatus::complete).count();
+    long peers = fromPeers.get();
     long loaded = bytesLoaded.get();
     return new DataPlaneStatus(
         artifactId,
@@ -153,8 +177,8 @@ final class LoadState implements ReadProgressListener {
         tensors,
         bytesTotal,
         loaded,
-        adopted ? 0 : loaded,
-        0,
+        adopted ? 0 : loaded - peers,
+        peers,
         lock,
         directory,
         readyTime,

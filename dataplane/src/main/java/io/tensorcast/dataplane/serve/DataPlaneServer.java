@@ -7,6 +7,8 @@ import io.tensorcast.dataplane.cli.Quantities;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
+import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.dataplane.p2p.PeerSwarm;
 import io.tensorcast.dataplane.server.ControlServer;
 import io.tensorcast.dataplane.server.ControlToken;
 import io.tensorcast.dataplane.source.ArtifactSource;
@@ -57,6 +59,7 @@ public final class DataPlaneServer implements AutoCloseable {
   private PinnedStore store;
   private Thread loading;
   private boolean closing;
+  private PeerSwarm swarm;
 
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
@@ -80,7 +83,16 @@ public final class DataPlaneServer implements AutoCloseable {
   private void open() throws InterruptedException {
     ControlToken token =
         settings.controlTokenFile() == null ? null : new ControlToken(settings.controlTokenFile());
-    server = ControlServer.start(settings.listen(), this::status, registry, token);
+    if (settings.peer() != null) {
+      swarm = new PeerSwarm(settings.artifactId(), settings.peer(), registry);
+    }
+    server =
+        ControlServer.start(
+            settings.listen(),
+            this::status,
+            registry,
+            token,
+            swarm == null ? null : body -> swarm.applyMembership(Membership.parseJson(body)));
     source = openSource();
     store = source == null ? null : openStore();
     if (store != null) {
@@ -96,7 +108,8 @@ public final class DataPlaneServer implements AutoCloseable {
             store,
             new ArtifactLoader.Options(
                 settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
-            new LoadMetrics(registry));
+            new LoadMetrics(registry),
+            swarm);
     loaderRef.set(loader);
     loading =
         new Thread(
@@ -123,7 +136,36 @@ public final class DataPlaneServer implements AutoCloseable {
   /** What {@code GET /status} answers now. */
   public DataPlaneStatus status() {
     ArtifactLoader l = loaderRef.get();
-    return l != null ? l.status() : early.get();
+    DataPlaneStatus s = l != null ? l.status() : early.get();
+    PeerSwarm p = swarm;
+    if (p == null) {
+      return s;
+    }
+    return new DataPlaneStatus(
+        s.artifactId(),
+        s.phase(),
+        s.reason(),
+        s.message(),
+        s.source(),
+        s.resolvedRevision(),
+        s.files(),
+        s.filesComplete(),
+        s.tensors(),
+        s.bytesTotal(),
+        s.bytesLoaded(),
+        s.bytesFromSource(),
+        s.bytesFromPeers(),
+        s.lock(),
+        s.storeDirectory(),
+        s.readyTime(),
+        s.fileStatuses(),
+        p.epoch(),
+        p.connectedPeers());
+  }
+
+  /** The peer swarm, or null when this server loads from the source only. */
+  public PeerSwarm swarm() {
+    return swarm;
   }
 
   /**
@@ -154,6 +196,9 @@ public final class DataPlaneServer implements AutoCloseable {
     }
     try {
       boolean stopped = stopLoad();
+      if (swarm != null) {
+        swarm.close(); // stop serving pieces before the store's files go
+      }
       if (!stopped) {
         log.warn(
             "the load of {} did not stop within {} ms; its files are left for the next start to"

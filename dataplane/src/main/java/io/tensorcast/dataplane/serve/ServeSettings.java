@@ -37,6 +37,8 @@ import java.util.Optional;
  * @param memoryLimitBytes refuse an artifact larger than this many bytes; 0 = no limit
  * @param lockPolicy whether failing to {@code mlock} is an error
  * @param controlTokenFile file with the bearer token {@code GET /status} requires, or {@code null}
+ * @param peer peer-to-peer distribution settings, or {@code null} for source-only loading ({@code
+ *     --distribution source-only} or {@code --peer-listen off})
  */
 public record ServeSettings(
     String artifactId,
@@ -53,7 +55,44 @@ public record ServeSettings(
     String budget,
     long memoryLimitBytes,
     LockPolicy lockPolicy,
-    Path controlTokenFile) {
+    Path controlTokenFile,
+    io.tensorcast.dataplane.p2p.PeerSettings peer) {
+
+  /** Settings for source-only loading (no peer-to-peer distribution). */
+  public ServeSettings(
+      String artifactId,
+      InetSocketAddress listen,
+      String uri,
+      List<String> include,
+      List<String> exclude,
+      URI endpoint,
+      String region,
+      boolean pathStyle,
+      Optional<StaticCredentials> credentials,
+      ReadOptions read,
+      Path storeRoot,
+      String budget,
+      long memoryLimitBytes,
+      LockPolicy lockPolicy,
+      Path controlTokenFile) {
+    this(
+        artifactId,
+        listen,
+        uri,
+        include,
+        exclude,
+        endpoint,
+        region,
+        pathStyle,
+        credentials,
+        read,
+        storeRoot,
+        budget,
+        memoryLimitBytes,
+        lockPolicy,
+        controlTokenFile,
+        null);
+  }
 
   public ServeSettings {
     Objects.requireNonNull(artifactId, "artifactId");

@@ -46,8 +46,14 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /metrics}: Prometheus text exposition of the process's Micrometer registry.
  * </ul>
  *
- * <p>The endpoint is read-only: nothing on it reconfigures the pod, whose work is fixed by its
- * command line.
+ * <li>{@code PUT /v1/peers} (only with a {@link PeersEndpoint}): the swarm membership as JSON
+ *     ({@code {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}); 204 when applied, 200
+ *     when the epoch is the current one, 400 with a one-line error naming the field. Same bearer
+ *     token as {@code /status}.
+ * </ul>
+ *
+ * <p>Apart from the peer membership, nothing on the endpoint reconfigures the pod, whose work is
+ * fixed by its command line.
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
@@ -76,6 +82,32 @@ public final class ControlServer implements AutoCloseable {
       PrometheusMeterRegistry registry,
       ControlToken token)
       throws InterruptedException {
+    return start(address, status, registry, token, null);
+  }
+
+  /** Receives {@code PUT /v1/peers} bodies. */
+  @FunctionalInterface
+  public interface PeersEndpoint {
+    /**
+     * Applies a membership body.
+     *
+     * @return true when applied (204), false when its epoch is the current one (200)
+     * @throws IllegalArgumentException with a one-line message naming the field (400)
+     */
+    boolean apply(String jsonBody);
+  }
+
+  /**
+   * As {@link #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlToken)}, also
+   * serving {@code PUT /v1/peers} to {@code peers} when it is not null.
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlToken token,
+      PeersEndpoint peers)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
@@ -93,7 +125,7 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new ReadTimeoutHandler(30))
                           .addLast(new HttpServerCodec())
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                          .addLast(new Handler(status, registry, token, json));
+                          .addLast(new Handler(status, registry, token, json, peers));
                     }
                   })
               .bind(address)
@@ -123,12 +155,15 @@ public final class ControlServer implements AutoCloseable {
     private final PrometheusMeterRegistry registry;
     private final ControlToken token;
     private final ObjectMapper json;
+    private final PeersEndpoint peers;
 
     Handler(
         Supplier<DataPlaneStatus> status,
         PrometheusMeterRegistry registry,
         ControlToken token,
-        ObjectMapper json) {
+        ObjectMapper json,
+        PeersEndpoint peers) {
+      this.peers = peers;
       this.status = status;
       this.registry = registry;
       this.token = token;
@@ -139,6 +174,12 @@ public final class ControlServer implements AutoCloseable {
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) throws Exception {
       if (!req.decoderResult().isSuccess()) {
         send(ctx, req, HttpResponseStatus.BAD_REQUEST, "text/plain", "bad request\n");
+        return;
+      }
+      if (peers != null
+          && HttpMethod.PUT.equals(req.method())
+          && "/v1/peers".equals(new QueryStringDecoder(req.uri()).path())) {
+        putPeers(ctx, req);
         return;
       }
       if (!HttpMethod.GET.equals(req.method()) && !HttpMethod.HEAD.equals(req.method())) {
@@ -181,6 +222,37 @@ public final class ControlServer implements AutoCloseable {
                 "text/plain; version=0.0.4; charset=utf-8",
                 registry.scrape());
         default -> send(ctx, req, HttpResponseStatus.NOT_FOUND, "text/plain", "not found\n");
+      }
+    }
+
+    private void putPeers(ChannelHandlerContext ctx, FullHttpRequest req) {
+      if (token != null && !token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
+        FullHttpResponse r =
+            response(HttpResponseStatus.UNAUTHORIZED, "text/plain", "bearer token required\n");
+        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"tensorcast\"");
+        write(ctx, req, r);
+        return;
+      }
+      String body = req.content().toString(StandardCharsets.UTF_8);
+      boolean applied;
+      try {
+        applied = peers.apply(body);
+      } catch (IllegalArgumentException e) {
+        send(
+            ctx,
+            req,
+            HttpResponseStatus.BAD_REQUEST,
+            "text/plain",
+            e.getMessage().replace('\n', ' ') + "\n");
+        return;
+      }
+      if (applied) {
+        FullHttpResponse r =
+            new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
+        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
+        write(ctx, req, r);
+      } else {
+        send(ctx, req, HttpResponseStatus.OK, "text/plain", "epoch unchanged\n");
       }
     }
 

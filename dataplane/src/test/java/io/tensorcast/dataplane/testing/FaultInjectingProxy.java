@@ -42,12 +42,13 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@link #delay}: each request waits this long before it is forwarded.
  * </ul>
  *
- * <p>It records every request (method, target, {@code Range}, {@code If-Match}) and the most client
- * connections open at once and GET requests in flight at once. Every response is sent with {@code
- * Connection: close} (one request per connection), which keeps the forwarding simple and makes
- * "connections open" equal "requests in flight". Request bodies must have a {@code Content-Length}
- * ({@code Expect: 100-continue} is answered by the proxy). Headers are forwarded as received, so a
- * stripped {@code Range} breaks a SigV4 signature; S3Mock does not check them.
+ * <p>It counts the response body bytes of GETs it forwards ({@link #getBodyBytes()}) and records
+ * every request (method, target, {@code Range}, {@code If-Match}) and the most client connections
+ * open at once and GET requests in flight at once. Every response is sent with {@code Connection:
+ * close} (one request per connection), which keeps the forwarding simple and makes "connections
+ * open" equal "requests in flight". Request bodies must have a {@code Content-Length} ({@code
+ * Expect: 100-continue} is answered by the proxy). Headers are forwarded as received, so a stripped
+ * {@code Range} breaks a SigV4 signature; S3Mock does not check them.
  */
 public final class FaultInjectingProxy implements AutoCloseable {
 
@@ -85,6 +86,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicInteger failuresLeft = new AtomicInteger();
   private final AtomicInteger failureStatus = new AtomicInteger();
   private final AtomicReference<Duration> failureRetryAfter = new AtomicReference<>();
+  private final AtomicLong bodyBytesForwarded = new AtomicLong();
   private volatile boolean ignoreRange;
   private volatile Duration delay = Duration.ZERO;
 
@@ -184,6 +186,14 @@ public final class FaultInjectingProxy implements AutoCloseable {
    */
   public int maxConcurrentConnections() {
     return maxConnections.get();
+  }
+
+  /**
+   * Response body bytes of GET requests forwarded from the upstream to clients since the proxy
+   * started (not cleared by {@link #reset()}): what the clients read from the source.
+   */
+  public long getBodyBytes() {
+    return bodyBytesForwarded.get();
   }
 
   /** The most GET requests that were in flight (received, response not finished) at once. */
@@ -376,6 +386,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
         }
         out.write(buffer, 0, n);
         sent += n;
+        if (method.equals("GET")) {
+          bodyBytesForwarded.addAndGet(n);
+        }
       }
       out.flush();
     }

@@ -1,0 +1,44 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.StoredArtifact;
+import java.util.List;
+
+/**
+ * Puts every byte of an allocated artifact into the store, in place of {@link ArtifactLoader}'s own
+ * parallel ranged read from the source: the peer-to-peer distribution implements it. The loader
+ * still runs its end-of-load checks (headers re-validated from the store, SHA-256 against the
+ * source's digest, source unchanged) afterwards.
+ */
+public interface StoreFiller {
+
+  /**
+   * Fills {@code stored} with the bytes of {@code files}; returns once every byte is in the store.
+   *
+   * @param source where bytes that no peer supplies are read from
+   * @param read the source-read settings (concurrency, attempts, back-off)
+   * @param progress where bytes are accounted as they become store bytes
+   * @throws LoadFailure when a source read fails for good, naming file and range
+   * @throws InterruptedException when interrupted; the fill has stopped writing into the store
+   */
+  void fill(
+      ArtifactSource source,
+      StoredArtifact stored,
+      List<SourceFile> files,
+      ReadOptions read,
+      FillProgress progress)
+      throws LoadFailure, InterruptedException;
+
+  /** Accounting of a fill; thread-safe. */
+  interface FillProgress {
+    /** {@code count} bytes read from the source became store bytes. */
+    void fromSource(int count);
+
+    /** {@code count} bytes received from peers (verified) became store bytes. */
+    void fromPeers(int count);
+
+    /** A source read is being retried: shown as the status's reason and message. */
+    void retrying(ReadProgressListener.RetryEvent event);
+  }
+}

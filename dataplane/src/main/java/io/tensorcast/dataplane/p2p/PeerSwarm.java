@@ -1,0 +1,926 @@
+package io.tensorcast.dataplane.p2p;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.netty.buffer.ByteBuf;
+import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.load.ReadOptions;
+import io.tensorcast.dataplane.load.ReadProgressListener;
+import io.tensorcast.dataplane.load.StoreFiller;
+import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.SourceException;
+import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.store.StoredArtifact;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One member of an artifact's swarm: fills the store with pieces read from the source (the pieces
+ * the {@link SwarmPlan} assigns to this member) and pieces fetched from peers, and serves the
+ * pieces it holds to peers for as long as it is open.
+ *
+ * <ul>
+ *   <li>Membership comes from {@code --peers} or {@link #applyMembership} ({@code PUT /v1/peers});
+ *       without one, the fill waits {@link PeerSettings#membershipWait()} and then loads alone.
+ *       This member dials the members whose id sorts after its own; the others dial it.
+ *   <li>Plan: recomputed on every scheduling round from (members, live members, holdings); a member
+ *       is lost when disconnected longer than the peer timeout (or, never seen, the membership wait
+ *       plus the peer timeout), or when refused for faults.
+ *   <li>Fetching: from each usable peer at most {@link PeerSettings#maxInFlight()} requests, the
+ *       rarest piece first, the least-loaded peer first. A request unanswered within the peer
+ *       timeout is requested elsewhere and counts as a fault of that peer.
+ *   <li>Integrity: a piece read from the source is hashed (SHA-256) and announced with its hash
+ *       (HAVE); relays announce the origin's hash. A piece from a peer is hashed before it is
+ *       written to the store and must equal the announced hash; otherwise it is dropped, counted
+ *       ({@code tensorcast_dataplane_pieces_rejected_total}), that peer is not asked for it again,
+ *       and after {@value #MAX_FAULTS} faults not at all. A piece that no usable peer holds and
+ *       whose plan owner is gone is read from the source (last resort).
+ * </ul>
+ *
+ * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
+ * tensorcast_dataplane_peer_bytes_sent_total}, {@code tensorcast_dataplane_pieces_rejected_total},
+ * {@code tensorcast_dataplane_peers}.
+ */
+public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PeerSwarm.class);
+
+  /** Faults (bad piece, stuck request) after which a peer is not asked for anything any more. */
+  public static final int MAX_FAULTS = 3;
+
+  private static final long TICK_MS = 50;
+
+  private final String artifactId;
+  private final PeerSettings settings;
+  private final String self;
+  private final Counter bytesReceived;
+  private final Counter bytesSent;
+  private final Counter piecesRejected;
+  private final int salt;
+
+  // ---- guarded by this
+  private Membership membership;
+  private long membershipSince;
+  private final Map<String, java.net.InetSocketAddress> dialled = new HashMap<>();
+  private final Map<String, Peer> peers = new HashMap<>();
+  private PieceMap map;
+  private Map<String, SourceFile> sourceFiles;
+  private StoredArtifact stored;
+  private ArtifactSource source;
+  private ReadOptions read;
+  private FillProgress progress;
+  private BitSet present;
+  private BitSet inProgress;
+  private byte[][] hashes;
+  private final ArrayDeque<Integer> sourceQueue = new ArrayDeque<>();
+  private boolean filling;
+  private boolean serving;
+  private LoadFailure failure;
+  private long fillStarted;
+  private boolean closed;
+  private PeerTransport transport;
+  private ExecutorService verifier;
+
+  private static final class Peer {
+    final String id;
+    PeerTransport.PeerConnection conn;
+    final BitSet has = new BitSet();
+    final BitSet bad = new BitSet();
+    final Map<Integer, Long> inFlight = new LinkedHashMap<>();
+    int faults;
+    boolean refused;
+    boolean everConnected;
+    long downSince;
+
+    Peer(String id) {
+      this.id = id;
+    }
+
+    boolean usable() {
+      return conn != null && !refused;
+    }
+  }
+
+  /**
+   * @param artifactId the artifact's store id (sent in HELLO)
+   * @param registry where the peer metrics are registered
+   */
+  public PeerSwarm(String artifactId, PeerSettings settings, MeterRegistry registry) {
+    this.artifactId = artifactId;
+    this.settings = settings;
+    this.self = settings.peerId();
+    this.salt = self.hashCode();
+    Tags tags = Tags.of("artifact", artifactId);
+    this.bytesReceived =
+        Counter.builder("tensorcast.dataplane.peer.bytes.received")
+            .baseUnit("bytes")
+            .tags(tags)
+            .description("Piece bytes received from peers, verified and written to the store")
+            .register(registry);
+    this.bytesSent =
+        Counter.builder("tensorcast.dataplane.peer.bytes.sent")
+            .baseUnit("bytes")
+            .tags(tags)
+            .description("Piece bytes sent to peers")
+            .register(registry);
+    this.piecesRejected =
+        Counter.builder("tensorcast.dataplane.pieces.rejected")
+            .tags(tags)
+            .description(
+                "Pieces from peers dropped because their SHA-256 was not the announced one")
+            .register(registry);
+    Gauge.builder("tensorcast.dataplane.peers", this, PeerSwarm::connectedPeers)
+        .tags(tags)
+        .description("Peers connected over the peer transport")
+        .register(registry);
+    if (settings.staticPeers() != null) {
+      this.membership = settings.staticPeers();
+      this.membershipSince = System.nanoTime();
+    }
+  }
+
+  // ------------------------------------------------------------------ membership and status
+
+  /**
+   * Applies a membership ({@code PUT /v1/peers}).
+   *
+   * @return false when its epoch equals the current one (nothing changed), true when applied
+   */
+  public boolean applyMembership(Membership m) {
+    synchronized (this) {
+      if (membership != null && membership.epoch().equals(m.epoch())) {
+        return false;
+      }
+      if (!m.ids().contains(self)) {
+        log.warn(
+            "membership {} does not list this member '{}'; taking part anyway", m.epoch(), self);
+      }
+      log.info("membership {}: {} members", m.epoch(), m.members().size());
+      membership = m;
+      membershipSince = System.nanoTime();
+      notifyAll();
+    }
+    redial();
+    return true;
+  }
+
+  /** The epoch of the membership applied last, or null. */
+  public synchronized String epoch() {
+    return membership == null ? null : membership.epoch();
+  }
+
+  /** Peers connected now (handshake done). */
+  public synchronized int connectedPeers() {
+    int n = 0;
+    for (Peer p : peers.values()) {
+      if (p.conn != null) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** The transport's listen address once a fill started, else null. */
+  public synchronized java.net.InetSocketAddress listenAddress() {
+    return transport == null ? null : transport.listenAddress();
+  }
+
+  private void redial() {
+    PeerTransport t;
+    List<Membership.Member> toDial = new ArrayList<>();
+    List<String> toForget = new ArrayList<>();
+    synchronized (this) {
+      t = transport;
+      if (t == null || membership == null) {
+        return;
+      }
+      Set<String> ids = membership.ids();
+      for (Membership.Member m : membership.members()) {
+        if (m.id().compareTo(self) > 0 && !m.address().equals(dialled.get(m.id()))) {
+          dialled.put(m.id(), m.address());
+          toDial.add(m);
+        }
+      }
+      for (Iterator<String> it = dialled.keySet().iterator(); it.hasNext(); ) {
+        String id = it.next();
+        if (!ids.contains(id)) {
+          it.remove();
+          toForget.add(id);
+        }
+      }
+    }
+    toForget.forEach(t::forget);
+    for (Membership.Member m : toDial) {
+      t.dial(m.id(), m.address());
+    }
+  }
+
+  // ------------------------------------------------------------------ fill
+
+  @Override
+  public void fill(
+      ArtifactSource source,
+      StoredArtifact stored,
+      List<SourceFile> files,
+      ReadOptions read,
+      FillProgress progress)
+      throws LoadFailure, InterruptedException {
+    PieceMap pm =
+        new PieceMap(
+            files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(),
+            settings.pieceSize());
+    Map<String, SourceFile> byPath = new HashMap<>();
+    files.forEach(f -> byPath.put(f.path(), f));
+    synchronized (this) {
+      if (closed) {
+        throw new LoadFailure("Interrupted", "the peer swarm was closed");
+      }
+      this.map = pm;
+      this.sourceFiles = byPath;
+      this.stored = stored;
+      this.source = source;
+      this.read = read;
+      this.progress = progress;
+      this.present = new BitSet(pm.size());
+      this.inProgress = new BitSet(pm.size());
+      this.hashes = new byte[pm.size()][];
+      this.filling = true;
+      this.serving = true;
+      this.fillStarted = System.nanoTime();
+    }
+    Frame.Hello hello =
+        new Frame.Hello(
+            FrameCodec.VERSION, artifactId, self, pm.pieceSize(), pm.size(), pm.digest());
+    PeerTransport t;
+    try {
+      t = NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
+    } catch (RuntimeException e) {
+      throw new LoadFailure(
+          "PeerListenFailed",
+          "cannot listen for peers on " + settings.listen() + " (--peer-listen): " + e,
+          e);
+    }
+    int threads = Math.max(1, read.concurrency());
+    ExecutorService sources = Executors.newFixedThreadPool(threads, daemon("p2p-source"));
+    synchronized (this) {
+      transport = t;
+      verifier = Executors.newFixedThreadPool(2, daemon("p2p-verify"));
+    }
+    log.info(
+        "artifact {}: {} pieces of {} bytes; peer {} on {}",
+        artifactId,
+        pm.size(),
+        pm.pieceSize(),
+        self,
+        t.listenAddress());
+    boolean ok = false;
+    try {
+      awaitMembership();
+      redial();
+      for (int i = 0; i < threads; i++) {
+        sources.execute(this::sourceWorker);
+      }
+      synchronized (this) {
+        while (present.cardinality() < map.size()) {
+          if (failure != null) {
+            throw failure;
+          }
+          if (closed) {
+            throw new LoadFailure("Interrupted", "the peer swarm was closed");
+          }
+          schedule();
+          wait(TICK_MS);
+        }
+        filling = false;
+        notifyAll();
+      }
+      ok = true;
+      log.info("artifact {}: every piece is in the store", artifactId);
+    } finally {
+      synchronized (this) {
+        filling = false;
+        notifyAll();
+      }
+      sources.shutdownNow();
+      awaitQuietly(sources);
+      ExecutorService v;
+      synchronized (this) {
+        v = verifier;
+        if (!ok) {
+          // The loader unloads the store after a failure: stop serving and receiving first.
+          serving = false;
+          verifier = null;
+        }
+      }
+      if (!ok) {
+        v.shutdownNow();
+        awaitQuietly(v);
+      }
+    }
+  }
+
+  private void awaitMembership() throws InterruptedException {
+    long deadline = System.nanoTime() + settings.membershipWait().toNanos();
+    synchronized (this) {
+      while (membership == null && !closed) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          log.info(
+              "no membership within {} (--membership-wait); loading from the source alone until"
+                  + " one arrives",
+              settings.membershipWait());
+          return;
+        }
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      }
+    }
+  }
+
+  /** One scheduling round; called under the lock. */
+  private void schedule() {
+    long now = System.nanoTime();
+    long timeout = settings.peerTimeout().toNanos();
+    // Stuck requests: ask elsewhere.
+    for (Peer p : peers.values()) {
+      for (Iterator<Map.Entry<Integer, Long>> it = p.inFlight.entrySet().iterator();
+          it.hasNext(); ) {
+        Map.Entry<Integer, Long> e = it.next();
+        if (e.getValue() < now) {
+          it.remove();
+          inProgress.clear(e.getKey());
+          p.bad.set(e.getKey());
+          fault(p, "piece " + e.getKey() + " not received within " + settings.peerTimeout());
+        }
+      }
+    }
+    // Who is live.
+    Set<String> members = new TreeSet<>();
+    members.add(self);
+    if (membership != null) {
+      members.addAll(membership.ids());
+    }
+    Set<String> live = new HashSet<>();
+    Map<String, BitSet> holdings = new HashMap<>();
+    live.add(self);
+    holdings.put(self, present);
+    for (String m : members) {
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer p = peers.get(m);
+      if (p != null && p.refused) {
+        continue;
+      }
+      if (p == null || p.conn == null) {
+        long since =
+            p != null && p.everConnected ? p.downSince : Math.max(fillStarted, membershipSince);
+        long allowed =
+            p != null && p.everConnected ? timeout : settings.membershipWait().toNanos() + timeout;
+        if (now - since > allowed) {
+          continue;
+        }
+      }
+      live.add(m);
+      if (p != null) {
+        holdings.put(m, p.has);
+      }
+    }
+    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
+    // Holders among usable peers, and per-peer candidates.
+    int n = map.size();
+    int[] holders = new int[n];
+    List<Peer> usable = new ArrayList<>();
+    Map<Peer, BitSet> candidates = new HashMap<>();
+    for (Peer p : peers.values()) {
+      if (!p.usable()) {
+        continue;
+      }
+      usable.add(p);
+      BitSet c = (BitSet) p.has.clone();
+      c.andNot(p.bad);
+      for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
+        holders[i]++;
+      }
+      c.andNot(present);
+      c.andNot(inProgress);
+      candidates.put(p, c);
+    }
+    // Source reads: mine by the plan, or the last resort.
+    for (int i = 0; i < n; i++) {
+      if (present.get(i) || inProgress.get(i) || holders[i] > 0) {
+        continue;
+      }
+      String owner = plan.sourceOwner(i);
+      boolean mine = self.equals(owner);
+      if (owner == null) {
+        // A live member holds it, but no usable peer offers it to this member: read it when every
+        // live holder is connected and failed this piece (a reconnecting holder is waited for).
+        mine = true;
+        for (String m : live) {
+          Peer p = peers.get(m);
+          if (p != null && p.has.get(i) && !(p.conn != null && p.bad.get(i))) {
+            mine = false;
+            break;
+          }
+        }
+      }
+      if (mine) {
+        inProgress.set(i);
+        sourceQueue.add(i);
+      }
+    }
+    // Peer requests: least-loaded peer first, rarest piece first.
+    boolean sent = true;
+    while (sent) {
+      sent = false;
+      usable.sort((a, b) -> Integer.compare(a.inFlight.size(), b.inFlight.size()));
+      for (Peer p : usable) {
+        if (p.inFlight.size() >= settings.maxInFlight()) {
+          continue;
+        }
+        BitSet c = candidates.get(p);
+        int piece = SwarmPlan.rarest(c, holders, salt + p.inFlight.size() * 7919);
+        if (piece < 0) {
+          continue;
+        }
+        for (BitSet other : candidates.values()) {
+          other.clear(piece);
+        }
+        inProgress.set(piece);
+        p.inFlight.put(piece, now + timeout);
+        p.conn.send(new Frame.Request(piece));
+        sent = true;
+        break;
+      }
+    }
+    if (!sourceQueue.isEmpty()) {
+      notifyAll();
+    }
+  }
+
+  private void fault(Peer p, String why) {
+    p.faults++;
+    log.warn("peer {}: {} (fault {} of {})", p.id, why, p.faults, MAX_FAULTS);
+    if (p.faults >= MAX_FAULTS && !p.refused) {
+      p.refused = true;
+      log.warn("peer {}: {} faults; not requesting anything from it any more", p.id, p.faults);
+      requeue(p);
+    }
+  }
+
+  private void requeue(Peer p) {
+    for (Integer piece : p.inFlight.keySet()) {
+      inProgress.clear(piece);
+    }
+    p.inFlight.clear();
+  }
+
+  // ------------------------------------------------------------------ source reads
+
+  private void sourceWorker() {
+    while (true) {
+      int piece;
+      synchronized (this) {
+        while (sourceQueue.isEmpty() && filling && failure == null) {
+          try {
+            wait(TICK_MS * 4);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+        if (!filling || failure != null) {
+          return;
+        }
+        piece = sourceQueue.poll();
+      }
+      try {
+        byte[] sha = readFromSource(map.piece(piece));
+        if (sha == null) {
+          return; // interrupted
+        }
+        pieceStored(piece, sha, null);
+      } catch (LoadFailure f) {
+        synchronized (this) {
+          if (failure == null) {
+            failure = f;
+          }
+          notifyAll();
+        }
+        return;
+      } catch (RuntimeException e) {
+        synchronized (this) {
+          if (failure == null && filling) {
+            failure =
+                new LoadFailure("InternalError", "source read of piece " + piece + ": " + e, e);
+          }
+          notifyAll();
+        }
+        return;
+      }
+    }
+  }
+
+  /** Reads a piece into its store region with retries; its SHA-256, or null when interrupted. */
+  private byte[] readFromSource(PieceMap.Piece p) throws LoadFailure {
+    SourceFile file = sourceFiles.get(p.path());
+    ByteBuffer target = stored.writable(p.path(), p.offset(), p.length());
+    byte[] staging = new byte[Math.min(p.length(), 256 * 1024)];
+    int received = 0;
+    int attempt = 0;
+    while (true) {
+      if (Thread.currentThread().isInterrupted()) {
+        return null;
+      }
+      attempt++;
+      Throwable cause;
+      try (InputStream in = source.openRange(file, p.offset() + received, p.length() - received)) {
+        while (received < p.length()) {
+          int n = in.read(staging, 0, Math.min(staging.length, p.length() - received));
+          if (n < 0) {
+            break;
+          }
+          target.put(staging, 0, n);
+          received += n;
+        }
+        if (received == p.length()) {
+          break;
+        }
+        cause = new EOFException("the response ended after " + received + " of " + p.length());
+      } catch (SourceException e) {
+        if (!e.retryable()) {
+          throw new LoadFailure(e.reason(), describe(p) + ": " + e.getMessage(), e);
+        }
+        cause = e;
+      } catch (IOException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          return null;
+        }
+        cause = e;
+      }
+      if (attempt >= read.maxAttempts()) {
+        String reason = cause instanceof SourceException se ? se.reason() : "SourceUnavailable";
+        throw new LoadFailure(
+            reason,
+            "reading "
+                + describe(p)
+                + " from "
+                + source.describe()
+                + " failed after all "
+                + attempt
+                + " attempts; last cause: "
+                + cause,
+            cause);
+      }
+      Duration delay = backoff(attempt);
+      progress.retrying(
+          new ReadProgressListener.RetryEvent(
+              file, p.offset(), p.length(), attempt, p.offset() + received, delay, cause));
+      try {
+        Thread.sleep(delay.toMillis());
+      } catch (InterruptedException e) {
+        return null;
+      }
+    }
+    return sha256(stored.readOnly(p.path(), p.offset(), p.length()));
+  }
+
+  private Duration backoff(int attempt) {
+    long cap = read.backoffCap().toNanos();
+    long d = read.backoffBase().toNanos();
+    for (int i = 1; i < attempt && d < cap; i++) {
+      d *= 2;
+    }
+    d = Math.min(d, cap);
+    return Duration.ofNanos(d <= 1 ? d : d / 2 + ThreadLocalRandom.current().nextLong(d / 2 + 1));
+  }
+
+  private static String describe(PieceMap.Piece p) {
+    return "piece "
+        + p.index()
+        + " (bytes ["
+        + p.offset()
+        + ", "
+        + (p.offset() + p.length())
+        + ") of "
+        + p.path()
+        + ")";
+  }
+
+  /** A verified piece is in the store: account, announce. {@code from} null = the source. */
+  private void pieceStored(int piece, byte[] sha, Peer from) {
+    List<PeerTransport.PeerConnection> announce = new ArrayList<>();
+    synchronized (this) {
+      if (present == null || present.get(piece)) {
+        inProgressClear(piece);
+        return;
+      }
+      int len = map.piece(piece).length();
+      present.set(piece);
+      hashes[piece] = sha;
+      inProgress.clear(piece);
+      if (from == null) {
+        progress.fromSource(len);
+      } else {
+        progress.fromPeers(len);
+        bytesReceived.increment(len);
+      }
+      Frame have = new Frame.Have(piece, sha);
+      for (Peer p : peers.values()) {
+        if (p.conn != null) {
+          p.conn.send(have);
+        }
+      }
+      notifyAll();
+    }
+    announce.clear();
+  }
+
+  private synchronized void inProgressClear(int piece) {
+    if (inProgress != null && present != null && !present.get(piece)) {
+      inProgress.clear(piece);
+    }
+  }
+
+  // ------------------------------------------------------------------ transport events
+
+  @Override
+  public void connected(PeerTransport.PeerConnection conn) {
+    synchronized (this) {
+      Peer p = peers.computeIfAbsent(conn.peerId(), Peer::new);
+      PeerTransport.PeerConnection old = p.conn;
+      if (old != null && old != conn) {
+        requeue(p);
+        old.close("replaced by a new connection from the same peer");
+      }
+      p.conn = conn;
+      p.everConnected = true;
+      log.info("peer {} connected", conn.peerId());
+      if (present != null) {
+        byte[][] h = new byte[map.size()][];
+        for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
+          h[i] = hashes[i];
+        }
+        conn.send(new Frame.Bitfield(map.size(), (BitSet) present.clone(), h));
+      }
+      notifyAll();
+    }
+  }
+
+  @Override
+  public void disconnected(PeerTransport.PeerConnection conn) {
+    synchronized (this) {
+      Peer p = peers.get(conn.peerId());
+      if (p == null || p.conn != conn) {
+        return;
+      }
+      p.conn = null;
+      p.downSince = System.nanoTime();
+      requeue(p);
+      log.info("peer {} disconnected", conn.peerId());
+      notifyAll();
+    }
+  }
+
+  @Override
+  public void received(PeerTransport.PeerConnection conn, Frame frame) {
+    if (frame instanceof Frame.Piece piece) {
+      receivedPiece(conn, piece);
+      return;
+    }
+    synchronized (this) {
+      Peer p = peers.get(conn.peerId());
+      if (p == null || p.conn != conn || map == null) {
+        return;
+      }
+      if (frame instanceof Frame.Have h) {
+        if (checkIndex(conn, h.piece(), "HAVE")) {
+          announced(p, h.piece(), h.sha256());
+        }
+      } else if (frame instanceof Frame.Bitfield b) {
+        if (b.pieceCount() != map.size()) {
+          conn.close("BITFIELD for " + b.pieceCount() + " pieces, the map has " + map.size());
+          return;
+        }
+        for (int i = b.have().nextSetBit(0); i >= 0; i = b.have().nextSetBit(i + 1)) {
+          announced(p, i, b.sha256()[i]);
+        }
+      } else if (frame instanceof Frame.Request r) {
+        if (checkIndex(conn, r.piece(), "REQUEST")) {
+          serve(conn, r.piece());
+        }
+      } else if (frame instanceof Frame.Reject r) {
+        if (p.inFlight.remove(r.piece()) != null) {
+          inProgress.clear(r.piece());
+          p.has.clear(r.piece());
+          log.info("peer {} rejected piece {}: {}", p.id, r.piece(), r.reason());
+        }
+      } else {
+        conn.close("unexpected " + FrameCodec.typeName(frame.type()) + " after the handshake");
+        return;
+      }
+      notifyAll();
+    }
+  }
+
+  private boolean checkIndex(PeerTransport.PeerConnection conn, int piece, String what) {
+    if (piece < 0 || piece >= map.size()) {
+      conn.close(what + " for piece " + piece + " outside 0.." + (map.size() - 1));
+      return false;
+    }
+    return true;
+  }
+
+  private void announced(Peer p, int piece, byte[] sha) {
+    p.has.set(piece);
+    if (hashes[piece] == null) {
+      hashes[piece] = sha;
+    } else if (!Arrays.equals(hashes[piece], sha)) {
+      log.warn(
+          "peer {} announces piece {} with sha256 {} but {} is known; not asking it for this piece",
+          p.id,
+          piece,
+          HexFormat.of().formatHex(sha),
+          HexFormat.of().formatHex(hashes[piece]));
+      p.bad.set(piece);
+    }
+  }
+
+  private void serve(PeerTransport.PeerConnection conn, int piece) {
+    if (!serving || !present.get(piece)) {
+      conn.send(new Frame.Reject(piece, "piece not held"));
+      return;
+    }
+    PieceMap.Piece pc = map.piece(piece);
+    Path file = stored.directory().resolve(pc.path());
+    conn.sendPiece(piece, file, pc.offset(), pc.length(), () -> bytesSent.increment(pc.length()));
+  }
+
+  private void receivedPiece(PeerTransport.PeerConnection conn, Frame.Piece f) {
+    Peer p;
+    byte[] expected;
+    ExecutorService v;
+    synchronized (this) {
+      p = peers.get(conn.peerId());
+      if (p == null
+          || p.conn != conn
+          || map == null
+          || f.piece() < 0
+          || f.piece() >= map.size()
+          || p.inFlight.remove(f.piece()) == null) {
+        f.payload().release(); // late (after a stuck timeout) or unasked
+        return;
+      }
+      expected = hashes[f.piece()];
+      v = verifier;
+    }
+    try {
+      v.execute(() -> verifyAndStore(p, f, expected));
+    } catch (RejectedExecutionException | NullPointerException e) {
+      f.payload().release();
+      inProgressClear(f.piece());
+    }
+  }
+
+  /** Hashes a received piece; writes it to the store only when it matches the announced hash. */
+  private void verifyAndStore(Peer p, Frame.Piece f, byte[] expected) {
+    int piece = f.piece();
+    ByteBuf buf = f.payload();
+    try {
+      PieceMap.Piece pc = map.piece(piece);
+      String problem = null;
+      byte[] actual = null;
+      if (buf.readableBytes() != pc.length()) {
+        problem =
+            "sent " + buf.readableBytes() + " bytes for piece " + piece + " of " + pc.length();
+      } else {
+        actual = sha256(buf.nioBuffer());
+        if (expected == null || !Arrays.equals(actual, expected)) {
+          problem =
+              "piece "
+                  + piece
+                  + " has sha256 "
+                  + HexFormat.of().formatHex(actual)
+                  + " but "
+                  + (expected == null ? "none" : HexFormat.of().formatHex(expected))
+                  + " was announced; dropped";
+        }
+      }
+      if (problem != null) {
+        piecesRejected.increment();
+        synchronized (this) {
+          inProgressClear(piece);
+          p.bad.set(piece);
+          fault(p, problem);
+          notifyAll();
+        }
+        return;
+      }
+      synchronized (this) {
+        if (!serving || present.get(piece)) {
+          inProgressClear(piece);
+          return;
+        }
+      }
+      stored.write(pc.path(), pc.offset(), buf.nioBuffer());
+      pieceStored(piece, actual, p);
+    } catch (RuntimeException e) {
+      log.warn("storing piece {} from {} failed: {}", piece, p.id, e.toString());
+      inProgressClear(piece);
+    } finally {
+      buf.release();
+    }
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Stops serving and receiving, closes the transport. Idempotent. */
+  @Override
+  public void close() {
+    PeerTransport t;
+    ExecutorService v;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      serving = false;
+      t = transport;
+      v = verifier;
+      notifyAll();
+    }
+    if (t != null) {
+      t.close();
+    }
+    if (v != null) {
+      v.shutdownNow();
+      awaitQuietly(v);
+    }
+  }
+
+  private static byte[] sha256(ByteBuffer b) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(b);
+      return md.digest();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void awaitQuietly(ExecutorService pool) {
+    boolean interrupted = false;
+    try {
+      while (!pool.awaitTermination(10, TimeUnit.SECONDS)) {
+        log.warn("still waiting for {} to stop", pool);
+      }
+    } catch (InterruptedException e) {
+      interrupted = true;
+      try {
+        pool.awaitTermination(10, TimeUnit.SECONDS);
+      } catch (InterruptedException again) {
+        // give up waiting
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static java.util.concurrent.ThreadFactory daemon(String name) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+}

@@ -1,0 +1,62 @@
+package io.tensorcast.dataplane.p2p;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+
+/**
+ * Moves {@link Frame}s and piece bytes between the members of a swarm. The swarm logic ({@link
+ * PeerSwarm}) only sees this interface, so a transport over RDMA can replace the TCP one ({@link
+ * NettyPeerTransport}) without touching it.
+ *
+ * <p>A transport performs the HELLO handshake itself (refusing peers whose artifact id, piece size
+ * or piece-map digest differ) and reports a connection to its {@link Listener} only once the
+ * handshake passed.
+ */
+public interface PeerTransport extends AutoCloseable {
+
+  /** The address peers connect to (useful with port 0). */
+  InetSocketAddress listenAddress();
+
+  /**
+   * Keeps a connection to {@code peerId} at {@code address}: connects now and reconnects with
+   * back-off after a failure or a close until {@link #forget} or {@link #close()}.
+   */
+  void dial(String peerId, InetSocketAddress address);
+
+  /** Stops dialling {@code peerId} and closes a connection to it, if any. */
+  void forget(String peerId);
+
+  @Override
+  void close();
+
+  /** One handshaken connection to a peer. Methods may be called from any thread. */
+  interface PeerConnection {
+    /** The peer's member id (from its HELLO). */
+    String peerId();
+
+    /** Sends a control frame (not PIECE). */
+    void send(Frame frame);
+
+    /**
+     * Sends piece {@code piece}: the PIECE header then {@code length} bytes of {@code file} from
+     * {@code offset}, zero-copy where the transport can (sendfile). {@code sent} runs once the
+     * bytes were handed to the network.
+     */
+    void sendPiece(int piece, Path file, long offset, int length, Runnable sent);
+
+    /** Closes the connection; the listener then sees {@link Listener#disconnected}. */
+    void close(String why);
+  }
+
+  /** Receives the transport's events; called on transport threads, must not block long. */
+  interface Listener {
+    /** A connection passed the handshake. */
+    void connected(PeerConnection connection);
+
+    /** A frame arrived (never HELLO). A {@link Frame.Piece}'s payload must be released. */
+    void received(PeerConnection connection, Frame frame);
+
+    /** A connection that was reported {@link #connected} closed. */
+    void disconnected(PeerConnection connection);
+  }
+}

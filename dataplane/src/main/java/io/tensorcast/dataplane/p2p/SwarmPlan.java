@@ -1,0 +1,167 @@
+package io.tensorcast.dataplane.p2p;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Who reads which piece from the source: a pure function of (the members' sorted ids, which of them
+ * are live, which pieces each live member holds), so every member that sees the same inputs
+ * computes the same plan.
+ *
+ * <ul>
+ *   <li>Base assignment: the pieces are cut into {@code |members|} contiguous blocks, block {@code
+ *       j} to the {@code j}-th member in id order (piece {@code i} → member {@code ⌊i × m / n⌋}),
+ *       so every source read of a member is large and sequential (cooperative cold load).
+ *   <li>Pieces whose base owner is not live (lost, refused) are orphans; the orphans, in piece
+ *       order, are cut into contiguous blocks over the live members in id order. This depends only
+ *       on the live set, so members agree as soon as they agree on who is live.
+ *   <li>A piece that any live member holds is assigned to nobody: it is fetched from a peer, never
+ *       read from the source again.
+ * </ul>
+ *
+ * <p>Every piece nobody holds is therefore assigned to exactly one live member.
+ */
+public final class SwarmPlan {
+  private final List<String> members;
+  private final List<String> live;
+  private final String[] owner;
+
+  private SwarmPlan(List<String> members, List<String> live, String[] owner) {
+    this.members = members;
+    this.live = live;
+    this.owner = owner;
+  }
+
+  /**
+   * Computes the plan.
+   *
+   * @param pieceCount pieces in the {@link PieceMap}
+   * @param members every member id (any order; sorted here); must not be empty
+   * @param live the members taking part now (ignored when not a member); must not be empty
+   * @param holdings pieces each member holds (verified, in its store); missing = none
+   * @throws IllegalArgumentException when there are no live members
+   */
+  public static SwarmPlan compute(
+      int pieceCount, Set<String> members, Set<String> live, Map<String, BitSet> holdings) {
+    List<String> all = List.copyOf(new TreeSet<>(members));
+    List<String> alive = new ArrayList<>();
+    for (String m : all) {
+      if (live.contains(m)) {
+        alive.add(m);
+      }
+    }
+    if (alive.isEmpty()) {
+      throw new IllegalArgumentException("a swarm plan needs at least one live member");
+    }
+    BitSet held = new BitSet(pieceCount);
+    for (String m : alive) {
+      BitSet h = holdings.get(m);
+      if (h != null) {
+        held.or(h);
+      }
+    }
+    String[] owner = new String[pieceCount];
+    List<Integer> orphans = new ArrayList<>();
+    int m = all.size();
+    for (int i = 0; i < pieceCount; i++) {
+      String base = all.get((int) ((long) i * m / pieceCount));
+      if (live.contains(base)) {
+        owner[i] = base;
+      } else {
+        orphans.add(i);
+      }
+    }
+    int k = orphans.size();
+    for (int j = 0; j < k; j++) {
+      owner[orphans.get(j)] = alive.get((int) ((long) j * alive.size() / k));
+    }
+    for (int i = held.nextSetBit(0); i >= 0 && i < pieceCount; i = held.nextSetBit(i + 1)) {
+      owner[i] = null;
+    }
+    return new SwarmPlan(all, List.copyOf(alive), owner);
+  }
+
+  /**
+   * The member that reads piece {@code index} from the source, or null when a live member holds it.
+   */
+  public String sourceOwner(int index) {
+    Objects.checkIndex(index, owner.length);
+    return owner[index];
+  }
+
+  /** Pieces {@code member} reads from the source, in piece order. */
+  public BitSet assignedTo(String member) {
+    BitSet out = new BitSet(owner.length);
+    for (int i = 0; i < owner.length; i++) {
+      if (member.equals(owner[i])) {
+        out.set(i);
+      }
+    }
+    return out;
+  }
+
+  /** Number of pieces assigned per member (members with none are absent). */
+  public Map<String, Integer> counts() {
+    Map<String, Integer> out = new HashMap<>();
+    for (String o : owner) {
+      if (o != null) {
+        out.merge(o, 1, Integer::sum);
+      }
+    }
+    return out;
+  }
+
+  /** All member ids, sorted. */
+  public List<String> members() {
+    return members;
+  }
+
+  /** Live member ids, sorted. */
+  public List<String> live() {
+    return live;
+  }
+
+  public int pieceCount() {
+    return owner.length;
+  }
+
+  /**
+   * Which piece to request next from one peer: among {@code candidates} (pieces that peer has and
+   * this member still needs), the one the fewest peers hold ({@code holders[i]}); ties are broken
+   * by a rotation by {@code salt} (e.g. a hash of this member's id) so members that see the same
+   * counts spread their requests over different pieces.
+   *
+   * @return the piece index, or -1 when {@code candidates} is empty
+   */
+  public static int rarest(BitSet candidates, int[] holders, int salt) {
+    int n = holders.length;
+    if (n == 0 || candidates.isEmpty()) {
+      return -1;
+    }
+    int start = Math.floorMod(salt, n);
+    int best = -1;
+    int bestCount = Integer.MAX_VALUE;
+    for (int step = 0; step < 2; step++) {
+      int from = step == 0 ? start : 0;
+      int to = step == 0 ? n : start;
+      for (int i = candidates.nextSetBit(from);
+          i >= 0 && i < to;
+          i = candidates.nextSetBit(i + 1)) {
+        if (holders[i] < bestCount) {
+          bestCount = holders[i];
+          best = i;
+          if (bestCount <= 1) {
+            return best;
+          }
+        }
+      }
+    }
+    return best;
+  }
+}

@@ -1,0 +1,132 @@
+package io.tensorcast.dataplane.p2p;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.DecoderException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.BitSet;
+import org.junit.jupiter.api.Test;
+
+class FrameCodecTest {
+  private static final ByteBufAllocator A = ByteBufAllocator.DEFAULT;
+
+  private static byte[] sha(int seed) {
+    byte[] b = new byte[32];
+    Arrays.fill(b, (byte) seed);
+    return b;
+  }
+
+  private static Frame roundTrip(Frame f) {
+    EmbeddedChannel ch = new EmbeddedChannel(new FrameCodec.Decoder(1 << 20));
+    ByteBuf encoded = FrameCodec.encode(f, A);
+    // Deliver byte by byte halves to exercise reassembly.
+    int half = encoded.readableBytes() / 2;
+    ch.writeInbound(encoded.readRetainedSlice(half));
+    ch.writeInbound(encoded.readRetainedSlice(encoded.readableBytes()));
+    encoded.release();
+    Frame out = ch.readInbound();
+    assertThat((Object) ch.readInbound()).isNull();
+    return out;
+  }
+
+  @Test
+  void everyFrameTypeRoundTrips() {
+    Frame.Hello hello = new Frame.Hello(1, "art", "pod-0", 65536, 120, sha(7));
+    assertThat(roundTrip(hello)).isEqualTo(hello);
+
+    BitSet have = new BitSet();
+    have.set(0);
+    have.set(9);
+    byte[][] hashes = new byte[11][];
+    hashes[0] = sha(1);
+    hashes[9] = sha(2);
+    Frame.Bitfield bf = (Frame.Bitfield) roundTrip(new Frame.Bitfield(11, have, hashes));
+    assertThat(bf.pieceCount()).isEqualTo(11);
+    assertThat(bf.have()).isEqualTo(have);
+    assertThat(bf.sha256()[9]).isEqualTo(sha(2));
+    assertThat(bf.sha256()[1]).isNull();
+
+    Frame.Have h = (Frame.Have) roundTrip(new Frame.Have(5, sha(3)));
+    assertThat(h.piece()).isEqualTo(5);
+    assertThat(h.sha256()).isEqualTo(sha(3));
+    assertThat(roundTrip(new Frame.Request(42))).isEqualTo(new Frame.Request(42));
+    assertThat(roundTrip(new Frame.Reject(-1, "piece size differs")))
+        .isEqualTo(new Frame.Reject(-1, "piece size differs"));
+    assertThat(roundTrip(new Frame.KeepAlive())).isEqualTo(new Frame.KeepAlive());
+
+    byte[] payload = "piece bytes".getBytes(StandardCharsets.UTF_8);
+    Frame.Piece p = (Frame.Piece) roundTrip(new Frame.Piece(3, Unpooled.wrappedBuffer(payload)));
+    assertThat(p.piece()).isEqualTo(3);
+    byte[] got = new byte[p.payload().readableBytes()];
+    p.payload().readBytes(got);
+    p.payload().release();
+    assertThat(got).isEqualTo(payload);
+  }
+
+  @Test
+  void oversizedLengthIsRefusedBeforeItsBodyArrives() {
+    EmbeddedChannel ch = new EmbeddedChannel(new FrameCodec.Decoder(1000));
+    ByteBuf b = Unpooled.buffer().writeInt(1001).writeByte(FrameCodec.PIECE);
+    assertThatThrownBy(() -> ch.writeInbound(b))
+        .isInstanceOf(FrameException.class)
+        .hasMessage(
+            "frame length 1001 (PIECE) exceeds the limit of 1000 bytes (piece size or bitfield"
+                + " plus headers); refusing it");
+    ByteBuf huge = Unpooled.buffer().writeInt(0xFFFFFFFF);
+    EmbeddedChannel ch2 = new EmbeddedChannel(new FrameCodec.Decoder(1000));
+    assertThatThrownBy(() -> ch2.writeInbound(huge))
+        .hasMessageContaining("frame length 4294967295 exceeds the limit of 1000 bytes");
+  }
+
+  @Test
+  void malformedFramesGiveClearErrors() {
+    assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(9)))
+        .isInstanceOf(FrameException.class)
+        .hasMessageStartingWith("unknown frame type 9 (known: 1 HELLO");
+    assertThatThrownBy(
+            () -> FrameCodec.decode(Unpooled.buffer().writeByte(FrameCodec.HAVE).writeInt(1)))
+        .hasMessage("HAVE frame: body is 4 bytes, expected 36 (u32 piece and a 32-byte SHA-256)");
+    assertThatThrownBy(
+            () ->
+                FrameCodec.decode(
+                    Unpooled.buffer().writeByte(FrameCodec.REQUEST).writeInt(1).writeByte(0)))
+        .hasMessage("REQUEST frame: body is 5 bytes, expected 4 (u32 piece)");
+    // BITFIELD: 3 pieces, bit 4 set
+    assertThatThrownBy(
+            () ->
+                FrameCodec.decode(
+                    Unpooled.buffer()
+                        .writeByte(FrameCodec.BITFIELD)
+                        .writeInt(3)
+                        .writeByte(0b0000_1000)))
+        .hasMessage("BITFIELD frame: bit 4 is set but there are only 3 pieces");
+    // BITFIELD: one set bit, no hash
+    assertThatThrownBy(
+            () ->
+                FrameCodec.decode(
+                    Unpooled.buffer()
+                        .writeByte(FrameCodec.BITFIELD)
+                        .writeInt(3)
+                        .writeByte(0b1000_0000)))
+        .hasMessage(
+            "BITFIELD frame: 1 pieces are set, so 32 bytes of SHA-256 must follow, but 0 do");
+    // HELLO with a string longer than the frame
+    assertThatThrownBy(
+            () ->
+                FrameCodec.decode(
+                    Unpooled.buffer().writeByte(FrameCodec.HELLO).writeShort(1).writeShort(50)))
+        .hasMessage(
+            "HELLO frame is truncated: expected artifactId of 50 bytes (50 bytes) but only 0"
+                + " bytes remain");
+    EmbeddedChannel ch = new EmbeddedChannel(new FrameCodec.Decoder(1000));
+    assertThatThrownBy(() -> ch.writeInbound(Unpooled.buffer().writeInt(0)))
+        .isInstanceOf(DecoderException.class)
+        .hasMessage("frame length 0: a frame has at least its type byte");
+  }
+}

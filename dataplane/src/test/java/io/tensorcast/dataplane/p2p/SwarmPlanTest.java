@@ -1,0 +1,129 @@
+package io.tensorcast.dataplane.p2p;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.tensorcast.dataplane.store.StoreFile;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class SwarmPlanTest {
+
+  @Test
+  void piecesDoNotCrossFilesAndCoverEveryByte() {
+    PieceMap m =
+        new PieceMap(
+            List.of(new StoreFile("a", 10), new StoreFile("empty", 0), new StoreFile("b", 8)), 4);
+    assertThat(m.pieces())
+        .containsExactly(
+            new PieceMap.Piece(0, "a", 0, 4),
+            new PieceMap.Piece(1, "a", 4, 4),
+            new PieceMap.Piece(2, "a", 8, 2),
+            new PieceMap.Piece(3, "b", 0, 4),
+            new PieceMap.Piece(4, "b", 4, 4));
+    assertThat(m.totalBytes()).isEqualTo(18);
+  }
+
+  @Test
+  void digestDependsOnPieceSizeAndListing() {
+    List<StoreFile> files = List.of(new StoreFile("a", 10));
+    assertThat(new PieceMap(files, 4).digestHex()).isEqualTo(new PieceMap(files, 4).digestHex());
+    assertThat(new PieceMap(files, 4).digestHex()).isNotEqualTo(new PieceMap(files, 5).digestHex());
+    assertThat(new PieceMap(List.of(new StoreFile("a", 11)), 4).digestHex())
+        .isNotEqualTo(new PieceMap(files, 4).digestHex());
+  }
+
+  @Test
+  void badPieceSizeAndRepeatedFileAreRefused() {
+    assertThatThrownBy(() -> new PieceMap(List.of(), 0))
+        .hasMessageContaining("piece size must be between 1 and");
+    assertThatThrownBy(() -> new PieceMap(List.of(new StoreFile("a", 1), new StoreFile("a", 2)), 4))
+        .hasMessageContaining("file a is listed twice");
+  }
+
+  @Test
+  void coldPlanGivesEachPieceToExactlyOneMemberInContiguousBlocksWhateverTheOrder() {
+    Set<String> members = Set.of("pod-c", "pod-a", "pod-d", "pod-b");
+    SwarmPlan p1 = SwarmPlan.compute(103, members, members, Map.of());
+    SwarmPlan p2 =
+        SwarmPlan.compute(103, Set.of("pod-b", "pod-d", "pod-a", "pod-c"), members, Map.of());
+    for (int i = 0; i < 103; i++) {
+      assertThat(p1.sourceOwner(i)).isNotNull().isEqualTo(p2.sourceOwner(i));
+    }
+    // Exactly once: the members' sets are disjoint and cover all pieces.
+    BitSet union = new BitSet();
+    int total = 0;
+    for (String m : p1.members()) {
+      BitSet mine = p1.assignedTo(m);
+      total += mine.cardinality();
+      union.or(mine);
+      // contiguous: one run
+      assertThat(mine.nextClearBit(mine.nextSetBit(0))).isEqualTo(mine.length());
+      assertThat(mine.cardinality()).isBetween(25, 26);
+    }
+    assertThat(total).isEqualTo(103);
+    assertThat(union.cardinality()).isEqualTo(103);
+    assertThat(p1.sourceOwner(0)).isEqualTo("pod-a");
+    assertThat(p1.sourceOwner(102)).isEqualTo("pod-d");
+  }
+
+  @Test
+  void heldPiecesAreNeverAssignedAndLostMembersWorkIsReassigned() {
+    Set<String> members = Set.of("a", "b", "c", "d");
+    SwarmPlan before = SwarmPlan.compute(40, members, members, Map.of());
+    BitSet bHolds = new BitSet();
+    bHolds.set(10, 15); // b read 5 of its 10 pieces
+    BitSet aHolds = new BitSet();
+    aHolds.set(0, 10);
+    aHolds.set(12); // and a fetched one of them
+    Map<String, BitSet> holdings = new HashMap<>();
+    holdings.put("a", aHolds);
+    holdings.put("b", bHolds);
+    Set<String> live = Set.of("a", "c", "d"); // b is lost
+    SwarmPlan after = SwarmPlan.compute(40, members, live, holdings);
+    // Pieces still present somewhere live are not read again.
+    assertThat(after.sourceOwner(12)).isNull();
+    for (int i = 0; i < 10; i++) {
+      assertThat(after.sourceOwner(i)).isNull();
+    }
+    // b's pieces present only at b (lost) and its unread pieces go to live members, once each.
+    for (int i : new int[] {10, 11, 13, 14, 15, 16, 17, 18, 19}) {
+      assertThat(after.sourceOwner(i)).isIn("a", "c", "d");
+    }
+    // c's and d's own blocks are unchanged.
+    for (int i = 20; i < 40; i++) {
+      assertThat(after.sourceOwner(i)).isEqualTo(before.sourceOwner(i));
+    }
+    assertThat(after.counts().values().stream().mapToInt(Integer::intValue).sum())
+        .isEqualTo(40 - 11);
+    // The same inputs give the same plan.
+    SwarmPlan again = SwarmPlan.compute(40, members, live, holdings);
+    for (int i = 0; i < 40; i++) {
+      assertThat(again.sourceOwner(i)).isEqualTo(after.sourceOwner(i));
+    }
+  }
+
+  @Test
+  void aLoneMemberReadsEverything() {
+    SwarmPlan p = SwarmPlan.compute(7, Set.of("a", "b"), Set.of("a"), Map.of());
+    assertThat(p.assignedTo("a").cardinality()).isEqualTo(7);
+    assertThatThrownBy(() -> SwarmPlan.compute(7, Set.of("a"), Set.of(), Map.of()))
+        .hasMessageContaining("at least one live member");
+  }
+
+  @Test
+  void rarestPieceFirstWithSaltedTies() {
+    BitSet c = new BitSet();
+    c.set(1);
+    c.set(2);
+    c.set(3);
+    int[] holders = {0, 3, 2, 2};
+    assertThat(SwarmPlan.rarest(c, holders, 0)).isEqualTo(2);
+    assertThat(SwarmPlan.rarest(c, holders, 3)).isEqualTo(3);
+    assertThat(SwarmPlan.rarest(new BitSet(), holders, 0)).isEqualTo(-1);
+  }
+}

@@ -212,7 +212,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
 
     PodPlan plan = PodPlan.plan(desiredPods(artifact, selection, resolution), pods);
     apply(plan, client);
-    boolean membershipSettled = coordinatePeers(artifact, pods, plan, reports);
+    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
 
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
@@ -240,22 +240,26 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
 
   /**
    * Sends the peer membership of a PeerToPeer artifact to those of its pods that need it ({@link
-   * PeerCoordinator}): members are the current generation's pods the plan keeps. A SourceOnly
-   * artifact has no swarm.
+   * PeerCoordinator}). Members are the pods the plan keeps (current generation, right size, not
+   * being deleted), and only once the size is resolved: until then the one pod that resolves the
+   * source is usually too small and replaced, and a pod without membership reads no data before the
+   * data plane's membership wait, so the replaced resolver reads only listings and headers from the
+   * source. A SourceOnly artifact has no swarm.
    *
    * @return whether every member has applied the membership (false: come back soon)
    */
   private boolean coordinatePeers(
-      ModelArtifact artifact, List<Pod> pods, PodPlan plan, Map<String, DataPlaneStatus> reports) {
-    if (!DataPlanePod.peerToPeer(artifact.getSpec())) {
+      ModelArtifact artifact,
+      PodPlan plan,
+      Map<String, DataPlaneStatus> reports,
+      Optional<Resolution> resolution) {
+    if (!DataPlanePod.peerToPeer(artifact.getSpec()) || resolution.isEmpty()) {
       peers.forget(id(artifact));
       return true;
     }
-    Set<String> deleted =
-        plan.delete().stream().map(p -> p.getMetadata().getName()).collect(Collectors.toSet());
     List<Pod> members =
-        currentPods(artifact, pods).stream()
-            .filter(p -> !deleted.contains(p.getMetadata().getName()))
+        plan.keep().values().stream()
+            .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
             .toList();
     return peers.coordinate(id(artifact), members, reports).settled();
   }

@@ -4,16 +4,23 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.javaoperatorsdk.operator.Operator;
 import io.javaoperatorsdk.operator.api.monitoring.Metrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.metrics.MetricsServer;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
+import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Entry point of the operator process. Connects with the fabric8 client's usual configuration
  * (in-cluster service account, else {@code KUBECONFIG} / {@code ~/.kube/config}), reads {@link
- * OperatorConfig} from the environment, registers {@link ModelArtifactReconciler} and runs until
- * the JVM stops.
+ * OperatorConfig} from the environment, serves its Prometheus metrics on {@code GET /metrics} of
+ * {@link OperatorConfig#metricsPort()} (unless 0), registers {@link ModelArtifactReconciler} and
+ * runs until the JVM stops.
  *
  * <p>RBAC the operator needs (the chart's ClusterRole, checked by e2e's ChartIT): {@code
  * modelartifacts} get/list/watch/patch (JOSDK adds and removes the finalizer by JSON patch), {@code
@@ -35,8 +42,18 @@ public final class OperatorMain {
       System.exit(2);
       return;
     }
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    if (config.metricsPort() != 0) {
+      try {
+        MetricsServer.start(config.metricsPort(), registry);
+      } catch (IOException e) {
+        System.err.println("tensorcast-operator: " + e.getMessage() + " (TENSORCAST_METRICS_PORT)");
+        System.exit(2);
+        return;
+      }
+    }
     KubernetesClient client = new KubernetesClientBuilder().build();
-    Operator operator = create(client, config);
+    Operator operator = create(client, config, Metrics.NOOP, registry);
     Runtime.getRuntime().addShutdownHook(new Thread(operator::stop, "tensorcast-operator-stop"));
     operator.start();
     log.info(
@@ -71,6 +88,15 @@ public final class OperatorMain {
    * @param metrics JOSDK's monitoring hook; {@link Metrics#NOOP} for none
    */
   public static Operator create(KubernetesClient client, OperatorConfig config, Metrics metrics) {
+    return create(client, config, metrics, new SimpleMeterRegistry());
+  }
+
+  /**
+   * {@link #create(KubernetesClient, OperatorConfig, Metrics)} with the operator's own gauges (see
+   * {@link io.tensorcast.operator.metrics.ArtifactMetrics}) in {@code registry}.
+   */
+  public static Operator create(
+      KubernetesClient client, OperatorConfig config, Metrics metrics, MeterRegistry registry) {
     Operator operator =
         new Operator(
             o ->
@@ -79,7 +105,7 @@ public final class OperatorMain {
                     .withUseSSAToPatchPrimaryResource(false)
                     .withStopOnInformerErrorDuringStartup(true)
                     .withMetrics(metrics));
-    operator.register(new ModelArtifactReconciler(config));
+    operator.register(new ModelArtifactReconciler(config, registry));
     return operator;
   }
 }

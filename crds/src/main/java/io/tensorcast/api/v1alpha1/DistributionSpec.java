@@ -11,9 +11,19 @@ import java.util.Objects;
  * How bytes travel from the source to the nodes ({@code spec.distribution}). Absent {@code
  * pieceSize} and {@code sourceConnections} leave the choice to the data plane. Field initialisers
  * equal the CRD defaults.
+ *
+ * <p>{@code pieceSize} must lie in [{@link #MIN_PIECE_SIZE}, {@link #MAX_PIECE_SIZE}] bytes. The
+ * CRD cannot say so (a quantity is int-or-string and Kubernetes 1.20 has no CEL rules), so the
+ * operator checks it and reports {@code Ready=False} reason {@code InvalidSpec}.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class DistributionSpec {
+
+  /** Smallest accepted {@code pieceSize}: 256 KiB. */
+  public static final long MIN_PIECE_SIZE = 256L * 1024;
+
+  /** Largest accepted {@code pieceSize}: 1 GiB. */
+  public static final long MAX_PIECE_SIZE = 1024L * 1024 * 1024;
 
   @Default("PeerToPeer")
   @JsonPropertyDescription(
@@ -23,7 +33,9 @@ public class DistributionSpec {
 
   @JsonPropertyDescription(
       "Size of the pieces the artifact is cut into for loading and peer transfer, as a"
-          + " Kubernetes quantity in bytes (e.g. 64Mi). Absent means the data plane's default.")
+          + " Kubernetes quantity in bytes (e.g. 4Mi), from 256Ki to 1Gi inclusive. Each piece"
+          + " is read from the source by one pod and verified by its hash before peers get it."
+          + " Absent means the data plane's default (4Mi). Changing it replaces the pods.")
   private Quantity pieceSize;
 
   @Min(1)

@@ -47,6 +47,13 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription("totalBytes for people, in binary units, e.g. 1.2 GiB.")
   private String size;
 
+  @PrinterColumn(name = "FROM-SOURCE", priority = 1)
+  @JsonPropertyDescription(
+      "Bytes the artifact's current pods read from the source, summed over nodes (each node's"
+          + " bytesFromSource). With PeerToPeer about totalBytes however many replicas; with"
+          + " SourceOnly about replicas x totalBytes.")
+  private Long bytesFromSource;
+
   @JsonPropertyDescription("One entry per node chosen to hold a copy.")
   private List<ArtifactNodeStatus> nodes = new ArrayList<>();
 
@@ -129,6 +136,14 @@ public class ModelArtifactStatus {
     this.size = size;
   }
 
+  public Long getBytesFromSource() {
+    return bytesFromSource;
+  }
+
+  public void setBytesFromSource(Long bytesFromSource) {
+    this.bytesFromSource = bytesFromSource;
+  }
+
   public List<ArtifactNodeStatus> getNodes() {
     return nodes;
   }
@@ -180,6 +195,7 @@ public class ModelArtifactStatus {
         && Objects.equals(tensors, that.tensors)
         && Objects.equals(totalBytes, that.totalBytes)
         && Objects.equals(size, that.size)
+        && Objects.equals(bytesFromSource, that.bytesFromSource)
         && Objects.equals(nodes, that.nodes)
         && Objects.equals(replicas, that.replicas)
         && Objects.equals(readyReplicas, that.readyReplicas)
@@ -198,6 +214,7 @@ public class ModelArtifactStatus {
         tensors,
         totalBytes,
         size,
+        bytesFromSource,
         nodes,
         replicas,
         readyReplicas,

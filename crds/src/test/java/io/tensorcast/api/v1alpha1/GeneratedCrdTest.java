@@ -74,6 +74,7 @@ class GeneratedCrdTest {
             tuple("SIZE", ".status.size", "string", 0),
             tuple("PROGRESS", ".status.progress", "string", 0),
             tuple("SOURCE", ".spec.source.uri", "string", 1),
+            tuple("FROM-SOURCE", ".status.bytesFromSource", "integer", 1),
             tuple("AGE", ".metadata.creationTimestamp", "date", 0));
   }
 

@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
 import io.tensorcast.api.TensorcastConstants;
+import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -119,6 +120,9 @@ public final class ClusterDemo implements Callable<Integer> {
   private final PrintStream out = System.out;
   private final List<String> failures = new ArrayList<>();
 
+  /** Where the bytes came from, per node and in total; printed at the end. */
+  private final List<String> distribution = new ArrayList<>();
+
   public static void main(String[] args) {
     System.exit(new CommandLine(new ClusterDemo()).execute(args));
   }
@@ -186,6 +190,11 @@ public final class ClusterDemo implements Callable<Integer> {
         out.println("pod logs kept under " + nodeRoot.resolve("pods"));
       }
       out.println();
+      if (!distribution.isEmpty()) {
+        out.println("Where the bytes came from (status.nodes[].bytesFromSource / bytesFromPeers):");
+        distribution.forEach(out::println);
+        out.println();
+      }
       if (failures.isEmpty()) {
         out.println("DEMO PASSED");
       } else {
@@ -239,6 +248,7 @@ public final class ClusterDemo implements Callable<Integer> {
 
     step("verifying every node's copy against the source, byte for byte (SHA-256)");
     verifyCopies(client, sourceDigests);
+    recordDistribution(ready.getStatus());
 
     if (keepRunning) {
       step("cluster left running; Ctrl-C to stop");
@@ -284,6 +294,9 @@ public final class ClusterDemo implements Callable<Integer> {
           memory:
             pinned: true
             limit: 8Gi
+          distribution:
+            mode: PeerToPeer
+            pieceSize: 4Mi
         """
         .formatted(ARTIFACT, BUCKET, PREFIX, s3Endpoint, replicas);
   }
@@ -358,6 +371,33 @@ public final class ClusterDemo implements Callable<Integer> {
     if (copies != replicas) {
       failures.add("expected " + replicas + " verified copies, found " + copies);
     }
+  }
+
+  /**
+   * Per node: bytes read from the source and bytes received from peers; in total: bytes read from
+   * the source over the artifact's size (about 1.0 with PeerToPeer, about replicas with
+   * SourceOnly).
+   */
+  private void recordDistribution(ModelArtifactStatus s) {
+    for (ArtifactNodeStatus n : s.getNodes()) {
+      distribution.add(
+          String.format(
+              "    %-28s from source %8.1f MiB   from peers %8.1f MiB",
+              n.getNode(), mib(n.getBytesFromSource()), mib(n.getBytesFromPeers())));
+    }
+    long total = s.getTotalBytes() == null ? 0 : s.getTotalBytes();
+    long source = s.getBytesFromSource() == null ? 0 : s.getBytesFromSource();
+    distribution.add(
+        String.format(
+            "    total from source %.1f MiB for a %.1f MiB artifact on %d node(s): %.2f x its size",
+            mib(source),
+            mib(total),
+            s.getNodes().size(),
+            total == 0 ? 0.0 : (double) source / total));
+  }
+
+  private static double mib(Long bytes) {
+    return bytes == null ? 0.0 : bytes / 1048576.0;
   }
 
   private List<Path> storeDirectories(KubernetesClient client) throws Exception {

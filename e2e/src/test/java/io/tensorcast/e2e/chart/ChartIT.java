@@ -135,7 +135,9 @@ class ChartIT {
           .containsEntry("TENSORCAST_DATAPLANE_IMAGE", "tensorcast/dataplane:0.1.0")
           .containsEntry("TENSORCAST_STORE_ROOT", "/dev/shm/tensorcast")
           .containsEntry("TENSORCAST_MEMORY_OVERHEAD", "256Mi")
-          .containsEntry("TENSORCAST_CONTROL_PORT", "8471");
+          .containsEntry("TENSORCAST_CONTROL_PORT", "8471")
+          .containsEntry("TENSORCAST_PEER_PORT", "8472")
+          .containsEntry("TENSORCAST_METRICS_PORT", "8080");
       assertThat(c.getImage()).isEqualTo("tensorcast/operator:0.1.0");
       assertThat(c.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
       assertThat(c.getSecurityContext().getAllowPrivilegeEscalation()).isFalse();

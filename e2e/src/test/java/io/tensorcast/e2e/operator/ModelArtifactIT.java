@@ -181,7 +181,9 @@ class ModelArtifactIT {
 
     Map<String, String> row = row(kubectl("get", "modelartifacts", "-o", "wide"), "tiny");
     assertThat(row)
-        .containsOnlyKeys("NAME", "PHASE", "READY", "SIZE", "PROGRESS", "SOURCE", "AGE")
+        .containsOnlyKeys(
+            "NAME", "PHASE", "READY", "SIZE", "PROGRESS", "SOURCE", "FROM-SOURCE", "AGE")
+        .containsEntry("FROM-SOURCE", Long.toString(s.getBytesFromSource()))
         .containsEntry("PHASE", "Ready")
         .containsEntry("READY", "2/2")
         .containsEntry("SIZE", s.getSize())
@@ -201,6 +203,110 @@ class ModelArtifactIT {
     assertThat(pods()).isEmpty();
     for (SimulatedNode n : List.of(rdmaByResource, rdmaByLabel)) {
       assertThat(storeDir(n, ready)).doesNotExist();
+    }
+  }
+
+  /**
+   * Issue 6: three nodes load one artifact as a swarm. Every byte leaves the source about once
+   * (counted by a proxy in front of the S3 server), the status says how many bytes each node got
+   * from the source and from peers, every pod applied the operator's membership, and every store is
+   * byte-identical to the source.
+   */
+  @Test
+  void peerToPeerReadsEachByteFromTheSourceAboutOnce() throws Exception {
+    for (int i = 1; i <= 3; i++) {
+      node("p2p-" + i, Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    }
+    Map<String, Path> files = new LinkedHashMap<>();
+    files.put(
+        "lora.safetensors",
+        corpus("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
+    files.put(
+        "mnist.safetensors",
+        corpus("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put("adapter.safetensors", corpus("safetensors/peft-gpt2__adapter_model.safetensors"));
+    String bucket = seed(files);
+    long size = files.values().stream().mapToLong(ModelArtifactIT::size).sum();
+
+    try (FaultInjectingProxy counting = new FaultInjectingProxy(env.s3.endpoint())) {
+      ModelArtifact spec = artifact("swarm", "s3://" + bucket + "/model/", 3, RdmaPolicy.Required);
+      spec.getSpec().getSource().setEndpoint(counting.endpoint().toString());
+      spec.getSpec().getDistribution().setPieceSize(new Quantity("256Ki"));
+      create(spec);
+
+      ModelArtifact ready = awaitPhase("swarm", ArtifactPhase.Ready);
+      ModelArtifactStatus s = ready.getStatus();
+      assertThat(s.getReady()).isEqualTo("3/3");
+      assertThat(s.getTotalBytes()).isEqualTo(size);
+      for (SimulatedNode n : nodes) {
+        assertStoreHolds(n, ready, files);
+      }
+      assertThat(s.getNodes()).hasSize(3);
+      long perNodeSum =
+          s.getNodes().stream().mapToLong(ArtifactNodeStatus::getBytesFromSource).sum();
+      assertThat(s.getBytesFromSource()).isEqualTo(perNodeSum);
+      assertThat(s.getBytesFromSource())
+          .as("bytes from the source over 3 nodes, artifact %d bytes", size)
+          .isGreaterThanOrEqualTo(size)
+          .isLessThanOrEqualTo((long) (1.05 * size));
+      assertThat(s.getNodes())
+          .as("node entries %s", s.getNodes())
+          .anySatisfy(n -> assertThat(n.getBytesFromPeers()).isPositive())
+          .allSatisfy(
+              n ->
+                  assertThat(n.getBytesFromSource() + n.getBytesFromPeers())
+                      .isGreaterThanOrEqualTo(size));
+
+      // What went through the proxy: the pieces the status counts, plus listings and headers.
+      List<FaultInjectingProxy.RecordedRequest> gets =
+          counting.requests().stream().filter(r -> r.method().equals("GET")).toList();
+      long listings = gets.stream().filter(r -> r.range().isEmpty()).count();
+      long resolvers =
+          gets.stream().filter(r -> r.range().equals(java.util.Optional.of("bytes=0-7"))).count()
+              / files.size();
+      long headerBytes = 0;
+      for (Path f : files.values()) {
+        headerBytes += 8 + headerLength(f);
+      }
+      long allowance = resolvers * headerBytes + listings * 8192;
+      long proxied = counting.getBodyBytes();
+      assertThat(proxied - s.getBytesFromSource())
+          .as(
+              "proxy counted %d body bytes, status %d; %d resolving pod(s) x %d header bytes and"
+                  + " %d listing(s)",
+              proxied, s.getBytesFromSource(), resolvers, headerBytes, listings)
+          .isBetween(0L, allowance);
+
+      // Every pod applied the membership the operator computes for the three of them.
+      List<Pod> pods = pods();
+      String epoch =
+          io.tensorcast.operator.peers.Membership.of(pods, env.config.peerPort()).epoch();
+      for (Pod p : pods) {
+        io.tensorcast.api.wire.DataPlaneStatus st =
+            new com.fasterxml.jackson.databind.ObjectMapper()
+                .configure(
+                    com.fasterxml.jackson.databind.DeserializationFeature
+                        .FAIL_ON_UNKNOWN_PROPERTIES,
+                    false)
+                .readValue(controlGet(p, "/status"), io.tensorcast.api.wire.DataPlaneStatus.class);
+        assertThat(st.peerEpoch())
+            .as("peerEpoch of %s", p.getMetadata().getName())
+            .isEqualTo(epoch);
+      }
+      assertThat(
+              env.meters
+                  .get("tensorcast.operator.artifact.source.bytes")
+                  .tags("namespace", ns, "name", "swarm")
+                  .gauge()
+                  .value())
+          .isEqualTo((double) s.getBytesFromSource());
+
+      // Steady state: no status writes, no membership traffic needed.
+      String version = ready.getMetadata().getResourceVersion();
+      await()
+          .during(Duration.ofSeconds(7))
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> version.equals(get("swarm").getMetadata().getResourceVersion()));
     }
   }
 
@@ -573,6 +679,36 @@ class ModelArtifactIT {
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** The JSON header length of a safetensors file (its first 8 bytes, little-endian). */
+  private static long headerLength(Path f) throws IOException {
+    try (var in = Files.newInputStream(f)) {
+      return java.nio.ByteBuffer.wrap(in.readNBytes(8))
+          .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+          .getLong();
+    }
+  }
+
+  /** GET on a pod's control endpoint (pod IP, the operator's control port), body as text. */
+  private String controlGet(Pod p, String path) throws IOException, InterruptedException {
+    var resp =
+        java.net.http.HttpClient.newHttpClient()
+            .send(
+                java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(
+                            "http://"
+                                + p.getStatus().getPodIP()
+                                + ":"
+                                + env.config.controlPort()
+                                + path))
+                    .timeout(Duration.ofSeconds(5))
+                    .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(resp.statusCode())
+        .as("GET %s on %s", path, p.getMetadata().getName())
+        .isEqualTo(200);
+    return resp.body();
   }
 
   /** Puts the files under {@code model/} in a new bucket named after the test namespace. */

@@ -2,6 +2,8 @@ package io.tensorcast.e2e.operator;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
+import io.javaoperatorsdk.operator.api.monitoring.Metrics;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.SharedCluster;
@@ -34,6 +36,10 @@ final class OperatorEnvironment {
   final SharedCluster cluster;
   final S3MockServer s3;
   final OperatorConfig config;
+
+  /** The operator's own meters (tensorcast_operator_*). */
+  final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+
   private final Operator operator;
   private final KubernetesClient operatorClient;
 
@@ -65,7 +71,7 @@ final class OperatorEnvironment {
                     "TENSORCAST_STATUS_TIMEOUT", "PT1S")
                 ::get);
     operatorClient = cluster.controlPlane().newClient();
-    operator = OperatorMain.create(operatorClient, config);
+    operator = OperatorMain.create(operatorClient, config, Metrics.NOOP, meters);
     operator.start();
     Runtime.getRuntime()
         .addShutdownHook(

@@ -23,6 +23,12 @@ import java.util.function.Function;
  *   <li>{@code TENSORCAST_CONTROL_PORT} ({@code tensorcast.controlPort}): TCP port of the pods'
  *       control endpoint ({@code /healthz}, {@code /readyz}, {@code /status}). Default {@value
  *       #DEFAULT_CONTROL_PORT}.
+ *   <li>{@code TENSORCAST_PEER_PORT} ({@code tensorcast.peerPort}): TCP port of the pods' peer
+ *       transport, which other data-plane pods of the same artifact connect to (pod IP to pod IP;
+ *       allow it between data-plane pods in NetworkPolicies). Default {@value #DEFAULT_PEER_PORT}.
+ *   <li>{@code TENSORCAST_METRICS_PORT} ({@code tensorcast.metricsPort}): TCP port of the
+ *       operator's own Prometheus endpoint {@code GET /metrics}; 0 turns it off. Default {@value
+ *       #DEFAULT_METRICS_PORT}.
  *   <li>{@code TENSORCAST_STORE_ROOT} ({@code tensorcast.storeRoot}): host directory of the
  *       page-locked store, mounted into each pod at the same path. Default {@value
  *       #DEFAULT_STORE_ROOT}.
@@ -47,6 +53,8 @@ import java.util.function.Function;
  * @param dataPlaneImage image reference of the data-plane container
  * @param imagePullPolicy pull policy of that container
  * @param controlPort control endpoint port, 1-65535
+ * @param peerPort peer transport port, 1-65535
+ * @param metricsPort operator's metrics port, 0 (off) or 1-65535
  * @param storeRoot absolute host path of the store
  * @param memoryOverheadBytes bytes added to the artifact's size in each pod's memory request, ≥ 0
  * @param pollInterval reschedule delay while not Ready
@@ -59,6 +67,8 @@ public record OperatorConfig(
     String dataPlaneImage,
     String imagePullPolicy,
     int controlPort,
+    int peerPort,
+    int metricsPort,
     String storeRoot,
     long memoryOverheadBytes,
     Duration pollInterval,
@@ -69,6 +79,8 @@ public record OperatorConfig(
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
+  public static final int DEFAULT_PEER_PORT = 8472;
+  public static final int DEFAULT_METRICS_PORT = 8080;
   public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
   public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
 
@@ -97,6 +109,22 @@ public record OperatorConfig(
     if (controlPort < 1 || controlPort > 65535) {
       throw new IllegalArgumentException(
           "control port " + controlPort + " is outside 1-65535 (TENSORCAST_CONTROL_PORT)");
+    }
+    if (peerPort < 1 || peerPort > 65535) {
+      throw new IllegalArgumentException(
+          "peer port " + peerPort + " is outside 1-65535 (TENSORCAST_PEER_PORT)");
+    }
+    if (peerPort == controlPort) {
+      throw new IllegalArgumentException(
+          "peer port and control port are both "
+              + peerPort
+              + "; they must differ (TENSORCAST_PEER_PORT, TENSORCAST_CONTROL_PORT)");
+    }
+    if (metricsPort < 0 || metricsPort > 65535) {
+      throw new IllegalArgumentException(
+          "metrics port "
+              + metricsPort
+              + " is outside 0 (off) and 1-65535 (TENSORCAST_METRICS_PORT)");
     }
     if (!storeRoot.startsWith("/")) {
       throw new IllegalArgumentException(
@@ -139,6 +167,8 @@ public record OperatorConfig(
           Map.entry(
               "TENSORCAST_DATAPLANE_IMAGE_PULL_POLICY", "tensorcast.dataplane.imagePullPolicy"),
           Map.entry("TENSORCAST_CONTROL_PORT", "tensorcast.controlPort"),
+          Map.entry("TENSORCAST_PEER_PORT", "tensorcast.peerPort"),
+          Map.entry("TENSORCAST_METRICS_PORT", "tensorcast.metricsPort"),
           Map.entry("TENSORCAST_STORE_ROOT", "tensorcast.storeRoot"),
           Map.entry("TENSORCAST_MEMORY_OVERHEAD", "tensorcast.memoryOverhead"),
           Map.entry("TENSORCAST_POLL_INTERVAL", "tensorcast.pollInterval"),
@@ -163,6 +193,12 @@ public record OperatorConfig(
         get.apply("TENSORCAST_CONTROL_PORT")
             .map(v -> parseInt("TENSORCAST_CONTROL_PORT", v))
             .orElse(DEFAULT_CONTROL_PORT),
+        get.apply("TENSORCAST_PEER_PORT")
+            .map(v -> parseInt("TENSORCAST_PEER_PORT", v))
+            .orElse(DEFAULT_PEER_PORT),
+        get.apply("TENSORCAST_METRICS_PORT")
+            .map(v -> parseInt("TENSORCAST_METRICS_PORT", v))
+            .orElse(DEFAULT_METRICS_PORT),
         get.apply("TENSORCAST_STORE_ROOT").orElse(DEFAULT_STORE_ROOT),
         bytes(
             "TENSORCAST_MEMORY_OVERHEAD",
@@ -186,6 +222,8 @@ public record OperatorConfig(
         image,
         imagePullPolicy,
         controlPort,
+        peerPort,
+        metricsPort,
         storeRoot,
         memoryOverheadBytes,
         pollInterval,
@@ -201,6 +239,8 @@ public record OperatorConfig(
         dataPlaneImage,
         imagePullPolicy,
         controlPort,
+        peerPort,
+        metricsPort,
         storeRoot,
         bytes,
         pollInterval,

@@ -21,6 +21,8 @@ import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.DistributionMode;
+import io.tensorcast.api.v1alpha1.DistributionSpec;
 import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
@@ -63,6 +65,10 @@ import java.util.OptionalLong;
  *       source): {@code spec.memory.limit} plus the overhead when a limit is set (the artifact
  *       cannot be larger), else the overhead alone. A first pod whose request turns out smaller
  *       than size plus overhead is replaced by a correctly sized one; see {@link PodPlan}.
+ *   <li>Container ports {@code control} and {@value #PEER_PORT_NAME} ({@link
+ *       OperatorConfig#peerPort()}); the peer flags of the P2P contract ({@code --peer-id}, {@code
+ *       --piece-size}, {@code --distribution}), so a change of {@code spec.distribution} changes
+ *       the args and the pod is replaced.
  *   <li>{@code IPC_LOCK} capability (page-locking); one {@value TensorcastConstants#RDMA_RESOURCE}
  *       when RDMA is used on that node (policy not Disabled and the node advertises the resource);
  *       the store root as a hostPath volume at the same path; readiness {@code GET /readyz} and
@@ -88,6 +94,9 @@ public final class DataPlanePod {
 
   /** Name of the data-plane container. */
   public static final String CONTAINER = "dataplane";
+
+  /** Name of the container port of the peer transport. */
+  public static final String PEER_PORT_NAME = "peer";
 
   /** Where a pod finds the control token when one is configured. */
   public static final String CONTROL_TOKEN_DIR = "/var/run/secrets/tensorcast/control";
@@ -164,6 +173,11 @@ public final class DataPlanePod {
             .addNewPort()
             .withName("control")
             .withContainerPort(config.controlPort())
+            .withProtocol("TCP")
+            .endPort()
+            .addNewPort()
+            .withName(PEER_PORT_NAME)
+            .withContainerPort(config.peerPort())
             .withProtocol("TCP")
             .endPort()
             .withResources(resources)
@@ -399,6 +413,7 @@ public final class DataPlanePod {
       a.add("--listen");
       a.add("$(POD_IP):" + config.controlPort());
     }
+    peerArgs(spec.getDistribution(), config, a);
     OptionalLong limit = memoryLimit(spec);
     if (limit.isPresent()) {
       a.add("--memory-limit");
@@ -436,6 +451,36 @@ public final class DataPlanePod {
       a.add(CONTROL_TOKEN_DIR + "/" + OperatorConfig.CONTROL_TOKEN_KEY);
     }
     return a;
+  }
+
+  /**
+   * The peer-to-peer flags of the P2P contract: {@code --peer-id $(POD_NAME)} (the id the operator
+   * uses in membership), {@code --peer-listen $(POD_IP):<port>} when the port is not the data
+   * plane's default {@value OperatorConfig#DEFAULT_PEER_PORT}, {@code --piece-size <bytes>} when
+   * {@code spec.distribution.pieceSize} is set, {@code --distribution source-only} for {@code
+   * SourceOnly}.
+   */
+  private static void peerArgs(DistributionSpec d, OperatorConfig config, List<String> a) {
+    a.add("--peer-id");
+    a.add("$(POD_NAME)");
+    if (config.peerPort() != OperatorConfig.DEFAULT_PEER_PORT) {
+      a.add("--peer-listen");
+      a.add("$(POD_IP):" + config.peerPort());
+    }
+    if (d != null && d.getPieceSize() != null) {
+      a.add("--piece-size");
+      a.add(Long.toString(ByteSize.bytes(d.getPieceSize())));
+    }
+    if (d != null && d.getMode() == DistributionMode.SourceOnly) {
+      a.add("--distribution");
+      a.add("source-only");
+    }
+  }
+
+  /** Whether the pods of {@code spec} share pieces with each other (mode PeerToPeer, default). */
+  public static boolean peerToPeer(ModelArtifactSpec spec) {
+    DistributionSpec d = spec.getDistribution();
+    return d == null || d.getMode() != DistributionMode.SourceOnly;
   }
 
   private static List<EnvVar> env(SourceSpec source) {

@@ -17,6 +17,8 @@ import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
@@ -29,6 +31,8 @@ import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
+import io.tensorcast.operator.metrics.ArtifactMetrics;
+import io.tensorcast.operator.peers.PeerCoordinator;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
@@ -51,8 +55,9 @@ import org.slf4j.LoggerFactory;
  * Reconciles a ModelArtifact onto data-plane pods, one per chosen node, and reports their progress
  * in its status. One pass, top to bottom: observe (the artifact's pods and the nodes, from informer
  * caches) → validate the spec → poll the pods' {@code /status} → learn the artifact's size → select
- * nodes → reconcile pods → aggregate the status → patch it if it changed → come back after {@link
- * OperatorConfig#pollInterval()} while not Ready.
+ * nodes → reconcile pods → send peer membership to the pods that need it → aggregate the status →
+ * patch it if it changed → come back after {@link OperatorConfig#pollInterval()} while not Ready or
+ * while a pod has not applied the membership.
  *
  * <p>Size first: while the size of the current generation is unknown, only one pod is created (on
  * the first chosen node); it resolves the source and reports files, tensors, bytes and revision.
@@ -82,21 +87,35 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
 
   private final OperatorConfig config;
   private final DataPlaneClient dataPlane;
+  private final PeerCoordinator peers;
+  private final ArtifactMetrics metrics;
   private final Clock clock;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
 
   public ModelArtifactReconciler(OperatorConfig config) {
+    this(config, new SimpleMeterRegistry());
+  }
+
+  /**
+   * @param config operator settings
+   * @param registry where the per-artifact gauges go ({@link ArtifactMetrics})
+   */
+  public ModelArtifactReconciler(OperatorConfig config, MeterRegistry registry) {
     this(
         config,
         new DataPlaneClient(
             config.controlPort(), config.statusTimeout(), config.controlTokenFile()),
+        registry,
         Clock.systemUTC());
   }
 
-  public ModelArtifactReconciler(OperatorConfig config, DataPlaneClient dataPlane, Clock clock) {
+  public ModelArtifactReconciler(
+      OperatorConfig config, DataPlaneClient dataPlane, MeterRegistry registry, Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
+    this.peers = new PeerCoordinator(dataPlane, config.peerPort());
+    this.metrics = new ArtifactMetrics(registry);
     this.clock = Objects.requireNonNull(clock, "clock");
   }
 
@@ -193,6 +212,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
 
     PodPlan plan = PodPlan.plan(desiredPods(artifact, selection, resolution), pods);
     apply(plan, client);
+    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
 
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
@@ -207,11 +227,41 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 selection,
                 Optional.empty(),
                 clock.instant()));
+    metrics.sourceBytes(
+        artifact.getMetadata().getNamespace(),
+        artifact.getMetadata().getName(),
+        status.getBytesFromSource() == null ? 0 : status.getBytesFromSource());
     Duration next =
-        status.getPhase() == ArtifactPhase.Ready && plan.settled()
+        status.getPhase() == ArtifactPhase.Ready && plan.settled() && membershipSettled
             ? config.readyResync()
             : config.pollInterval();
     return patchIfChanged(artifact, status, context).rescheduleAfter(next);
+  }
+
+  /**
+   * Sends the peer membership of a PeerToPeer artifact to those of its pods that need it ({@link
+   * PeerCoordinator}). Members are the pods the plan keeps (current generation, right size, not
+   * being deleted), and only once the size is resolved: until then the one pod that resolves the
+   * source is usually too small and replaced, and a pod without membership reads no data before the
+   * data plane's membership wait, so the replaced resolver reads only listings and headers from the
+   * source. A SourceOnly artifact has no swarm.
+   *
+   * @return whether every member has applied the membership (false: come back soon)
+   */
+  private boolean coordinatePeers(
+      ModelArtifact artifact,
+      PodPlan plan,
+      Map<String, DataPlaneStatus> reports,
+      Optional<Resolution> resolution) {
+    if (!DataPlanePod.peerToPeer(artifact.getSpec()) || resolution.isEmpty()) {
+      peers.forget(id(artifact));
+      return true;
+    }
+    List<Pod> members =
+        plan.keep().values().stream()
+            .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
+            .toList();
+    return peers.coordinate(id(artifact), members, reports).settled();
   }
 
   /**
@@ -228,6 +278,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .withLabel(TensorcastConstants.LABEL_ARTIFACT, artifact.getMetadata().getName())
             .list()
             .getItems();
+    peers.forget(id(artifact));
+    metrics.remove(artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
     if (pods.isEmpty()) {
       log.info("{}: every data-plane pod is gone; removing the finalizer", id(artifact));
       return DeleteControl.defaultDelete();
@@ -297,6 +349,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       List<Pod> pods,
       Failure failure,
       Optional<Resolution> resolution) {
+    peers.forget(id(artifact));
     PodPlan plan = PodPlan.deleteAll(pods);
     apply(plan, context.getClient());
     ModelArtifactStatus status =

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.operator.peers.Membership;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -17,6 +18,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -26,10 +29,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Asks data-plane pods for their {@link DataPlaneStatus} on {@code GET
- * http://<podIP>:<port>/status} (java.net.http, HTTP/1.1). Every call is bounded by the timeout;
- * pods are asked in parallel, so one round takes at most about one timeout. A pod that does not
- * answer, answers non-200 or with JSON that does not parse is left out of the result for this
- * round: the caller treats it as unknown, not as failed.
+ * http://<podIP>:<port>/status} (java.net.http, HTTP/1.1), and tells them their peers on {@code PUT
+ * /v1/peers} ({@link #putPeers}). Every call is bounded by the timeout; pods are asked in parallel,
+ * so one round takes at most about one timeout. A pod that does not answer, answers non-200 or with
+ * JSON that does not parse is left out of the result for this round: the caller treats it as
+ * unknown, not as failed.
  *
  * <p>With a token file, the call carries {@code Authorization: Bearer <token>}; the file is read on
  * every round, so a rotated Secret takes effect without a restart.
@@ -103,9 +107,8 @@ public final class DataPlaneClient {
 
   /** One call; completes with null when the answer is not a usable status. */
   CompletableFuture<DataPlaneStatus> fetch(String ip, Optional<String> token, String pod) {
-    String host = ip.contains(":") ? "[" + ip + "]" : ip;
     HttpRequest.Builder req =
-        HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + "/status"))
+        HttpRequest.newBuilder(uri(ip, "/status"))
             .timeout(timeout)
             .header("Accept", "application/json")
             .GET();
@@ -129,6 +132,84 @@ public final class DataPlaneClient {
                 return null;
               }
             });
+  }
+
+  /**
+   * Sends {@code membership} with {@code PUT http://<podIP>:<port>/v1/peers} to each of {@code
+   * targets} in parallel (P2P contract: body {@code {"epoch":...,"members":[{"id":...,"address":
+   * ...}]}}, {@code Content-Type: application/json}, the control token as for {@code /status}).
+   * Every call is bounded by the timeout, so one round takes at most about one timeout. A pod
+   * applied the membership when it answers 204 (applied) or 200 (already its epoch); any other
+   * answer, a timeout or a connection failure leaves it out of the result, for the caller to try
+   * again later.
+   *
+   * @param targets pods to send to; those without an IP or being deleted are skipped
+   * @param membership what to send
+   * @return names of the pods that applied it
+   */
+  public Set<String> putPeers(List<Pod> targets, Membership membership) {
+    byte[] body;
+    try {
+      body = json.writeValueAsBytes(membership);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot write membership as JSON", e);
+    }
+    Optional<String> token = token();
+    Map<String, CompletableFuture<Boolean>> calls = new LinkedHashMap<>();
+    for (Pod p : targets) {
+      String ip = p.getStatus() == null ? null : p.getStatus().getPodIP();
+      if (ip == null || ip.isEmpty() || p.getMetadata().getDeletionTimestamp() != null) {
+        continue;
+      }
+      String pod = p.getMetadata().getName();
+      HttpRequest.Builder req =
+          HttpRequest.newBuilder(uri(ip, "/v1/peers"))
+              .timeout(timeout)
+              .header("Content-Type", "application/json")
+              .PUT(HttpRequest.BodyPublishers.ofByteArray(body));
+      token.ifPresent(t -> req.header("Authorization", "Bearer " + t));
+      calls.put(
+          pod,
+          http.sendAsync(req.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8))
+              .thenApply(
+                  resp -> {
+                    if (resp.statusCode() == 204 || resp.statusCode() == 200) {
+                      return true;
+                    }
+                    String text = resp.body() == null ? "" : resp.body().strip();
+                    log.warn(
+                        "pod {}: PUT /v1/peers epoch {} answered {}: {}",
+                        pod,
+                        membership.epoch(),
+                        resp.statusCode(),
+                        text.length() > 200 ? text.substring(0, 200) + "..." : text);
+                    return false;
+                  }));
+    }
+    Set<String> applied = new TreeSet<>();
+    long deadline = System.nanoTime() + timeout.toNanos() + TimeUnit.MILLISECONDS.toNanos(500);
+    for (Map.Entry<String, CompletableFuture<Boolean>> e : calls.entrySet()) {
+      try {
+        long left = Math.max(1, deadline - System.nanoTime());
+        if (e.getValue().get(left, TimeUnit.NANOSECONDS)) {
+          applied.add(e.getKey());
+        }
+      } catch (TimeoutException ex) {
+        e.getValue().cancel(true);
+        log.debug("pod {}: PUT /v1/peers not answered within {}", e.getKey(), timeout);
+      } catch (ExecutionException ex) {
+        log.debug("pod {}: PUT /v1/peers failed: {}", e.getKey(), ex.getCause().toString());
+      } catch (InterruptedException ex) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    return applied;
+  }
+
+  private URI uri(String ip, String path) {
+    String host = ip.contains(":") ? "[" + ip + "]" : ip;
+    return URI.create("http://" + host + ":" + port + path);
   }
 
   private Optional<String> token() {

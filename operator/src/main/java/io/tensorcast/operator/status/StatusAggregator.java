@@ -44,8 +44,10 @@ import java.util.Set;
  * runs but the size is unknown; {@code Pending} otherwise.
  *
  * <p>Numbers come only from pods' reports: {@code progress} is the bytes up-to-date pods report as
- * loaded (each capped at {@code totalBytes}) over {@code replicas × totalBytes}, rounded down. When
- * a pod cannot be reached for one round, its last entry is kept while the pod is still running.
+ * loaded (each capped at {@code totalBytes}) over {@code replicas × totalBytes}, rounded down;
+ * {@code bytesFromSource} is the sum of the current generation's node entries' {@code
+ * bytesFromSource} (absent when no entry has one). When a pod cannot be reached for one round, its
+ * last entry is kept while the pod is still running.
  */
 public final class StatusAggregator {
 
@@ -232,6 +234,12 @@ public final class StatusAggregator {
     }
     ready = Math.min(ready, replicas);
     s.setNodes(entries);
+    s.setBytesFromSource(
+        entries.stream()
+            .map(ArtifactNodeStatus::getBytesFromSource)
+            .filter(Objects::nonNull)
+            .reduce(Long::sum)
+            .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
     if (res.isPresent() && res.get().totalBytes() > 0) {

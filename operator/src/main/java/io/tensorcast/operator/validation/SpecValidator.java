@@ -301,7 +301,26 @@ public final class SpecValidator {
       return;
     }
     if (distribution.getPieceSize() != null) {
-      positiveBytes("spec.distribution.pieceSize", distribution.getPieceSize(), out);
+      String field = "spec.distribution.pieceSize";
+      int before = out.size();
+      positiveBytes(field, distribution.getPieceSize(), out);
+      if (out.size() == before) {
+        long bytes = ByteSize.bytes(distribution.getPieceSize());
+        if (bytes < DistributionSpec.MIN_PIECE_SIZE || bytes > DistributionSpec.MAX_PIECE_SIZE) {
+          out.add(
+              new Violation(
+                  field,
+                  "is "
+                      + distribution.getPieceSize()
+                      + " ("
+                      + bytes
+                      + " bytes); must be from 256Ki ("
+                      + DistributionSpec.MIN_PIECE_SIZE
+                      + ") to 1Gi ("
+                      + DistributionSpec.MAX_PIECE_SIZE
+                      + ") bytes"));
+        }
+      }
     }
     if (distribution.getSourceConnections() != null && distribution.getSourceConnections() < 1) {
       out.add(

@@ -16,6 +16,8 @@ class OperatorConfigTest {
 
     assertThat(c.dataPlaneImage()).isEqualTo("tensorcast/dataplane:0.1.0");
     assertThat(c.controlPort()).isEqualTo(8471);
+    assertThat(c.peerPort()).isEqualTo(8472);
+    assertThat(c.metricsPort()).isEqualTo(8080);
     assertThat(c.storeRoot()).isEqualTo("/dev/shm/tensorcast");
     assertThat(c.memoryOverheadBytes()).isEqualTo(256L * 1024 * 1024);
     assertThat(c.pollInterval()).isEqualTo(Duration.ofSeconds(2));
@@ -61,5 +63,22 @@ class OperatorConfigTest {
     assertThatThrownBy(
             () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_CONTROL_TOKEN_SECRET", "s")::get))
         .hasMessageContaining("go together");
+  }
+
+  @Test
+  void readsThePeerAndMetricsPortsAndRejectsClashes() {
+    OperatorConfig c =
+        OperatorConfig.fromLookup(
+            Map.of("TENSORCAST_PEER_PORT", "9472", "TENSORCAST_METRICS_PORT", "0")::get);
+
+    assertThat(c.peerPort()).isEqualTo(9472);
+    assertThat(c.metricsPort()).isZero();
+    assertThatThrownBy(() -> OperatorConfig.fromLookup(Map.of("TENSORCAST_PEER_PORT", "8471")::get))
+        .hasMessageContaining("peer port and control port are both 8471");
+    assertThatThrownBy(() -> OperatorConfig.fromLookup(Map.of("TENSORCAST_PEER_PORT", "0")::get))
+        .hasMessageContaining("peer port 0 is outside 1-65535 (TENSORCAST_PEER_PORT)");
+    assertThatThrownBy(
+            () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_METRICS_PORT", "70000")::get))
+        .hasMessageContaining("(TENSORCAST_METRICS_PORT)");
   }
 }

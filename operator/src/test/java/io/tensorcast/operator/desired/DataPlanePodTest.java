@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.TolerationBuilder;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.DistributionMode;
 import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
@@ -221,6 +222,8 @@ class DataPlanePodTest {
             "team-a-llama-g3",
             "--store-root",
             "/dev/shm/tensorcast/team-a.llama",
+            "--peer-id",
+            "$(POD_NAME)",
             "--memory-limit",
             Long.toString(40 * GI),
             "--lock-policy",
@@ -236,6 +239,49 @@ class DataPlanePodTest {
             "config.json",
             "--exclude",
             "original/");
+  }
+
+  @Test
+  void peerPortIsDeclaredAndDistributionShowsInArgs() {
+    ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
+    a.getSpec().getDistribution().setPieceSize(new Quantity("256Ki"));
+    a.getSpec().getDistribution().setMode(DistributionMode.SourceOnly);
+    OperatorConfig cfg = OperatorConfig.fromLookup(Map.of("TENSORCAST_PEER_PORT", "9472")::get);
+
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg);
+
+    assertThat(container(p).getArgs())
+        .containsSequence("--peer-id", "$(POD_NAME)")
+        .containsSequence("--peer-listen", "$(POD_IP):9472")
+        .containsSequence("--piece-size", "262144")
+        .containsSequence("--distribution", "source-only");
+    assertThat(container(p).getPorts())
+        .anySatisfy(
+            port -> {
+              assertThat(port.getName()).isEqualTo("peer");
+              assertThat(port.getContainerPort()).isEqualTo(9472);
+              assertThat(port.getProtocol()).isEqualTo("TCP");
+            });
+    // Defaults: peer-to-peer, port 8472, data plane's piece size: no flag but the id.
+    Pod plain =
+        DataPlanePod.desired(
+            artifact("ns", "m", 1, "file:///models/m"), RDMA_NODE, OptionalLong.empty(), config());
+    assertThat(container(plain).getArgs())
+        .doesNotContain("--peer-listen", "--piece-size", "--distribution");
+    assertThat(container(plain).getPorts())
+        .extracting(port -> port.getName() + ":" + port.getContainerPort())
+        .containsExactly("control:8471", "peer:8472");
+  }
+
+  @Test
+  void changingTheDistributionChangesTheSpecHash() {
+    ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
+    Pod before = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config());
+    a.getSpec().getDistribution().setMode(DistributionMode.SourceOnly);
+    Pod after = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config());
+
+    assertThat(after.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH))
+        .isNotEqualTo(before.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH));
   }
 
   @Test

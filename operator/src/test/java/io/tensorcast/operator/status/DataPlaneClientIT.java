@@ -33,7 +33,8 @@ class DataPlaneClientIT {
       """
       {"artifactId":"ns-m-g1","phase":"Loading","source":"s3://b/m/","resolvedRevision":"r1",
        "files":2,"filesComplete":1,"tensors":5,"bytesTotal":100,"bytesLoaded":40,
-       "bytesFromSource":40,"bytesFromPeers":0,"storeDirectory":"/dev/shm/x","someNewField":1}
+       "bytesFromSource":40,"bytesFromPeers":0,"storeDirectory":"/dev/shm/x","someNewField":1,
+       "peerEpoch":"e3b0c442","peers":2}
       """;
 
   private final List<HttpServer> servers = new java.util.ArrayList<>();
@@ -113,6 +114,8 @@ class DataPlaneClientIT {
     assertThat(s.bytesLoaded()).isEqualTo(40);
     assertThat(s.files()).isEqualTo(2);
     assertThat(s.resolvedRevision()).isEqualTo("r1");
+    assertThat(s.peerEpoch()).isEqualTo("e3b0c442");
+    assertThat(s.peers()).isEqualTo(2);
     // One round is bounded by about one timeout, not one per pod.
     assertThat(took).isLessThan(Duration.ofMillis(3000));
   }

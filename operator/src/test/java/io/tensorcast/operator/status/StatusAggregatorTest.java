@@ -152,6 +152,53 @@ class StatusAggregatorTest {
   }
 
   @Test
+  void sourceAndPeerBytesArePerNodeAndTheSourceTotalSumsTheCurrentPods() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
+    Pod old = pod(artifact, B, OptionalLong.of(SIZE), PodState.TERMINATING);
+    old.getMetadata().setName("old-pod");
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa),
+            withSourceAndPeers(report(artifact, Ready, 3, SIZE, SIZE, null, null), 5 * MI, 3 * MI),
+            name(pb),
+            withSourceAndPeers(report(artifact, Ready, 3, SIZE, SIZE, null, null), 3 * MI, 5 * MI),
+            "old-pod",
+            withSourceAndPeers(report(artifact, Ready, 3, SIZE, SIZE, null, null), SIZE, 0));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb, old), reports, names(pa, pb), T0);
+
+    assertThat(s.getNodes())
+        .extracting(e -> e.getNode() + ":" + e.getBytesFromSource() + "/" + e.getBytesFromPeers())
+        .containsExactly("a:" + 5 * MI + "/" + 3 * MI, "b:" + 3 * MI + "/" + 5 * MI);
+    assertThat(s.getBytesFromSource()).isEqualTo(SIZE);
+    assertThat(aggregate(List.of(), Map.of(), Set.of(), T0).getBytesFromSource()).isNull();
+  }
+
+  private static DataPlaneStatus withSourceAndPeers(DataPlaneStatus r, long source, long peers) {
+    return new DataPlaneStatus(
+        r.artifactId(),
+        r.phase(),
+        r.reason(),
+        r.message(),
+        r.source(),
+        r.resolvedRevision(),
+        r.files(),
+        r.filesComplete(),
+        r.tensors(),
+        r.bytesTotal(),
+        r.bytesLoaded(),
+        source,
+        peers,
+        r.lock(),
+        r.storeDirectory(),
+        r.readyTime(),
+        r.fileStatuses(),
+        "epoch-1",
+        1);
+  }
+
+  @Test
   void allReplicasReadyIsReadyWithEveryConditionTrue() {
     Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
     Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);

@@ -120,6 +120,14 @@ class SpecValidatorTest {
             "is not a Kubernetes quantity",
             a -> a.getSpec().getDistribution().setPieceSize(new Quantity("64MB"))),
         bad(
+            "spec.distribution.pieceSize",
+            "is 255Ki (261120 bytes); must be from 256Ki (262144) to 1Gi (1073741824) bytes",
+            a -> a.getSpec().getDistribution().setPieceSize(new Quantity("255Ki"))),
+        bad(
+            "spec.distribution.pieceSize",
+            "is 1025Mi (1074790400 bytes); must be from 256Ki",
+            a -> a.getSpec().getDistribution().setPieceSize(new Quantity("1025Mi"))),
+        bad(
             "spec.distribution.sourceConnections",
             "at least 1",
             a -> a.getSpec().getDistribution().setSourceConnections(0)),

@@ -1,0 +1,266 @@
+package io.tensorcast.operator.peers;
+
+import static io.tensorcast.operator.peers.MembershipTest.pod;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpServer;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.operator.status.DataPlaneClient;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link PeerCoordinator} and {@link DataPlaneClient#putPeers} against real HTTP servers standing
+ * in for data-plane pods, each on its own loopback address and all on the same control port, as in
+ * a cluster: what goes on the wire, when it is sent again, and that failures are retried.
+ */
+class PeerCoordinatorIT {
+  private static final String TOKEN = "control-token-0123456789abcdef";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final List<HttpServer> servers = new ArrayList<>();
+  private final CountDownLatch release = new CountDownLatch(1);
+
+  /** A request a stand-in pod received. */
+  record Received(String method, String path, String contentType, String auth, String body) {}
+
+  /** A stand-in pod: answers PUT /v1/peers with the next queued code (204 when none is queued). */
+  final class StandIn {
+    final List<Received> received = new CopyOnWriteArrayList<>();
+    final Deque<Integer> codes = new ConcurrentLinkedDeque<>();
+    volatile boolean hang;
+
+    StandIn(String ip, int port) throws IOException {
+      HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getByName(ip), port), 0);
+      s.setExecutor(Executors.newCachedThreadPool());
+      s.createContext(
+          "/",
+          ex -> {
+            received.add(
+                new Received(
+                    ex.getRequestMethod(),
+                    ex.getRequestURI().getPath(),
+                    ex.getRequestHeaders().getFirst("Content-Type"),
+                    ex.getRequestHeaders().getFirst("Authorization"),
+                    new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8)));
+            if (hang) {
+              try {
+                release.await();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+            Integer code = codes.poll();
+            int status = code == null ? 204 : code;
+            if (status == 204) {
+              ex.sendResponseHeaders(204, -1);
+            } else {
+              byte[] b = "epoch: must be a string\n".getBytes(StandardCharsets.UTF_8);
+              ex.sendResponseHeaders(status, b.length);
+              try (OutputStream o = ex.getResponseBody()) {
+                o.write(b);
+              }
+            }
+            ex.close();
+          });
+      s.start();
+      servers.add(s);
+    }
+  }
+
+  @AfterEach
+  void stop() {
+    release.countDown();
+    servers.forEach(s -> s.stop(0));
+  }
+
+  private static int freePort(String ip) throws IOException {
+    try (var socket = new java.net.ServerSocket(0, 1, InetAddress.getByName(ip))) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private static DataPlaneStatus report(String peerEpoch) {
+    return new DataPlaneStatus(
+        "ns-m-g1",
+        DataPlaneStatus.Phase.Loading,
+        null,
+        null,
+        "s3://b/m/",
+        "r",
+        1,
+        0,
+        1,
+        100,
+        10,
+        10,
+        0,
+        null,
+        "/dev/shm/x",
+        null,
+        List.of(),
+        peerEpoch,
+        2);
+  }
+
+  @Test
+  void sendsTheContractBodyWithTheTokenToEveryMemberOnceAndAgainOnlyWhenNeeded(@TempDir Path dir)
+      throws Exception {
+    int port = freePort("127.0.46.1");
+    StandIn a = new StandIn("127.0.46.1", port);
+    StandIn b = new StandIn("127.0.46.2", port);
+    StandIn c = new StandIn("127.0.46.3", port);
+    Path tokenFile = dir.resolve("token");
+    Files.writeString(tokenFile, TOKEN + "\n");
+    PeerCoordinator coordinator =
+        new PeerCoordinator(
+            new DataPlaneClient(port, Duration.ofSeconds(2), Optional.of(tokenFile)), 8472);
+    Pod pa = pod("m-a", "Running", "127.0.46.1", false);
+    Pod pb = pod("m-b", "Running", "127.0.46.2", false);
+    Pod pc = pod("m-c", "Running", "127.0.46.3", false);
+
+    // Round 1: two members (b not yet running) get the membership.
+    Pod pbPending = pod("m-b", "Pending", null, false);
+    PeerCoordinator.Outcome first =
+        coordinator.coordinate("ns/m", List.of(pc, pbPending, pa), Map.of());
+
+    assertThat(first.sentTo()).containsExactlyInAnyOrder("m-a", "m-c");
+    assertThat(first.settled()).isTrue();
+    Received got = a.received.get(0);
+    assertThat(got.method()).isEqualTo("PUT");
+    assertThat(got.path()).isEqualTo("/v1/peers");
+    assertThat(got.contentType()).isEqualTo("application/json");
+    assertThat(got.auth()).isEqualTo("Bearer " + TOKEN);
+    JsonNode body = JSON.readTree(got.body());
+    assertThat(body.fieldNames()).toIterable().containsExactly("epoch", "members");
+    assertThat(body.get("epoch").asText()).isEqualTo(first.membership().epoch());
+    assertThat(body.get("members").toString())
+        .isEqualTo(
+            "[{\"id\":\"m-a\",\"address\":\"127.0.46.1:8472\"},"
+                + "{\"id\":\"m-c\",\"address\":\"127.0.46.3:8472\"}]");
+    assertThat(c.received).hasSize(1);
+    assertThat(c.received.get(0).body()).isEqualTo(got.body());
+    assertThat(b.received).isEmpty();
+
+    // Round 2: same members, pods report the epoch: nothing is sent.
+    String e1 = first.membership().epoch();
+    PeerCoordinator.Outcome quiet =
+        coordinator.coordinate(
+            "ns/m", List.of(pa, pbPending, pc), Map.of("m-a", report(e1), "m-c", report(e1)));
+    assertThat(quiet.sentTo()).isEmpty();
+    assertThat(a.received).hasSize(1);
+
+    // Round 3: b runs: a new epoch goes to all three.
+    PeerCoordinator.Outcome grown =
+        coordinator.coordinate(
+            "ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e1), "m-c", report(e1)));
+    assertThat(grown.membership().epoch()).isNotEqualTo(e1);
+    assertThat(grown.sentTo()).containsExactlyInAnyOrder("m-a", "m-b", "m-c");
+    assertThat(JSON.readTree(b.received.get(0).body()).get("members")).hasSize(3);
+    String e2 = grown.membership().epoch();
+
+    // Round 4: c restarted and reports no epoch (or another): only c gets it again.
+    PeerCoordinator.Outcome resend =
+        coordinator.coordinate(
+            "ns/m",
+            List.of(pa, pb, pc),
+            Map.of("m-a", report(e2), "m-b", report(e2), "m-c", report(null)));
+    assertThat(resend.sentTo()).containsExactly("m-c");
+    assertThat(a.received).hasSize(2);
+    assertThat(b.received).hasSize(1);
+    assertThat(c.received).hasSize(3);
+    assertThat(JSON.readTree(c.received.get(2).body()).get("epoch").asText()).isEqualTo(e2);
+
+    // A pod that is not reached this round but applied the epoch is left alone.
+    PeerCoordinator.Outcome unreached =
+        coordinator.coordinate("ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e2)));
+    assertThat(unreached.sentTo()).isEmpty();
+  }
+
+  @Test
+  void aMemberThatRefusesOrDoesNotAnswerIsRetriedNextRoundWithinBoundedTime() throws Exception {
+    int port = freePort("127.0.47.1");
+    StandIn a = new StandIn("127.0.47.1", port);
+    StandIn b = new StandIn("127.0.47.2", port);
+    StandIn c = new StandIn("127.0.47.3", port);
+    b.codes.add(503);
+    c.hang = true;
+    PeerCoordinator coordinator =
+        new PeerCoordinator(
+            new DataPlaneClient(port, Duration.ofMillis(1500), Optional.empty()), 8472);
+    List<Pod> pods =
+        List.of(
+            pod("m-a", "Running", "127.0.47.1", false),
+            pod("m-b", "Running", "127.0.47.2", false),
+            pod("m-c", "Running", "127.0.47.3", false),
+            pod("m-d", "Running", "127.0.47.4", false)); // nobody listens
+
+    long start = System.nanoTime();
+    PeerCoordinator.Outcome first = coordinator.coordinate("ns/m", pods, Map.of());
+    Duration took = Duration.ofNanos(System.nanoTime() - start);
+
+    assertThat(first.settled()).isFalse();
+    assertThat(first.failed()).containsExactly("m-b", "m-c", "m-d");
+    // Bounded by about one timeout (1.5 s + 0.5 s grace) however many members hang.
+    assertThat(took).isLessThan(Duration.ofMillis(4000));
+    assertThat(a.received.get(0).auth()).isNull();
+
+    c.hang = false;
+    b.codes.add(400);
+    PeerCoordinator.Outcome second = coordinator.coordinate("ns/m", pods, Map.of());
+    assertThat(second.sentTo()).containsExactly("m-b", "m-c", "m-d");
+    assertThat(second.failed()).containsExactly("m-b", "m-d");
+
+    PeerCoordinator.Outcome third = coordinator.coordinate("ns/m", pods.subList(0, 3), Map.of());
+    // m-d left: a new epoch for the three; b now applies (204).
+    assertThat(third.membership().epoch()).isNotEqualTo(first.membership().epoch());
+    assertThat(third.sentTo()).containsExactly("m-a", "m-b", "m-c");
+    assertThat(third.settled()).isTrue();
+    assertThat(a.received).hasSize(2);
+    assertThat(b.received).hasSize(3);
+  }
+
+  @Test
+  void anOperatorRestartReannouncesOnceWithTheSameEpoch() throws Exception {
+    int port = freePort("127.0.48.1");
+    StandIn a = new StandIn("127.0.48.1", port);
+    a.codes.add(204);
+    a.codes.add(200); // already its epoch: applied
+    List<Pod> pods = List.of(pod("m-a", "Running", "127.0.48.1", false));
+    DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2), Optional.empty());
+
+    PeerCoordinator.Outcome before =
+        new PeerCoordinator(client, 8472).coordinate("ns/m", pods, Map.of());
+    PeerCoordinator restarted = new PeerCoordinator(client, 8472);
+    PeerCoordinator.Outcome after = restarted.coordinate("ns/m", pods, Map.of());
+    PeerCoordinator.Outcome steady =
+        restarted.coordinate("ns/m", pods, Map.of("m-a", report(after.membership().epoch())));
+
+    assertThat(after.membership().epoch()).isEqualTo(before.membership().epoch());
+    assertThat(after.sentTo()).containsExactly("m-a");
+    assertThat(after.settled()).isTrue();
+    assertThat(steady.sentTo()).isEmpty();
+    assertThat(a.received).hasSize(2);
+  }
+}

@@ -109,7 +109,26 @@ public final class ControlServer implements AutoCloseable {
       ControlToken token,
       TensorEndpoint tensors)
       throws InterruptedException {
+    return start(address, status, registry, token, tensors, BodyStreaming.DEFAULTS);
+  }
+
+  /**
+   * Binds the endpoint with consumer reads of tensors, streaming bodies as {@code streaming} says.
+   *
+   * @param streaming when to gather small segments into buffers instead of one {@code sendfile}
+   *     each ({@link BodyStreaming#DEFAULTS} in the data plane)
+   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlToken, TensorEndpoint)
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlToken token,
+      TensorEndpoint tensors,
+      BodyStreaming streaming)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
+    Objects.requireNonNull(streaming, "streaming");
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
     ObjectMapper json = new ObjectMapper();
@@ -126,7 +145,7 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new IdleStateHandler(true, 0, 0, IDLE_SECONDS, TimeUnit.SECONDS))
                           .addLast(new HttpServerCodec())
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                          .addLast(new Handler(status, registry, token, json, tensors));
+                          .addLast(new Handler(status, registry, token, json, tensors, streaming));
                     }
                   })
               .bind(address)
@@ -157,6 +176,7 @@ public final class ControlServer implements AutoCloseable {
     private final ControlToken token;
     private final ObjectMapper json;
     private final TensorEndpoint tensors;
+    private final BodyStreaming bodyStreaming;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private SegmentStreamer streaming;
 
@@ -165,7 +185,9 @@ public final class ControlServer implements AutoCloseable {
         PrometheusMeterRegistry registry,
         ControlToken token,
         ObjectMapper json,
-        TensorEndpoint tensors) {
+        TensorEndpoint tensors,
+        BodyStreaming bodyStreaming) {
+      this.bodyStreaming = bodyStreaming;
       this.status = status;
       this.registry = registry;
       this.token = token;
@@ -266,7 +288,12 @@ public final class ControlServer implements AutoCloseable {
       boolean keepAlive = HttpUtil.isKeepAlive(req);
       SegmentStreamer s =
           new SegmentStreamer(
-              ctx, reply.directory(), reply.body(), keepAlive, () -> streamDone(ctx));
+              ctx,
+              reply.directory(),
+              reply.body(),
+              keepAlive,
+              bodyStreaming,
+              () -> streamDone(ctx));
       try {
         s.open();
       } catch (IOException e) {

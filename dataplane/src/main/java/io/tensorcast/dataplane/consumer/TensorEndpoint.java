@@ -280,7 +280,9 @@ public final class TensorEndpoint {
           HttpHeaderNames.CONTENT_RANGE,
           "bytes " + range.first() + "-" + range.last() + "/" + length);
     }
-    return new Reply(r, body.isEmpty() ? null : c.artifact().directory(), body);
+    return body.isEmpty()
+        ? new Reply(r, null, body)
+        : new Reply(r, c.artifact().directory(), body, c.artifact());
   }
 
   /**

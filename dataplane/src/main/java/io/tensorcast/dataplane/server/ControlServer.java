@@ -291,6 +291,7 @@ public final class ControlServer implements AutoCloseable {
               ctx,
               reply.directory(),
               reply.body(),
+              reply.artifact(),
               keepAlive,
               bodyStreaming,
               () -> streamDone(ctx));

@@ -7,6 +7,7 @@ import io.netty.channel.DefaultFileRegion;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.tensorcast.dataplane.consumer.Segment;
+import io.tensorcast.dataplane.store.StoredArtifact;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
@@ -26,8 +27,11 @@ import org.slf4j.LoggerFactory;
  * <p>Small segments are the exception ({@link BodyStreaming}): a run of consecutive segments
  * shorter than {@link BodyStreaming#gatherBelowBytes()} is read from the same open file channels
  * into one pooled direct buffer (up to {@link BodyStreaming#gatherBufferBytes()}) and written with
- * one system call, since a {@code sendfile} per 2 KiB row costs more than copying it. The read is a
- * memory copy from tmpfs on the event loop (at most one buffer's worth per step).
+ * one system call, since a {@code sendfile} per 2 KiB row costs more than copying it. The bytes are
+ * copied from the store's mapping through {@link StoredArtifact#read} (no system call; it is safe
+ * against an unload, which it reports with {@code IllegalStateException}); after an unload, or
+ * without an artifact, from the open file channels ({@code pread}, still valid on a deleted tmpfs
+ * file). Either is a memory copy on the event loop, at most one buffer's worth per step.
  *
  * <p>Memory per connection is bounded: at most {@link #MAX_IN_FLIGHT} regions or buffers are queued
  * at a time, of which at most {@link BodyStreaming#maxGatherBuffersInFlight()} buffers, and a new
@@ -50,6 +54,7 @@ final class SegmentStreamer {
   private final List<Segment> segments;
   private final boolean keepAlive;
   private final BodyStreaming streaming;
+  private StoredArtifact artifact;
   private final Runnable onDone;
   private final Map<String, FileChannel> files = new LinkedHashMap<>();
   private int next;
@@ -63,10 +68,12 @@ final class SegmentStreamer {
       ChannelHandlerContext ctx,
       Path directory,
       List<Segment> segments,
+      StoredArtifact artifact,
       boolean keepAlive,
       BodyStreaming streaming,
       Runnable onDone) {
     this.streaming = streaming;
+    this.artifact = artifact;
     this.ctx = ctx;
     this.directory = directory;
     this.segments = segments;
@@ -167,6 +174,16 @@ final class SegmentStreamer {
     try {
       for (; next < end; next++) {
         Segment s = segments.get(next);
+        if (artifact != null) {
+          int at = buf.writerIndex();
+          try {
+            artifact.read(s.file(), s.offset(), buf.nioBuffer(at, (int) s.length()));
+            buf.writerIndex(at + (int) s.length());
+            continue;
+          } catch (IllegalStateException unloaded) {
+            artifact = null; // unloaded meanwhile: the open files still hold the bytes
+          }
+        }
         FileChannel ch = files.get(s.file());
         long pos = s.offset();
         int left = (int) s.length();

@@ -61,8 +61,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Both answer 503 with the phase until the artifact is {@code Ready}. Errors are JSON {@code
- * {"error", "reason"}}: 400 bad parameter, 404 unknown tensor, 409 ambiguous name, 501 target not
- * implemented, 503 not ready.
+ * {"error", "reason"}}: 400 bad parameter or a shard the tensor cannot satisfy (not divisible,
+ * split dim outside it), 404 unknown tensor, 409 ambiguous name or identity mismatch, 500 invalid
+ * stored header or layout, 503 not ready (see {@link DefaultTensorReadPlanner}).
  *
  * <p>The tensor catalog (headers of the stored files) is built on the first request of an artifact
  * generation and cached for it. Thread-safe.
@@ -280,7 +281,9 @@ public final class TensorEndpoint {
           HttpHeaderNames.CONTENT_RANGE,
           "bytes " + range.first() + "-" + range.last() + "/" + length);
     }
-    return new Reply(r, body.isEmpty() ? null : c.artifact().directory(), body);
+    return body.isEmpty()
+        ? new Reply(r, null, body)
+        : new Reply(r, c.artifact().directory(), body, c.artifact());
   }
 
   /**

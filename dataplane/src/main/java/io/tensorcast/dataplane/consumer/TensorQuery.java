@@ -1,10 +1,11 @@
 package io.tensorcast.dataplane.consumer;
 
+import io.tensorcast.dataplane.tensor.ParallelAxis;
+import io.tensorcast.dataplane.tensor.ParallelAxis.Kind;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalInt;
@@ -24,8 +25,10 @@ import java.util.Set;
  * <p>Parallelism syntax: comma-separated axes {@code KIND:RANK/SIZE}, {@code KIND} one of {@code
  * tp}, {@code dp}, {@code pp}, {@code ep}, each at most once; {@code 0 <= RANK < SIZE}; {@code tp}
  * may carry {@code @DIM}, the split dimension (0-based; absent = as the stored layout says). Axes
- * are canonicalised to the order tp, dp, pp, ep, so {@code dp:0/2,tp:1/4} and {@code tp:1/4,dp:0/2}
- * are the same query.
+ * are canonicalised to {@link io.tensorcast.dataplane.tensor.TensorParallelism}'s order ({@code
+ * dp}, {@code pp}, {@code ep}, {@code tp}), so {@code dp:0/2,tp:1/4} and {@code tp:1/4,dp:0/2} are
+ * the same query. The axis kinds are {@link ParallelAxis.Kind}; only the wire syntax (strict
+ * digits, optional {@code @DIM}) is this class's own.
  *
  * @param target which view
  * @param parallelism the axes of a {@code shard} read in canonical order; empty otherwise
@@ -53,19 +56,6 @@ public record TensorQuery(Target target, List<Axis> parallelism) {
     }
   }
 
-  /** Kind of a parallel axis: tensor, data, pipeline or expert parallelism. */
-  public enum Kind {
-    TP,
-    DP,
-    PP,
-    EP;
-
-    /** How the query spells it: {@code tp}, {@code dp}, {@code pp}, {@code ep}. */
-    public String wireName() {
-      return name().toLowerCase(Locale.ROOT);
-    }
-  }
-
   /**
    * One axis of a parallelism.
    *
@@ -80,23 +70,30 @@ public record TensorQuery(Target target, List<Axis> parallelism) {
       Objects.requireNonNull(splitDim, "splitDim");
       if (size < 1 || rank < 0 || rank >= size) {
         throw new IllegalArgumentException(
-            kind.wireName()
-                + " axis: rank "
-                + rank
-                + " / size "
-                + size
-                + " needs 0 <= rank < size");
+            kind.label() + " axis: rank " + rank + " / size " + size + " needs 0 <= rank < size");
       }
       if (splitDim.isPresent() && (kind != Kind.TP || splitDim.getAsInt() < 0)) {
         throw new IllegalArgumentException(
-            kind.wireName() + " axis: a split dimension is for tp only and must be >= 0");
+            kind.label() + " axis: a split dimension is for tp only and must be >= 0");
       }
+    }
+
+    /**
+     * This axis as the tensor package's {@link ParallelAxis}.
+     *
+     * @param defaultSplitDim the split dimension a {@code tp} axis without {@code @DIM} takes;
+     *     ignored for other kinds and when {@code @DIM} is given
+     */
+    public ParallelAxis toParallelAxis(int defaultSplitDim) {
+      Integer dim =
+          kind != Kind.TP ? null : splitDim.isPresent() ? splitDim.getAsInt() : defaultSplitDim;
+      return new ParallelAxis(kind, rank, size, dim);
     }
 
     /** The wire form, e.g. {@code tp:1/4@0}. */
     @Override
     public String toString() {
-      return kind.wireName()
+      return kind.label()
           + ":"
           + rank
           + "/"
@@ -120,7 +117,7 @@ public record TensorQuery(Target target, List<Axis> parallelism) {
   }
 
   /**
-   * The canonical query string, e.g. {@code target=shard&parallelism=tp:1/4@0,dp:0/2}: equal for
+   * The canonical query string, e.g. {@code target=shard&parallelism=dp:0/2,tp:1/4@0}: equal for
    * equal queries (it enters the ETag).
    */
   public String canonical() {
@@ -205,7 +202,7 @@ public record TensorQuery(Target target, List<Axis> parallelism) {
       }
       Kind kind = null;
       for (Kind k : Kind.values()) {
-        if (k.wireName().equals(part.substring(0, colon))) {
+        if (k.label().equals(part.substring(0, colon))) {
           kind = k;
         }
       }
@@ -213,7 +210,7 @@ public record TensorQuery(Target target, List<Axis> parallelism) {
         throw bad(where + " has kind '" + part.substring(0, colon) + "', not tp, dp, pp or ep");
       }
       if (!seen.add(kind)) {
-        throw bad(where + " repeats the kind " + kind.wireName() + "; each kind may appear once");
+        throw bad(where + " repeats the kind " + kind.label() + "; each kind may appear once");
       }
       int at = part.indexOf('@', slash);
       int rank = number(part.substring(colon + 1, slash), where, "RANK");

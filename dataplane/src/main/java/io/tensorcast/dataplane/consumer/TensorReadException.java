@@ -10,8 +10,8 @@ public final class TensorReadException extends Exception {
   private final String reason;
 
   /**
-   * @param status HTTP status: 400 bad parameter, 404 unknown tensor, 409 ambiguous name, 500
-   *     unreadable header, 501 not implemented, 503 not ready
+   * @param status HTTP status: 400 bad parameter or unsatisfiable shard, 404 unknown tensor, 409
+   *     ambiguous name or identity mismatch, 500 unreadable header or layout, 503 not ready
    * @param reason machine-readable reason, e.g. {@code UnknownTensor}
    * @param message what is wrong, naming the tensor, file or parameter and the rule broken
    */

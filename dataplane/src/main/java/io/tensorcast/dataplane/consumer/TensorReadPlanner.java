@@ -18,8 +18,8 @@ public interface TensorReadPlanner {
    * @param query the validated query
    * @return the plan; its segments must lie inside the artifact's stored files
    * @throws TensorReadException 404 {@code UnknownTensor} naming the tensor, 409 for an ambiguous
-   *     name, 400 for a query the tensor cannot satisfy (e.g. a split that does not divide), 501
-   *     for a target this build does not implement
+   *     name or a parallelism identity that differs from the stored one, 400 for a query the tensor
+   *     cannot satisfy (e.g. a split that does not divide), 500 for an inconsistent stored layout
    */
   ReadPlan plan(TensorCatalog catalog, String name, TensorQuery query) throws TensorReadException;
 }

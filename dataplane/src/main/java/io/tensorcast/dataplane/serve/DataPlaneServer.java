@@ -11,6 +11,7 @@ import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSwarm;
+import io.tensorcast.dataplane.server.BodyStreaming;
 import io.tensorcast.dataplane.server.ControlServer;
 import io.tensorcast.dataplane.server.ControlToken;
 import io.tensorcast.dataplane.source.ArtifactSource;
@@ -106,7 +107,8 @@ public final class DataPlaneServer implements AutoCloseable {
             registry,
             token,
             tensors,
-            swarm == null ? null : body -> swarm.applyMembership(Membership.parseJson(body)));
+            swarm == null ? null : body -> swarm.applyMembership(Membership.parseJson(body)),
+            BodyStreaming.DEFAULTS);
     source = openSource();
     store = source == null ? null : openStore();
     if (store != null) {

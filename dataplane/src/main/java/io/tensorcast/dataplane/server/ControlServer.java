@@ -117,7 +117,7 @@ public final class ControlServer implements AutoCloseable {
       ControlToken token,
       TensorEndpoint tensors)
       throws InterruptedException {
-    return start(address, status, registry, token, tensors, null);
+    return start(address, status, registry, token, tensors, null, BodyStreaming.DEFAULTS);
   }
 
   /** Receives {@code PUT /v1/peers} bodies. */
@@ -137,6 +137,8 @@ public final class ControlServer implements AutoCloseable {
    *
    * @param tensors answers {@code /v1/tensors} requests, or {@code null} to answer them 404
    * @param peers receives {@code PUT /v1/peers}, or {@code null} when this pod has no swarm
+   * @param streaming when to gather small segments into buffers instead of one {@code sendfile}
+   *     each ({@link BodyStreaming#DEFAULTS} in the data plane)
    */
   public static ControlServer start(
       InetSocketAddress address,
@@ -144,9 +146,11 @@ public final class ControlServer implements AutoCloseable {
       PrometheusMeterRegistry registry,
       ControlToken token,
       TensorEndpoint tensors,
-      PeersEndpoint peers)
+      PeersEndpoint peers,
+      BodyStreaming streaming)
       throws InterruptedException {
     Objects.requireNonNull(status, "status");
+    Objects.requireNonNull(streaming, "streaming");
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
     ObjectMapper json = new ObjectMapper();
@@ -163,7 +167,9 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new IdleStateHandler(true, 0, 0, IDLE_SECONDS, TimeUnit.SECONDS))
                           .addLast(new HttpServerCodec())
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                          .addLast(new Handler(status, registry, token, json, tensors, peers));
+                          .addLast(
+                              new Handler(
+                                  status, registry, token, json, tensors, peers, streaming));
                     }
                   })
               .bind(address)
@@ -194,6 +200,7 @@ public final class ControlServer implements AutoCloseable {
     private final ControlToken token;
     private final ObjectMapper json;
     private final TensorEndpoint tensors;
+    private final BodyStreaming bodyStreaming;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private SegmentStreamer streaming;
     private final PeersEndpoint peers;
@@ -204,8 +211,10 @@ public final class ControlServer implements AutoCloseable {
         ControlToken token,
         ObjectMapper json,
         TensorEndpoint tensors,
-        PeersEndpoint peers) {
+        PeersEndpoint peers,
+        BodyStreaming bodyStreaming) {
       this.peers = peers;
+      this.bodyStreaming = bodyStreaming;
       this.status = status;
       this.registry = registry;
       this.token = token;
@@ -306,7 +315,13 @@ public final class ControlServer implements AutoCloseable {
       boolean keepAlive = HttpUtil.isKeepAlive(req);
       SegmentStreamer s =
           new SegmentStreamer(
-              ctx, reply.directory(), reply.body(), keepAlive, () -> streamDone(ctx));
+              ctx,
+              reply.directory(),
+              reply.body(),
+              reply.artifact(),
+              keepAlive,
+              bodyStreaming,
+              () -> streamDone(ctx));
       try {
         s.open();
       } catch (IOException e) {

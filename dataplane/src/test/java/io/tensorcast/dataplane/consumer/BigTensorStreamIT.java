@@ -176,7 +176,48 @@ class BigTensorStreamIT {
     assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError");
   }
 
+  /**
+   * A shard split along the last dim is 32,768 row segments of 2 KiB: gathered into pooled direct
+   * buffers (at most 4 MiB in flight per connection), two bodies at once, under the child's 16 MiB
+   * direct-memory limit.
+   */
+  @Test
+  void aRowPerSegmentShardIsGatheredWithBoundedDirectMemory() throws Exception {
+    long rowBytes = COLS * 2;
+    long cut = rowBytes / 4;
+    String path = "/v1/tensors/model.embed_tokens.weight?target=shard&parallelism=tp:";
+    HttpResponse<InputStream> a = get(path + "1/4@1", null);
+    HttpResponse<InputStream> b = get(path + "3/4@1", null);
+    assertThat(a.statusCode()).isEqualTo(200);
+    assertThat(b.statusCode()).isEqualTo(200);
+    assertThat(a.headers().firstValue("x-tensor-shape")).contains(ROWS + "," + COLS / 4);
+    java.util.concurrent.Future<String> second =
+        java.util.concurrent.ForkJoinPool.commonPool().submit(() -> digest(b.body()));
+    assertThat(digest(a.body())).isEqualTo(columnDigest(cut, cut));
+    assertThat(second.get(120, TimeUnit.SECONDS)).isEqualTo(columnDigest(3 * cut, cut));
+    assertThat(process.isAlive()).isTrue();
+    assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError");
+  }
+
   // ------------------------------------------------------------------ helpers
+
+  /** The digest of bytes [from, from + width) of every row of the source tensor, in row order. */
+  private static String columnDigest(long from, long width) throws Exception {
+    MessageDigest md = MessageDigest.getInstance("SHA-256");
+    ByteBuffer buf = ByteBuffer.allocate((int) width);
+    long rowBytes = COLS * 2;
+    try (FileChannel ch = FileChannel.open(model, StandardOpenOption.READ)) {
+      for (long row = 0; row < ROWS; row++) {
+        buf.clear();
+        long pos = dataOffset + big.begin() + row * rowBytes + from;
+        while (buf.hasRemaining()) {
+          assertThat(ch.read(buf, pos + buf.position())).isPositive();
+        }
+        md.update(buf.flip());
+      }
+    }
+    return ROWS * width + ":" + HexFormat.of().formatHex(md.digest());
+  }
 
   private HttpResponse<InputStream> get(String path, String range) throws Exception {
     HttpRequest.Builder b = HttpRequest.newBuilder(url(path)).timeout(Duration.ofSeconds(120));

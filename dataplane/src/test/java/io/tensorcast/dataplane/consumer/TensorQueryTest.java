@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.netty.handler.codec.http.QueryStringDecoder;
 import io.tensorcast.dataplane.consumer.TensorQuery.Axis;
-import io.tensorcast.dataplane.consumer.TensorQuery.Kind;
 import io.tensorcast.dataplane.consumer.TensorQuery.Target;
+import io.tensorcast.dataplane.tensor.ParallelAxis;
+import io.tensorcast.dataplane.tensor.ParallelAxis.Kind;
+import io.tensorcast.dataplane.tensor.TensorParallelism;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 
@@ -41,11 +43,17 @@ class TensorQueryTest {
     assertThat(q.target()).isEqualTo(Target.SHARD);
     assertThat(q.parallelism())
         .containsExactly(
-            new Axis(Kind.TP, 3, 4, OptionalInt.of(1)),
             new Axis(Kind.DP, 1, 2, OptionalInt.empty()),
             new Axis(Kind.PP, 2, 3, OptionalInt.empty()),
-            new Axis(Kind.EP, 0, 8, OptionalInt.empty()));
-    assertThat(q.canonical()).isEqualTo("target=shard&parallelism=tp:3/4@1,dp:1/2,pp:2/3,ep:0/8");
+            new Axis(Kind.EP, 0, 8, OptionalInt.empty()),
+            new Axis(Kind.TP, 3, 4, OptionalInt.of(1)));
+    assertThat(q.canonical()).isEqualTo("target=shard&parallelism=dp:1/2,pp:2/3,ep:0/8,tp:3/4@1");
+    // The same canonical form as the tensor package's TensorParallelism.
+    assertThat(q.canonical())
+        .endsWith(TensorParallelism.parse("ep:0/8,tp:3/4@1,pp:2/3,dp:1/2").toString());
+    assertThat(q.parallelism().get(3).toParallelAxis(0)).isEqualTo(ParallelAxis.tp(3, 4, 1));
+    assertThat(parse("?target=shard&parallelism=tp:0/2").parallelism().get(0).toParallelAxis(1))
+        .isEqualTo(ParallelAxis.tp(0, 2, 1));
     assertThat(parse("?target=shard&parallelism=tp:3/4@1,dp:1/2"))
         .isEqualTo(parse("?parallelism=dp:1/2,tp:3/4@1&target=shard"));
     assertThat(parse("?target=shard&parallelism=tp:0/1").parallelism())

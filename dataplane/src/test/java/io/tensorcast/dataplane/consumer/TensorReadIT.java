@@ -349,12 +349,12 @@ class TensorReadIT {
     assertThat(badUtf8.body()).contains("'a%C3%28' does not decode to UTF-8");
     assertThat(getString("/v1/tensors?x=1", TOKEN).statusCode()).isEqualTo(400);
 
-    for (String q : List.of("?target=shard&parallelism=tp:1/2@0,dp:0/2", "?target=full")) {
-      HttpResponse<String> later = getString(tensorPath(name) + q, TOKEN);
-      assertThat(later.statusCode()).as(q).isEqualTo(501);
-      assertThat(JSON.readTree(later.body()).get("error").asText())
-          .startsWith("shard/full reads need the tensor planner;");
-    }
+    HttpResponse<String> noDim =
+        getString(tensorPath(name) + "?target=shard&parallelism=tp:1/2,dp:0/2", TOKEN);
+    assertThat(noDim.statusCode()).isEqualTo(400);
+    assertThat(JSON.readTree(noDim.body()).get("error").asText())
+        .contains("tensor \"" + name + "\" is stored whole in a plain file")
+        .contains("tp:1/2@DIM");
     HttpResponse<String> post =
         http.send(
             request(tensorPath(name), TOKEN, Map.of())
@@ -603,8 +603,12 @@ class TensorReadIT {
           .contains("target=shard or target=full");
       HttpResponse<String> shard =
           getString(tp, tensorPath(odd) + "?target=shard&parallelism=tp:1/2@0", null);
-      assertThat(shard.statusCode()).isEqualTo(501);
-      assertThat(shard.body()).contains("shard/full reads need the tensor planner");
+      // the manifest lacks the per-tensor entries the planner needs: the layout is refused
+      assertThat(shard.statusCode()).isEqualTo(500);
+      assertThat(JSON.readTree(shard.body()).get("reason").asText()).isEqualTo("InvalidLayout");
+      assertThat(JSON.readTree(shard.body()).get("error").asText())
+          .startsWith("artifact tp-layout: ")
+          .contains("manifest.json");
     }
 
     // the same odd name held by one file is served as stored, both %2F and literal slashes

@@ -8,11 +8,12 @@
 # the hub side = the node's ingress) at --rate; the origin's uplink at --origin-rate. A generated
 # Llama-shaped artifact (dataplane generate, default medium-llama ~1.1 GiB) is put into S3Mock.
 # For each N in --nodes it runs (a) every node from the source (--distribution source-only) and
-# (b) Tensorcast peer-to-peer (static --peers), and prints, per run: completion time (launch of
-# the N data planes to the last node Ready), that time as a ratio to the bound
-# S/B + (N-1)*piece/B and to the baseline of the same N, and source bytes / S, counted twice: by
-# the origin link's tx byte counter (includes HTTP/TCP overhead) and by the nodes' /status
-# bytesFromSource.
+# (b) Tensorcast peer-to-peer (static --peers), and prints, per run: wall time (launch of the N
+# data-plane JVMs to the last node Ready: JVM start, listing, headers, allocation + mlock, transfer,
+# verification), its ratio to the baseline of the same N; the transfer window (first byte loaded on
+# any node to every byte loaded on every node, polled from /status every ~0.1 s) and its ratio to
+# the bound S/B + (N-1)*piece/B; and source bytes / S, counted twice: by the nodes' /status
+# bytesFromSource and by the origin link's tx byte counter (includes HTTP/TCP overhead).
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 4Mi] [--reps 1] [--keep-logs]
@@ -154,7 +155,7 @@ java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_dis
 origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_bytes; }
 
 # --- one run ----------------------------------------------------------------------------------
-# run MODE N -> sets result="seconds source_status_bytes origin_tx_bytes"
+# run MODE N -> sets result="wall_seconds transfer_seconds source_status_bytes origin_tx_bytes"
 result=""
 run() {
   local mode=$1 n=$2 peers="" k
@@ -179,22 +180,32 @@ run() {
     run_pids+=($!)
     pids+=($!)
   done
-  local ready=0 deadline=$(( $(date +%s) + 1800 )) phase
+  # Poll every node's /status: Ready count, and the transfer window (first poll that saw any
+  # byte loaded on any node .. first poll that saw every node with all bytes loaded).
+  local ready=0 deadline=$(( $(date +%s) + 1800 )) st phase loaded total now
+  local first_byte="" all_loaded="" full
   while [ "$ready" -lt "$n" ] && [ "$(date +%s)" -lt "$deadline" ]; do
     ready=0
+    full=0
+    now=$(date +%s.%N)
     for k in $(seq 1 "$n"); do
-      phase=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" 2>/dev/null \
-        | jq -r .phase 2>/dev/null || true)
+      st=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" 2>/dev/null \
+        | jq -r '"\(.phase) \(.bytesLoaded) \(.bytesTotal)"' 2>/dev/null || true)
+      read -r phase loaded total <<<"${st:-none 0 0}"
       case "$phase" in
         Ready) ready=$((ready + 1)) ;;
         Failed) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
                 keep_logs=true; exit 1 ;;
       esac
+      [ -z "$first_byte" ] && [ "${loaded:-0}" -gt 0 ] 2>/dev/null && first_byte=$now
+      [ "${total:-0}" -gt 0 ] 2>/dev/null && [ "$loaded" = "$total" ] && full=$((full + 1))
     done
-    [ "$ready" -lt "$n" ] && sleep 0.2
+    [ -z "$all_loaded" ] && [ "$full" -eq "$n" ] && all_loaded=$now
+    [ "$ready" -lt "$n" ] && sleep 0.1
   done
   end=$(date +%s.%N)
   [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
+  : "${first_byte:=$start}" "${all_loaded:=$end}"
   local src=0 b
   for k in $(seq 1 "$n"); do
     b=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
@@ -204,23 +215,22 @@ run() {
   tx1=$(origin_tx)
   for p in "${run_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  result="$(echo "$end - $start" | bc -l) $src $(( tx1 - tx0 ))"
+  result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 ))"
 }
 
-printf '\n%-4s %-12s %9s %9s %11s %11s %13s %13s\n' N mode seconds bound t/bound t/baseline \
-  "src/S(status)" "src/S(link)"
+printf '\n%-4s %-12s %7s %9s %7s %9s %9s %11s %11s\n' N mode wall transfer bound \
+  wall/base xfer/bound "src/S(status)" "src/S(link)"
 for n in $nodes_list; do
   bound=$(echo "($S * 8 / $B) + ($n - 1) * $PIECE * 8 / $B" | bc -l)
   for r in $(seq 1 "$reps"); do
     tb=""
     for mode in $modes; do
       run "$mode" "$n"
-      read -r t src link <<<"$result"
+      read -r t x src link <<<"$result"
       [ "$mode" = source-only ] && tb=$t
-      printf '%-4s %-12s %9.1f %9.1f %11.2f %11s %13.3f %13.3f\n' "$n" "$mode" "$t" "$bound" \
-        "$(echo "$t / $bound" | bc -l)" \
-        "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
-        "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
+      printf '%-4s %-12s %7.1f %9.1f %7.1f %9s %9.2f %11.3f %11.3f\n' "$n" "$mode" "$t" "$x" \
+        "$bound" "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
+        "$(echo "$x / $bound" | bc -l)" "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
     done
   done
 done

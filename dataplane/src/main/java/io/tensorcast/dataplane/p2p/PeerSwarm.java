@@ -895,10 +895,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
           h[i] = hashes[i];
         }
-        conn.send(new Frame.Bitfield(map.size(), (BitSet) present.clone(), h));
+        // READING first: the BITFIELD completes what the peer must know before it reads any
+        // piece from the source (nextSourcePiece).
         for (Integer piece : sourceReading.keySet()) {
           conn.send(new Frame.Reading(piece));
         }
+        conn.send(new Frame.Bitfield(map.size(), (BitSet) present.clone(), h));
       }
       notifyAll();
     }

@@ -109,6 +109,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new HashMap<>();
 
+  /** The view of the last scheduling round, for the source workers. */
+  private View lastView;
+
   private final Map<Integer, Long> starvedSince = new HashMap<>();
   private boolean filling;
   private boolean serving;
@@ -206,6 +209,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       log.info("membership {}: {} members", m.epoch(), m.members().size());
       membership = m;
       membershipSince = System.nanoTime();
+      lastView = null; // source workers re-plan now, not at the next round
       notifyAll();
     }
     redial();
@@ -493,6 +497,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       }
     }
     View view = view(now);
+    lastView = view;
     Set<String> live = view.live();
     SwarmPlan plan = view.plan();
     // Holders among usable peers, and per-peer candidates.
@@ -585,7 +590,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   /** Who is live now and the plan from that; called under the lock. */
-  private record View(Set<String> live, SwarmPlan plan) {}
+  private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
 
   private View view(long now) {
     long timeout = settings.peerTimeout().toNanos();
@@ -630,7 +635,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         holdings.put(m, claimed);
       }
     }
-    return new View(live, SwarmPlan.compute(map.size(), members, live, holdings));
+    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
+    return new View(live, plan, plan.assignedTo(self));
   }
 
   /** A READING mark from {@code at} (nanoTime, or null) has not lapsed at {@code now}. */
@@ -652,8 +658,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       startReading(last, now);
       return last;
     }
-    View v = view(now);
+    // The plan of the last scheduling round (at most TICK_MS old); what changed since in the
+    // holdings and reads is checked against the current state below.
+    View v = lastView != null ? lastView : (lastView = view(now));
     long timeout = settings.peerTimeout().toNanos();
+    List<Peer> others = new ArrayList<>();
     for (String m : v.live()) {
       if (m.equals(self)) {
         continue;
@@ -665,17 +674,28 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (unknown) {
         return -1;
       }
+      if (!p.refused) {
+        others.add(p);
+      }
     }
-    BitSet mine = v.plan().assignedTo(self);
+    BitSet mine = (BitSet) v.mine().clone();
     mine.andNot(present);
     mine.andNot(inProgress);
-    int i = mine.nextSetBit(0);
-    if (i < 0) {
-      return -1;
+    for (int i = mine.nextSetBit(0); i >= 0; i = mine.nextSetBit(i + 1)) {
+      boolean claimed = false;
+      for (Peer p : others) {
+        if (p.has.get(i) || fresh(p.reading.get(i), now)) {
+          claimed = true;
+          break;
+        }
+      }
+      if (!claimed) {
+        inProgress.set(i);
+        startReading(i, now);
+        return i;
+      }
     }
-    inProgress.set(i);
-    startReading(i, now);
-    return i;
+    return -1;
   }
 
   private void startReading(int piece, long now) {

@@ -42,7 +42,8 @@ import org.slf4j.LoggerFactory;
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
  * from that copy and the load is Ready after the listing alone: nothing else is read from the
- * source.
+ * source. A {@link StoreFiller} is then told to offer the copy to others ({@link
+ * StoreFiller#serveComplete}: the peer swarm announces and serves every piece).
  *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
@@ -137,6 +138,9 @@ public final class ArtifactLoader {
           state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
         }
         state.adopted(total);
+        if (filler != null) {
+          filler.serveComplete(kept, files);
+        }
         state.ready(Instant.now());
         log.info(
             "artifact {} already complete in {}; nothing read from the source",

@@ -30,6 +30,15 @@ public interface StoreFiller {
       FillProgress progress)
       throws LoadFailure, InterruptedException;
 
+  /**
+   * The store already holds a complete copy of {@code files} (adopted and re-hashed by the store
+   * after a restart), so nothing is filled: offer it to others, e.g. announce and serve every piece
+   * to the peers. Called instead of {@link #fill} by the loader on the thread of the load; must not
+   * block for long (slow work goes to a thread of its own, stopped when the filler is closed,
+   * before the store unloads the copy). The default does nothing.
+   */
+  default void serveComplete(StoredArtifact stored, List<SourceFile> files) {}
+
   /** Accounting of a fill; thread-safe. */
   interface FillProgress {
     /** {@code count} bytes read from the source became store bytes. */

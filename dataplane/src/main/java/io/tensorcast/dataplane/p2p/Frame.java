@@ -123,6 +123,19 @@ public sealed interface Frame {
     }
   }
 
+  /**
+   * The sender is reading {@code piece} from the source now (sent when the read starts and again
+   * every half peer timeout while it lasts; a HAVE ends it). Receivers treat the piece as taken for
+   * the source-read plan, so a member that joins mid-load is not assigned a piece in flight
+   * elsewhere; a mark not renewed within the peer timeout lapses.
+   */
+  record Reading(int piece) implements Frame {
+    @Override
+    public byte type() {
+      return FrameCodec.READING;
+    }
+  }
+
   /** Nothing; keeps an idle connection from timing out. */
   record KeepAlive() implements Frame {
     @Override

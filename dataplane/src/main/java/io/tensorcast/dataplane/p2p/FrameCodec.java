@@ -22,13 +22,16 @@ import java.util.List;
  *   <li>PIECE (5): {@code u32 piece | payload} (the payload is the rest of the frame)
  *   <li>REJECT (6): {@code i32 piece | str reason}
  *   <li>KEEPALIVE (7): empty
+ *   <li>READING (8): {@code u32 piece} (since version 2)
  * </ul>
  *
  * <p>Malformed frames raise {@link FrameException} naming the frame type and the rule broken; a
  * length above the decoder's limit is refused before any of its body is buffered.
  */
 public final class FrameCodec {
-  public static final int VERSION = 1;
+  /** Protocol version; 2 added READING. Members of different versions refuse each other. */
+  public static final int VERSION = 2;
+
   public static final byte HELLO = 1;
   public static final byte BITFIELD = 2;
   public static final byte HAVE = 3;
@@ -36,6 +39,7 @@ public final class FrameCodec {
   public static final byte PIECE = 5;
   public static final byte REJECT = 6;
   public static final byte KEEPALIVE = 7;
+  public static final byte READING = 8;
 
   /** Bytes of {@code u32 length | u8 type | u32 piece} before a PIECE payload. */
   public static final int PIECE_HEADER_BYTES = 9;
@@ -52,6 +56,7 @@ public final class FrameCodec {
       case PIECE -> "PIECE";
       case REJECT -> "REJECT";
       case KEEPALIVE -> "KEEPALIVE";
+      case READING -> "READING";
       default -> "type " + type;
     };
   }
@@ -99,6 +104,8 @@ public final class FrameCodec {
       b.writeInt(h.piece());
       b.writeBytes(h.sha256());
     } else if (f instanceof Frame.Request r) {
+      b.writeInt(r.piece());
+    } else if (f instanceof Frame.Reading r) {
       b.writeInt(r.piece());
     } else if (f instanceof Frame.Reject r) {
       b.writeInt(r.piece());
@@ -229,12 +236,16 @@ public final class FrameCodec {
               exact(frame, 0, name, "an empty body");
               yield new Frame.KeepAlive();
             }
+            case READING -> {
+              exact(frame, 4, name, "u32 piece");
+              yield new Frame.Reading(frame.readInt());
+            }
             default ->
                 throw new FrameException(
                     "unknown frame type "
                         + type
                         + " (known: 1 HELLO, 2 BITFIELD, 3 HAVE, 4 REQUEST,"
-                        + " 5 PIECE, 6 REJECT, 7 KEEPALIVE)");
+                        + " 5 PIECE, 6 REJECT, 7 KEEPALIVE, 8 READING)");
           };
       if (!keep && frame.isReadable()) {
         throw new FrameException(

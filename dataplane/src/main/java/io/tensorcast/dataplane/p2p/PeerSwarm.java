@@ -102,7 +102,16 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private BitSet present;
   private BitSet inProgress;
   private byte[][] hashes;
-  private final ArrayDeque<Integer> sourceQueue = new ArrayDeque<>();
+
+  /** Last-resort source reads (pieces no usable peer offers); the plan's own are picked live. */
+  private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
+
+  /** Pieces this member is reading from the source → when READING was last sent for it. */
+  private final Map<Integer, Long> sourceReading = new HashMap<>();
+
+  /** The view of the last scheduling round, for the source workers. */
+  private View lastView;
+
   private final Map<Integer, Long> starvedSince = new HashMap<>();
   private boolean filling;
   private boolean serving;
@@ -111,6 +120,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private boolean closed;
   private PeerTransport transport;
   private ExecutorService verifier;
+  private ExecutorService adopting;
 
   private static final class Peer {
     final String id;
@@ -118,9 +128,21 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     final BitSet has = new BitSet();
     final BitSet bad = new BitSet();
     final Map<Integer, Long> inFlight = new LinkedHashMap<>();
+
+    /** Pieces the peer announced it is reading from the source → when (nanoTime). */
+    final Map<Integer, Long> reading = new HashMap<>();
+
     int faults;
     boolean refused;
     boolean everConnected;
+    long connectedAt;
+
+    /** Its BITFIELD arrived on the current connection. */
+    boolean synced;
+
+    /** Its BITFIELD arrived on some connection during this fill. */
+    boolean everSynced;
+
     long downSince;
 
     Peer(String id) {
@@ -187,6 +209,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       log.info("membership {}: {} members", m.epoch(), m.members().size());
       membership = m;
       membershipSince = System.nanoTime();
+      lastView = null; // source workers re-plan now, not at the next round
       notifyAll();
     }
     redial();
@@ -277,19 +300,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.serving = true;
       this.fillStarted = System.nanoTime();
     }
-    Frame.Hello hello =
-        new Frame.Hello(
-            FrameCodec.VERSION, artifactId, self, pm.pieceSize(), pm.size(), pm.digest());
-    PeerTransport t = null;
-    try {
-      t = NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
-    } catch (RuntimeException e) {
-      // A data plane that cannot take part still loads: alone, from the source.
-      log.warn(
-          "cannot listen for peers on {} (--peer-listen): {}; loading from the source alone",
-          settings.listen(),
-          e.toString());
-    }
+    PeerTransport t = startTransport(pm, "loading from the source alone");
     int threads = Math.max(1, read.concurrency());
     ExecutorService sources = Executors.newFixedThreadPool(threads, daemon("p2p-source"));
     synchronized (this) {
@@ -351,6 +362,102 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
   }
 
+  /** Starts the peer transport for this map, or null (logged) when it cannot listen. */
+  private PeerTransport startTransport(PieceMap pm, String otherwise) throws InterruptedException {
+    Frame.Hello hello =
+        new Frame.Hello(
+            FrameCodec.VERSION, artifactId, self, pm.pieceSize(), pm.size(), pm.digest());
+    try {
+      return NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
+    } catch (RuntimeException e) {
+      // A data plane that cannot take part still loads: alone, from the source.
+      log.warn(
+          "cannot listen for peers on {} (--peer-listen): {}; {}",
+          settings.listen(),
+          e.toString(),
+          otherwise);
+      return null;
+    }
+  }
+
+  // ------------------------------------------------------------------ a complete copy
+
+  /**
+   * Offers a complete copy the store adopted after a restart to the peers: computes every piece's
+   * SHA-256 from the store on a thread of its own (the copy is Ready meanwhile), then starts the
+   * peer transport, so the first BITFIELD each peer gets announces every piece, and serves them
+   * until {@link #close()}. Nothing is read from the source.
+   */
+  @Override
+  public void serveComplete(StoredArtifact stored, List<SourceFile> files) {
+    PieceMap pm =
+        new PieceMap(
+            files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(),
+            settings.pieceSize());
+    ExecutorService hasher;
+    synchronized (this) {
+      if (closed || map != null) {
+        return;
+      }
+      this.map = pm;
+      this.stored = stored;
+      this.present = new BitSet(pm.size());
+      this.inProgress = new BitSet(pm.size());
+      this.hashes = new byte[pm.size()][];
+      this.fillStarted = System.nanoTime();
+      this.adopting = Executors.newSingleThreadExecutor(daemon("p2p-adopted"));
+      hasher = adopting;
+    }
+    hasher.execute(() -> hashAndServe(pm, stored));
+  }
+
+  private void hashAndServe(PieceMap pm, StoredArtifact copy) {
+    long started = System.nanoTime();
+    byte[][] h = new byte[pm.size()][];
+    try {
+      for (PieceMap.Piece p : pm.pieces()) {
+        if (Thread.currentThread().isInterrupted()) {
+          return; // closed: the store may unload the copy next
+        }
+        h[p.index()] = sha256(copy.readOnly(p.path(), p.offset(), p.length()));
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot hash the adopted copy of {} for peers: {}", artifactId, e.toString());
+      return;
+    }
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      System.arraycopy(h, 0, hashes, 0, h.length);
+      present.set(0, pm.size());
+      serving = true;
+    }
+    PeerTransport t;
+    try {
+      t = startTransport(pm, "the adopted copy is not offered to peers");
+    } catch (InterruptedException e) {
+      return; // closed
+    }
+    synchronized (this) {
+      if (t == null) {
+        return;
+      }
+      if (closed) {
+        t.close();
+        return;
+      }
+      transport = t;
+    }
+    redial();
+    log.info(
+        "artifact {}: adopted copy offered to peers on {} ({} pieces hashed in {} ms)",
+        artifactId,
+        t.listenAddress(),
+        pm.size(),
+        (System.nanoTime() - started) / 1_000_000);
+  }
+
   private void awaitMembership() throws InterruptedException {
     long deadline = System.nanoTime() + settings.membershipWait().toNanos();
     synchronized (this) {
@@ -389,40 +496,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         }
       }
     }
-    // Who is live.
-    Set<String> members = new TreeSet<>();
-    members.add(self);
-    if (membership != null && transport != null) {
-      members.addAll(membership.ids());
-    }
-    Set<String> live = new HashSet<>();
-    Map<String, BitSet> holdings = new HashMap<>();
-    live.add(self);
-    holdings.put(self, present);
-    for (String m : members) {
-      if (m.equals(self)) {
-        continue;
-      }
-      Peer p = peers.get(m);
-      if (p != null && p.refused) {
-        continue;
-      }
-      if (p == null || p.conn == null) {
-        long since =
-            p != null && p.everConnected ? p.downSince : Math.max(fillStarted, membershipSince);
-        // A member never seen gets the same grace from when this member could first meet it:
-        // longer would let one member wait on a dead member's block that the others re-assigned.
-        long allowed = timeout;
-        if (now - since > allowed) {
-          continue;
-        }
-      }
-      live.add(m);
-      if (p != null) {
-        holdings.put(m, p.has);
-      }
-    }
-    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
+    View view = view(now);
+    lastView = view;
+    Set<String> live = view.live();
+    SwarmPlan plan = view.plan();
     // Holders among usable peers, and per-peer candidates.
     int n = map.size();
     int[] holders = new int[n];
@@ -442,36 +519,47 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       c.andNot(inProgress);
       candidates.put(p, c);
     }
-    // Source reads: mine by the plan, or the last resort.
+    // Source reads. The plan's own pieces are not queued here: a source worker picks its next
+    // piece from the plan of the moment it is free (nextSourcePiece), so a membership change
+    // re-splits everything not yet started. Here only the last resort is decided.
     for (int i = 0; i < n; i++) {
       if (present.get(i) || inProgress.get(i) || holders[i] > 0) {
         continue;
       }
-      String owner = plan.sourceOwner(i);
-      boolean mine = self.equals(owner);
-      if (owner == null) {
-        // A live member holds it, but no usable peer offers it to this member: when every live
-        // holder is connected and failed this piece, and no peer relayed it within the peer
-        // timeout, read it from the source (last resort; a reconnecting holder is waited for).
-        boolean starved = true;
-        for (String m : live) {
-          Peer p = peers.get(m);
-          if (p != null && p.has.get(i) && !(p.conn != null && p.bad.get(i))) {
-            starved = false;
-            break;
-          }
-        }
-        if (starved) {
-          long since = starvedSince.computeIfAbsent(i, k -> now);
-          mine = now - since > timeout;
-        } else {
-          starvedSince.remove(i);
+      if (plan.sourceOwner(i) != null) {
+        starvedSince.remove(i);
+        continue;
+      }
+      // A live member holds or is reading it, but no usable peer offers it to this member: when
+      // every live holder is connected and failed this piece, no live member is reading it, and
+      // no peer relayed it within the peer timeout, read it from the source (last resort; a
+      // reconnecting holder is waited for).
+      boolean starved = true;
+      for (String m : live) {
+        Peer p = peers.get(m);
+        if (p != null
+            && ((p.has.get(i) && !(p.conn != null && p.bad.get(i)))
+                || fresh(p.reading.get(i), now))) {
+          starved = false;
+          break;
         }
       }
-      if (mine) {
+      if (!starved) {
+        starvedSince.remove(i);
+        continue;
+      }
+      long since = starvedSince.computeIfAbsent(i, k -> now);
+      if (now - since > timeout) {
         starvedSince.remove(i);
         inProgress.set(i);
-        sourceQueue.add(i);
+        lastResort.add(i);
+      }
+    }
+    // Source reads in flight: renew their READING marks before they lapse at the others.
+    for (Map.Entry<Integer, Long> e : sourceReading.entrySet()) {
+      if (now - e.getValue() > timeout / 2) {
+        e.setValue(now);
+        broadcast(new Frame.Reading(e.getKey()));
       }
     }
     // Peer requests: least-loaded peer first, rarest piece first.
@@ -498,8 +586,128 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         break;
       }
     }
-    if (!sourceQueue.isEmpty()) {
-      notifyAll();
+    notifyAll(); // source workers re-check the plan
+  }
+
+  /** Who is live now and the plan from that; called under the lock. */
+  private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
+
+  private View view(long now) {
+    long timeout = settings.peerTimeout().toNanos();
+    Set<String> members = new TreeSet<>();
+    members.add(self);
+    if (membership != null && transport != null) {
+      members.addAll(membership.ids());
+    }
+    Set<String> live = new HashSet<>();
+    Map<String, BitSet> holdings = new HashMap<>();
+    live.add(self);
+    BitSet mine = (BitSet) present.clone();
+    sourceReading.keySet().forEach(mine::set);
+    holdings.put(self, mine);
+    for (String m : members) {
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer p = peers.get(m);
+      if (p != null && p.refused) {
+        continue;
+      }
+      if (p == null || p.conn == null) {
+        long since =
+            p != null && p.everConnected ? p.downSince : Math.max(fillStarted, membershipSince);
+        // A member never seen gets the same grace from when this member could first meet it:
+        // longer would let one member wait on a dead member's block that the others re-assigned.
+        if (now - since > timeout) {
+          continue;
+        }
+      }
+      live.add(m);
+      if (p != null) {
+        // Pieces a live member holds or is reading from the source are nobody's source read.
+        BitSet claimed = (BitSet) p.has.clone();
+        p.reading.forEach(
+            (piece, at) -> {
+              if (fresh(at, now)) {
+                claimed.set(piece);
+              }
+            });
+        holdings.put(m, claimed);
+      }
+    }
+    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
+    return new View(live, plan, plan.assignedTo(self));
+  }
+
+  /** A READING mark from {@code at} (nanoTime, or null) has not lapsed at {@code now}. */
+  private boolean fresh(Long at, long now) {
+    return at != null && now - at <= settings.peerTimeout().toNanos();
+  }
+
+  /**
+   * The next piece a free source worker reads, or -1 for none now; called under the lock. First the
+   * last resort; then the lowest piece the current plan assigns to this member (blocks are read
+   * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
+   * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
+   * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
+   * others already hold. Announces READING for the piece to every connected peer.
+   */
+  private int nextSourcePiece(long now) {
+    Integer last = lastResort.poll();
+    if (last != null) {
+      startReading(last, now);
+      return last;
+    }
+    // The plan of the last scheduling round (at most TICK_MS old); what changed since in the
+    // holdings and reads is checked against the current state below.
+    View v = lastView != null ? lastView : (lastView = view(now));
+    long timeout = settings.peerTimeout().toNanos();
+    List<Peer> others = new ArrayList<>();
+    for (String m : v.live()) {
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer p = peers.get(m);
+      boolean unknown =
+          p == null
+              || (p.conn != null ? !p.synced && now - p.connectedAt <= timeout : !p.everSynced);
+      if (unknown) {
+        return -1;
+      }
+      if (!p.refused) {
+        others.add(p);
+      }
+    }
+    BitSet mine = (BitSet) v.mine().clone();
+    mine.andNot(present);
+    mine.andNot(inProgress);
+    for (int i = mine.nextSetBit(0); i >= 0; i = mine.nextSetBit(i + 1)) {
+      boolean claimed = false;
+      for (Peer p : others) {
+        if (p.has.get(i) || fresh(p.reading.get(i), now)) {
+          claimed = true;
+          break;
+        }
+      }
+      if (!claimed) {
+        inProgress.set(i);
+        startReading(i, now);
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private void startReading(int piece, long now) {
+    sourceReading.put(piece, now);
+    broadcast(new Frame.Reading(piece));
+  }
+
+  private void broadcast(Frame f) {
+    for (Peer p : peers.values()) {
+      if (p.conn != null) {
+        p.conn.send(f);
+      }
     }
   }
 
@@ -526,17 +734,20 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     while (true) {
       int piece;
       synchronized (this) {
-        while (sourceQueue.isEmpty() && filling && failure == null) {
+        while (true) {
+          if (!filling || failure != null) {
+            return;
+          }
+          piece = nextSourcePiece(System.nanoTime());
+          if (piece >= 0) {
+            break;
+          }
           try {
-            wait(TICK_MS * 4);
+            wait(TICK_MS);
           } catch (InterruptedException e) {
             return;
           }
         }
-        if (!filling || failure != null) {
-          return;
-        }
-        piece = sourceQueue.poll();
       }
       try {
         byte[] sha = readFromSource(map.piece(piece));
@@ -653,9 +864,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   /** A verified piece is in the store: account, announce. {@code from} null = the source. */
   private void pieceStored(int piece, byte[] sha, Peer from) {
-    List<PeerTransport.PeerConnection> announce = new ArrayList<>();
     synchronized (this) {
       if (present == null || present.get(piece)) {
+        if (from == null) {
+          sourceReading.remove(piece);
+        }
         inProgressClear(piece);
         return;
       }
@@ -663,21 +876,16 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       present.set(piece);
       hashes[piece] = sha;
       inProgress.clear(piece);
+      sourceReading.remove(piece);
       if (from == null) {
         progress.fromSource(len);
       } else {
         progress.fromPeers(len);
         bytesReceived.increment(len);
       }
-      Frame have = new Frame.Have(piece, sha);
-      for (Peer p : peers.values()) {
-        if (p.conn != null) {
-          p.conn.send(have);
-        }
-      }
+      broadcast(new Frame.Have(piece, sha));
       notifyAll();
     }
-    announce.clear();
   }
 
   private synchronized void inProgressClear(int piece) {
@@ -699,11 +907,18 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       }
       p.conn = conn;
       p.everConnected = true;
+      p.synced = false;
+      p.connectedAt = System.nanoTime();
       log.info("peer {} connected", conn.peerId());
       if (present != null) {
         byte[][] h = new byte[map.size()][];
         for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
           h[i] = hashes[i];
+        }
+        // READING first: the BITFIELD completes what the peer must know before it reads any
+        // piece from the source (nextSourcePiece).
+        for (Integer piece : sourceReading.keySet()) {
+          conn.send(new Frame.Reading(piece));
         }
         conn.send(new Frame.Bitfield(map.size(), (BitSet) present.clone(), h));
       }
@@ -719,6 +934,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         return;
       }
       p.conn = null;
+      p.synced = false;
       p.downSince = System.nanoTime();
       requeue(p);
       log.info("peer {} disconnected", conn.peerId());
@@ -749,6 +965,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         for (int i = b.have().nextSetBit(0); i >= 0; i = b.have().nextSetBit(i + 1)) {
           announced(p, i, b.sha256()[i]);
         }
+        p.synced = true;
+        p.everSynced = true;
+      } else if (frame instanceof Frame.Reading r) {
+        if (checkIndex(conn, r.piece(), "READING") && !p.has.get(r.piece())) {
+          p.reading.put(r.piece(), System.nanoTime());
+        }
       } else if (frame instanceof Frame.Request r) {
         if (checkIndex(conn, r.piece(), "REQUEST")) {
           serve(conn, r.piece());
@@ -777,6 +999,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private void announced(Peer p, int piece, byte[] sha) {
     p.has.set(piece);
+    p.reading.remove(piece);
     if (hashes[piece] == null) {
       hashes[piece] = sha;
     } else if (!Arrays.equals(hashes[piece], sha)) {
@@ -883,6 +1106,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   public void close() {
     PeerTransport t;
     ExecutorService v;
+    ExecutorService a;
     synchronized (this) {
       if (closed) {
         return;
@@ -891,7 +1115,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       serving = false;
       t = transport;
       v = verifier;
+      a = adopting;
       notifyAll();
+    }
+    if (a != null) {
+      a.shutdownNow(); // stops hashing the adopted copy before the store may unload it
+      awaitQuietly(a);
     }
     if (t != null) {
       t.close();

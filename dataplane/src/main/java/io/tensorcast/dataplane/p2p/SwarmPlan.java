@@ -21,8 +21,8 @@ import java.util.TreeSet;
  *   <li>Pieces whose base owner is not live (lost, refused) are orphans; the orphans, in piece
  *       order, are cut into contiguous blocks over the live members in id order. This depends only
  *       on the live set, so members agree as soon as they agree on who is live.
- *   <li>A piece that any live member holds is assigned to nobody: it is fetched from a peer, never
- *       read from the source again.
+ *   <li>A piece that any live member holds, or is reading from the source, is assigned to nobody:
+ *       it is fetched from a peer, never read from the source again.
  * </ul>
  *
  * <p>Every piece nobody holds is therefore assigned to exactly one live member.
@@ -44,7 +44,8 @@ public final class SwarmPlan {
    * @param pieceCount pieces in the {@link PieceMap}
    * @param members every member id (any order; sorted here); must not be empty
    * @param live the members taking part now (ignored when not a member); must not be empty
-   * @param holdings pieces each member holds (verified, in its store); missing = none
+   * @param holdings pieces each member holds (verified, in its store) or is reading from the source
+   *     now (its READING marks, see {@link Frame.Reading}); missing = none
    * @throws IllegalArgumentException when there are no live members
    */
   public static SwarmPlan compute(

@@ -53,12 +53,11 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /v1/tensors}, {@code GET|HEAD /v1/tensors/{name}}: consumer reads of the
  *       artifact's tensors ({@link TensorEndpoint}), behind the same bearer token as {@code
  *       /status}; bodies are streamed zero-copy from the store ({@link SegmentStreamer}).
- * </ul>
- *
- * <li>{@code PUT /v1/peers} (only with a {@link PeersEndpoint}): the swarm membership as JSON
- *     ({@code {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}); 204 when applied, 200
- *     when the epoch is the current one, 400 with a one-line error naming the field. Same bearer
- *     token as {@code /status}.
+ *   <li>{@code PUT /v1/peers}: the swarm membership as JSON ({@code
+ *       {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}); 204 when applied, 200 when
+ *       the epoch is the current one, 400 with a one-line error naming the field. Same bearer token
+ *       as {@code /status}. Without a {@link PeersEndpoint} (a pod that loads from the source only)
+ *       409 with the one-line {@link #NO_SWARM}.
  * </ul>
  *
  * <p>Apart from the peer membership, nothing on the endpoint reconfigures the pod, whose work is
@@ -68,6 +67,13 @@ import org.slf4j.LoggerFactory;
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
+
+  /**
+   * The body (one line) of the 409 answer to {@code PUT /v1/peers} on a pod that has no peer swarm.
+   */
+  public static final String NO_SWARM =
+      "this data plane runs with --distribution source-only (or --peer-listen off);"
+          + " peer membership is not used";
 
   /** Largest request body: a PUT /v1/peers of a few thousand members (~80 bytes each). */
   private static final int MAX_REQUEST_BYTES = 1024 * 1024;
@@ -358,8 +364,7 @@ public final class ControlServer implements AutoCloseable {
         send(ctx, req, HttpResponseStatus.BAD_REQUEST, "text/plain", "bad request\n");
         return;
       }
-      if (peers != null
-          && HttpMethod.PUT.equals(req.method())
+      if (HttpMethod.PUT.equals(req.method())
           && "/v1/peers".equals(new QueryStringDecoder(req.uri()).path())) {
         putPeers(ctx, req);
         return;
@@ -410,6 +415,10 @@ public final class ControlServer implements AutoCloseable {
 
     private void putPeers(ChannelHandlerContext ctx, FullHttpRequest req) {
       if (!authorized(ctx, req)) {
+        return;
+      }
+      if (peers == null) {
+        send(ctx, req, HttpResponseStatus.CONFLICT, "text/plain", NO_SWARM + "\n");
         return;
       }
       String body = req.content().toString(StandardCharsets.UTF_8);

@@ -59,6 +59,11 @@ class FrameCodecTest {
     assertThat(roundTrip(new Frame.Reject(-1, "piece size differs")))
         .isEqualTo(new Frame.Reject(-1, "piece size differs"));
     assertThat(roundTrip(new Frame.KeepAlive())).isEqualTo(new Frame.KeepAlive());
+    assertThat(roundTrip(new Frame.Reading(77))).isEqualTo(new Frame.Reading(77));
+    ByteBuf reading = FrameCodec.encode(new Frame.Reading(77), A);
+    assertThat(reading.readableBytes()).as("u32 length | u8 type | u32 piece").isEqualTo(9);
+    assertThat(reading.getByte(4)).isEqualTo(FrameCodec.READING);
+    reading.release();
 
     byte[] payload = "piece bytes".getBytes(StandardCharsets.UTF_8);
     Frame.Piece p = (Frame.Piece) roundTrip(new Frame.Piece(3, Unpooled.wrappedBuffer(payload)));
@@ -97,6 +102,9 @@ class FrameCodecTest {
                 FrameCodec.decode(
                     Unpooled.buffer().writeByte(FrameCodec.REQUEST).writeInt(1).writeByte(0)))
         .hasMessage("REQUEST frame: body is 5 bytes, expected 4 (u32 piece)");
+    assertThatThrownBy(
+            () -> FrameCodec.decode(Unpooled.buffer().writeByte(FrameCodec.READING).writeShort(1)))
+        .hasMessage("READING frame: body is 2 bytes, expected 4 (u32 piece)");
     // BITFIELD: 3 pieces, bit 4 set
     assertThatThrownBy(
             () ->

@@ -324,6 +324,133 @@ class PeerToPeerLoadIT {
     assertThat(proxy.getBodyBytes()).isLessThan(2 * total);
   }
 
+  @Test
+  void membersJoiningMidLoadDoNotReReadWhatTheFirstMemberReadOrIsReading() throws Exception {
+    // Every source request waits 100 ms: m0 alone needs seconds, so the others join mid-load.
+    proxy.delay(Duration.ofMillis(100));
+    List<String> ids = List.of("j0", "j1", "j2");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 51);
+    // The newcomers resolve first and wait for a membership before reading any piece.
+    DataPlaneServer b = startInProcess("j1", addresses.get("j1"), null, "--membership-wait", "60s");
+    DataPlaneServer c = startInProcess("j2", addresses.get("j2"), null, "--membership-wait", "60s");
+    servers.add(b);
+    servers.add(c);
+    await("the newcomers resolved and wait for a membership")
+        .atMost(READY)
+        .until(() -> b.status().phase() == Phase.Loading && c.status().phase() == Phase.Loading);
+    long beforeA = proxy.getBodyBytes();
+    DataPlaneServer a =
+        startInProcess(
+            "j0",
+            addresses.get("j0"),
+            "j0=" + hostPort(addresses.get("j0")),
+            "--peer-timeout",
+            "5s");
+    servers.add(0, a);
+    // Past the first third: after the re-split j0's reads in flight lie in j1's block, and only
+    // their READING marks keep j1 from reading them too.
+    await("j0, alone, has stored more than 45% of the pieces")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> a.status().bytesFromSource() > total * 45 / 100);
+    DataPlaneStatus early = a.status();
+    assertThat(early.bytesFromSource()).as("j0 is still loading").isLessThan(total * 3 / 4);
+
+    String body = membershipJson("epoch-joined", addresses);
+    for (DataPlaneServer s : servers) {
+      assertThat(put(s.address().getPort(), body).statusCode()).isEqualTo(204);
+    }
+    awaitReady(servers);
+
+    long fromSource = proxy.getBodyBytes();
+    assertThat(fromSource)
+        .as(
+            "bytes read from S3 (headers of 3 members included; %d before j0 started) vs %d",
+            beforeA, total)
+        .isLessThanOrEqualTo((long) (1.05 * total));
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      assertThat(s.status().bytesFromSource() + s.status().bytesFromPeers()).isEqualTo(total);
+    }
+    assertThat(b.status().bytesFromSource())
+        .as("the newcomer j1 read its share from the source after the re-plan")
+        .isPositive();
+    assertThat(c.status().bytesFromSource()).isPositive();
+    assertThat(a.status().bytesFromSource()).isLessThan(total);
+    long pieceBytes = servers.stream().mapToLong(s -> s.status().bytesFromSource()).sum();
+    assertThat(pieceBytes)
+        .as("piece bytes that became store bytes from the source")
+        .isEqualTo(total);
+  }
+
+  @Test
+  void aCopyAdoptedAfterARestartIsServedToPeersWithoutTheSource() throws Exception {
+    Path jar = jar();
+    List<String> ids = List.of("r0", "r1");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 61);
+    Path rootA = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
+    dirs.add(rootA);
+    int controlA = freePort(InetAddress.getLoopbackAddress());
+    Process first =
+        startProcess(
+            jar, "r0", controlA, addresses.get("r0"), "r0=" + hostPort(addresses.get("r0")), rootA);
+    processes.add(first);
+    awaitProcessReady(controlA);
+    assertByteIdentical(statusOf(controlA));
+    first.destroyForcibly(); // SIGKILL: the store's files stay for the next start to adopt
+    assertThat(first.waitFor(20, TimeUnit.SECONDS)).isTrue();
+
+    long beforeRestart = proxy.getBodyBytes();
+    processes.add(
+        startProcess(jar, "r0", controlA, addresses.get("r0"), peersSpec(addresses), rootA));
+    awaitProcessReady(controlA);
+    DataPlaneStatus adopted = statusOf(controlA);
+    assertByteIdentical(adopted);
+    assertThat(adopted.bytesFromSource()).as("the restarted r0 adopted its copy").isZero();
+    assertThat(proxy.getBodyBytes() - beforeRestart)
+        .as("the restart read listings and headers only")
+        .isLessThan(PIECE);
+
+    int requestsBefore = proxy.requests().size();
+    DataPlaneServer b =
+        startInProcess("r1", addresses.get("r1"), peersSpec(addresses), "--peer-timeout", "5s");
+    servers.add(b);
+    awaitReady(servers);
+    DataPlaneStatus st = b.status();
+    assertByteIdentical(st);
+    assertThat(st.bytesFromSource()).as("piece bytes r1 read from the source").isZero();
+    assertThat(st.bytesFromPeers()).isEqualTo(total);
+    // What r1 asked the source for: the listing and the safetensors headers, no piece.
+    for (FaultInjectingProxy.RecordedRequest r :
+        proxy.requests().subList(requestsBefore, proxy.requests().size())) {
+      if (r.range().isEmpty()) {
+        continue;
+      }
+      String key = r.path().substring(("/" + BUCKET + "/" + PREFIX).length());
+      assertThat(r.rangeStart().orElseThrow())
+          .as("range %s of %s read from the source", r.range().get(), key)
+          .isLessThan(headerEnd(files.get(key)));
+    }
+  }
+
+  @Test
+  void aSourceOnlyDataPlaneAnswersPutPeersWithAConflictSayingWhy() throws Exception {
+    List<String> ids = List.of("s0");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 71);
+    DataPlaneServer s =
+        startInProcess("s0", addresses.get("s0"), null, "--distribution", "source-only");
+    servers.add(s);
+    HttpResponse<String> r = put(s.address().getPort(), membershipJson("e1", addresses));
+    assertThat(r.statusCode()).isEqualTo(409);
+    assertThat(r.body().strip())
+        .isEqualTo(
+            "this data plane runs with --distribution source-only (or --peer-listen off);"
+                + " peer membership is not used");
+    awaitReady(servers);
+    assertByteIdentical(s.status());
+    assertThat(s.status().peerEpoch()).isNull();
+  }
+
   // ------------------------------------------------------------------ helpers
 
   private DataPlaneServer startInProcess(
@@ -377,6 +504,12 @@ class PeerToPeerLoadIT {
       throws IOException {
     Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
     dirs.add(root);
+    return startProcess(jar, id, controlPort, peerListen, peers, root);
+  }
+
+  private Process startProcess(
+      Path jar, String id, int controlPort, InetSocketAddress peerListen, String peers, Path root)
+      throws IOException {
     Path log = Files.createTempFile("tensorcast-p2p-" + id + "-", ".log");
     logs.add(log);
     List<String> cmd = new ArrayList<>();
@@ -424,6 +557,37 @@ class PeerToPeerLoadIT {
               }
               return true;
             });
+  }
+
+  private void awaitProcessReady(int controlPort) {
+    await("dataplane serve on port " + controlPort + " Ready")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(100))
+        .ignoreExceptionsInstanceOf(IOException.class)
+        .until(
+            () -> {
+              DataPlaneStatus st = statusOf(controlPort);
+              assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
+              return st.phase() == Phase.Ready;
+            });
+  }
+
+  /** The PUT /v1/peers body for these members. */
+  private static String membershipJson(String epoch, Map<String, InetSocketAddress> addresses) {
+    return addresses.entrySet().stream()
+        .map(e -> "{\"id\":\"" + e.getKey() + "\",\"address\":\"" + hostPort(e.getValue()) + "\"}")
+        .collect(Collectors.joining(",", "{\"epoch\":\"" + epoch + "\",\"members\":[", "]}"));
+  }
+
+  /** End of a safetensors file's header (8-byte length + JSON); the whole size for others. */
+  private static long headerEnd(Path file) throws IOException {
+    if (!file.getFileName().toString().endsWith(".safetensors")) {
+      return 0;
+    }
+    try (java.io.InputStream in = Files.newInputStream(file)) {
+      byte[] prefix = in.readNBytes(8);
+      return 8 + java.nio.ByteBuffer.wrap(prefix).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+    }
   }
 
   private static void assertByteIdentical(DataPlaneStatus st) throws IOException {

@@ -116,6 +116,24 @@ class SwarmPlanTest {
   }
 
   @Test
+  void membersJoiningMidLoadGetOnlyWhatNobodyHoldsOrReads() {
+    // "a" loaded alone: holds 0..53 and is reading 54 and 55 (its READING marks count as held).
+    BitSet aClaims = new BitSet();
+    aClaims.set(0, 56);
+    Set<String> all = Set.of("a", "b", "c");
+    SwarmPlan p = SwarmPlan.compute(120, all, all, Map.of("a", aClaims));
+    // a's new block (0..39) is all held: a reads nothing more; b gets the rest of its block
+    // after a's reads in flight, c all of its block.
+    assertThat(p.assignedTo("a").isEmpty()).isTrue();
+    BitSet b = new BitSet();
+    b.set(56, 80);
+    assertThat(p.assignedTo("b")).isEqualTo(b);
+    BitSet c = new BitSet();
+    c.set(80, 120);
+    assertThat(p.assignedTo("c")).isEqualTo(c);
+  }
+
+  @Test
   void rarestPieceFirstWithSaltedTies() {
     BitSet c = new BitSet();
     c.set(1);

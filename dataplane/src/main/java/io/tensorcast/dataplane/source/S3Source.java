@@ -371,8 +371,12 @@ public final class S3Source implements ArtifactSource {
       String message = String.valueOf(e.getMessage());
       if (message.startsWith("Unable to load credentials")) {
         return new SourceException(
-            "AccessDenied",
-            what + ": no credentials: " + message + "; set credentialsSecretRef",
+            "CredentialsNotFound",
+            what
+                + ": no credentials found ("
+                + message
+                + "); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile / web"
+                + " identity) for the CLI, spec.source.credentialsSecretRef on a ModelArtifact",
             false,
             e);
       }

@@ -16,7 +16,8 @@ import java.util.Optional;
  *       {@code Unauthorized} — Hugging Face Hub answers (its {@code X-Error-Code}, or 401).
  *   <li>{@code SourceNotFound}, {@code BucketNotFound}, {@code ObjectNotFound} — something named
  *       does not exist.
- *   <li>{@code AccessDenied} — credentials missing, wrong or without permission (HTTP 403).
+ *   <li>{@code AccessDenied} — credentials wrong or without permission (HTTP 403).
+ *   <li>{@code CredentialsNotFound} — no credentials anywhere the client looks (S3/OSS).
  *   <li>{@code UnsafePath} — a listed name is absolute, has {@code ..}/{@code .}/empty segments or
  *       backslashes, or a local file is a symbolic link or not a regular file.
  *   <li>{@code ObjectChanged} — the object is no longer the one listed (ETag or size differ); the

@@ -74,6 +74,47 @@ class S3SourceIT {
   }
 
   @Test
+  void withoutAnyCredentialsTheErrorSaysWhereToPutThem() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        System.getenv("AWS_ACCESS_KEY_ID") == null
+            && System.getenv("AWS_WEB_IDENTITY_TOKEN_FILE") == null
+            && System.getenv("AWS_PROFILE") == null,
+        "the environment has AWS credentials");
+    Map<String, String> saved = new TreeMap<>();
+    Map<String, String> isolate =
+        Map.of(
+            "aws.disableEc2Metadata", "true",
+            "aws.sharedCredentialsFile", "/nonexistent/credentials",
+            "aws.configFile", "/nonexistent/config");
+    isolate.forEach((k, v) -> saved.put(k, System.setProperty(k, v)));
+    try {
+      SourceOptions noCredentials =
+          SourceOptions.builder()
+              .endpoint(s3.endpoint())
+              .region(S3MockServer.REGION)
+              .pathStyle(true)
+              .build();
+      try (ArtifactSource source = Sources.open("s3://" + BUCKET + "/corpus", noCredentials)) {
+        assertThatThrownBy(source::list)
+            .isInstanceOfSatisfying(
+                SourceException.class, e -> assertThat(e.reason()).isEqualTo("CredentialsNotFound"))
+            .hasMessageContaining("no credentials found")
+            .hasMessageContaining("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+            .hasMessageContaining("spec.source.credentialsSecretRef");
+      }
+    } finally {
+      saved.forEach(
+          (k, v) -> {
+            if (v == null) {
+              System.clearProperty(k);
+            } else {
+              System.setProperty(k, v);
+            }
+          });
+    }
+  }
+
+  @Test
   void includeAndExcludeApplyToPathsRelativeToThePrefix() throws Exception {
     SourceOptions options =
         s3.sourceOptions()

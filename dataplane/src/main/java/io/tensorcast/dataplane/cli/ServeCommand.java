@@ -47,8 +47,9 @@ final class ServeCommand implements Callable<Integer> {
   @Option(
       names = "--control-token-file",
       description =
-          "File holding the bearer token that GET /status requires (a mounted Secret key;"
-              + " re-read when it changes).")
+          "File holding the bearer token (at least 16 characters) that GET /status, /v1/tensors"
+              + " and PUT /v1/peers require (a mounted Secret key; re-read when it changes)."
+              + " /healthz, /readyz and /metrics stay open.")
   Path tokenFile;
 
   @Option(

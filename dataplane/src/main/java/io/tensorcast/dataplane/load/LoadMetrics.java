@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
@@ -39,16 +40,21 @@ public final class LoadMetrics {
         .tags(tags)
         .description("Bytes of the artifact in the page-locked store")
         .register(registry);
-    registry
-        .more()
-        .counter("tensorcast.source.read.bytes", tags, s, st -> (double) st.bytesFromSource());
-    io.micrometer.core.instrument.FunctionCounter.builder(
+    FunctionCounter.builder("tensorcast.source.read", s, st -> (double) st.bytesFromSource())
+        .baseUnit("bytes")
+        .tags(tags)
+        .description("Bytes read from the source that are in the store (same as dataplane.source)")
+        .register(registry);
+    FunctionCounter.builder(
             "tensorcast.dataplane.source", s, st -> (double) st.bytesFromSource())
         .baseUnit("bytes")
         .tags(tags)
         .description("Bytes read from the artifact's source that became store bytes")
         .register(registry);
-    registry.more().counter("tensorcast.source.retries", tags, s, st -> (double) st.retries());
+    FunctionCounter.builder("tensorcast.source.retries", s, st -> (double) st.retries())
+        .tags(tags)
+        .description("Ranged source reads retried after a failure (each resumes at its first missing byte)")
+        .register(registry);
     Gauge.builder("tensorcast.artifact.ready", s, st -> st.phase() == Phase.Ready ? 1 : 0)
         .tags(tags)
         .description("1 when every byte is in the store and verified")

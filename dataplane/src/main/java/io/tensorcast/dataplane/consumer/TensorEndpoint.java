@@ -115,25 +115,48 @@ public final class TensorEndpoint {
       QueryStringDecoder uri = new QueryStringDecoder(req.uri());
       String raw = uri.rawPath();
       String rest = raw.length() <= PREFIX.length() ? "" : raw.substring(PREFIX.length() + 1);
+      Map<String, List<String>> params = parameters(req.uri(), uri);
       if (rest.isEmpty()) {
-        if (!uri.parameters().isEmpty()) {
+        if (!params.isEmpty()) {
           throw new TensorReadException(
               400,
               "BadParameter",
               "GET /v1/tensors takes no query parameters, got '"
-                  + uri.parameters().keySet().iterator().next()
+                  + params.keySet().iterator().next()
                   + "'");
         }
         return list(catalog());
       }
       String name = decodePath(rest);
-      TensorQuery query = TensorQuery.parse(uri.parameters());
+      TensorQuery query = TensorQuery.parse(params);
       return tensor(req, catalog(), name, query);
     } catch (TensorReadException e) {
       return error(e.status(), e.reason(), e.getMessage(), null);
     } catch (RuntimeException e) {
       log.warn("tensor request {} failed", req.uri(), e);
       return error(500, "InternalError", String.valueOf(e), null);
+    }
+  }
+
+  /**
+   * The decoded query parameters.
+   *
+   * @throws TensorReadException 400 {@code BadParameter} when the query string is not valid
+   *     percent-encoding (a {@code %} not followed by two hex digits, or bytes that are not UTF-8)
+   */
+  private static Map<String, List<String>> parameters(String requestUri, QueryStringDecoder uri)
+      throws TensorReadException {
+    try {
+      return uri.parameters();
+    } catch (IllegalArgumentException e) {
+      throw new TensorReadException(
+          400,
+          "BadParameter",
+          "query string of '"
+              + requestUri
+              + "' is not valid percent-encoding ("
+              + e.getMessage()
+              + "); percent-encode parameter values as UTF-8, e.g. %2F for '/'");
     }
   }
 

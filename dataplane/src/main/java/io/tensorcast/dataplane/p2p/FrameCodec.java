@@ -134,6 +134,19 @@ public final class FrameCodec {
    * @throws FrameException naming the frame and the rule broken
    */
   public static Frame decode(ByteBuf frame) {
+    return decode(frame, Integer.MAX_VALUE);
+  }
+
+  /**
+   * Decodes one frame as {@link #decode(ByteBuf)} does, refusing a BITFIELD for more than {@code
+   * maxPieceCount} pieces before allocating anything for it: a BITFIELD's per-piece hash table is
+   * 4–8 bytes per piece against the bitmap's one bit, so an unchecked count would let a peer (even
+   * before its HELLO) make this side allocate ~64 times the frame's length.
+   *
+   * @param maxPieceCount the most pieces a BITFIELD may declare (this swarm's piece count)
+   * @throws FrameException naming the frame and the rule broken
+   */
+  public static Frame decode(ByteBuf frame, int maxPieceCount) {
     boolean keep = false;
     try {
       if (!frame.isReadable()) {
@@ -164,6 +177,15 @@ public final class FrameCodec {
               int count = frame.readInt();
               if (count < 0) {
                 throw new FrameException(name + " frame: negative piece count " + count);
+              }
+              if (count > maxPieceCount) {
+                throw new FrameException(
+                    name
+                        + " frame: piece count "
+                        + count
+                        + " exceeds this swarm's "
+                        + maxPieceCount
+                        + " pieces; refusing it");
               }
               int bitmapBytes = (int) ((count + 7L) / 8);
               need(
@@ -304,13 +326,25 @@ public final class FrameCodec {
   /**
    * Netty decoder: splits the byte stream into frames and decodes them. A length of 0 or above
    * {@code maxFrameLength} fails the channel with a {@link FrameException} before the body is
-   * buffered, so a peer cannot make this side buffer more than one legal frame.
+   * buffered, so a peer cannot make this side buffer more than one legal frame; a BITFIELD for more
+   * than {@code maxPieceCount} pieces fails it before its hash table is allocated.
    */
   public static final class Decoder extends ByteToMessageDecoder {
     private final int maxFrameLength;
+    private final int maxPieceCount;
 
+    /** A decoder that bounds the frame length only (any BITFIELD piece count that fits). */
     public Decoder(int maxFrameLength) {
+      this(maxFrameLength, Integer.MAX_VALUE);
+    }
+
+    /**
+     * @param maxFrameLength largest accepted frame length, {@link #maxFrameLength(int, int)}
+     * @param maxPieceCount most pieces a BITFIELD may declare: the swarm's piece count
+     */
+    public Decoder(int maxFrameLength, int maxPieceCount) {
       this.maxFrameLength = maxFrameLength;
+      this.maxPieceCount = maxPieceCount;
     }
 
     @Override
@@ -334,7 +368,7 @@ public final class FrameCodec {
           return;
         }
         in.skipBytes(4);
-        out.add(FrameCodec.decode(in.readRetainedSlice((int) length)));
+        out.add(FrameCodec.decode(in.readRetainedSlice((int) length), maxPieceCount));
       }
     }
   }

@@ -104,7 +104,7 @@ public record Membership(String epoch, List<Member> members) {
       if (address == null || !address.isTextual()) {
         throw new IllegalArgumentException(where + ".address: must be a string <ip>:<port>");
       }
-      out.add(new Member(id.asText(), address(address.asText(), where + ".address")));
+      out.add(new Member(id.asText(), memberAddress(address.asText(), where + ".address")));
     }
     return new Membership(epoch.asText(), out);
   }
@@ -127,7 +127,8 @@ public record Membership(String epoch, List<Member> members) {
         throw new IllegalArgumentException(
             "--peers: entry '" + e + "' is not ID=HOST:PORT (e.g. pod-0=10.0.0.5:8472)");
       }
-      out.add(new Member(e.substring(0, eq), address(e.substring(eq + 1), "--peers entry " + e)));
+      out.add(
+          new Member(e.substring(0, eq), memberAddress(e.substring(eq + 1), "--peers entry " + e)));
     }
     if (out.isEmpty()) {
       throw new IllegalArgumentException("--peers: no members given");
@@ -150,8 +151,19 @@ public record Membership(String epoch, List<Member> members) {
     }
   }
 
+  /** A member's address: as {@link #address}, and a member cannot be dialled on port 0. */
+  private static InetSocketAddress memberAddress(String spec, String field) {
+    InetSocketAddress a = address(spec, field);
+    if (a.getPort() == 0) {
+      throw new IllegalArgumentException(
+          field + ": port 0 is not in 1..65535 ('" + spec + "'); a member is dialled on its port");
+    }
+    return a;
+  }
+
   /**
-   * Parses {@code host:port} ({@code [v6]:port} for IPv6).
+   * Parses {@code host:port} ({@code [v6]:port} for IPv6); port 0 is allowed (a listen address that
+   * takes any free port).
    *
    * @throws IllegalArgumentException naming {@code field}
    */

@@ -130,7 +130,7 @@ public final class NettyPeerTransport implements PeerTransport {
         long idle = idleTimeout.toMillis();
         ch.pipeline()
             .addLast(new IdleStateHandler(idle, Math.max(1, idle / 3), 0, TimeUnit.MILLISECONDS))
-            .addLast(new FrameCodec.Decoder(maxFrameLength))
+            .addLast(new FrameCodec.Decoder(maxFrameLength, local.pieceCount()))
             .addLast(new Handler(dial));
       }
     };

@@ -78,6 +78,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   /** Faults (bad piece, stuck request) after which a peer is not asked for anything any more. */
   public static final int MAX_FAULTS = 3;
 
+  /**
+   * Pieces a peer may have asked for that are still queued to it unsent; one more request closes
+   * the connection. Far above any {@link PeerSettings#maxInFlight()} a member uses.
+   */
+  public static final int MAX_QUEUED_SENDS = 256;
+
   private static final long TICK_MS = 50;
 
   private final String artifactId;
@@ -144,6 +150,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     boolean everSynced;
 
     long downSince;
+
+    /** The connection {@link #queuedSends} counts for. */
+    PeerTransport.PeerConnection sendsOn;
+
+    /** Pieces handed to {@link #sendsOn} to send and not yet written out. */
+    int queuedSends;
+
+    /** {@link #sendsOn} was closed for asking too much; its remaining frames are dropped. */
+    boolean sendsCut;
 
     Peer(String id) {
       this.id = id;
@@ -973,7 +988,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         }
       } else if (frame instanceof Frame.Request r) {
         if (checkIndex(conn, r.piece(), "REQUEST")) {
-          serve(conn, r.piece());
+          serve(p, conn, r.piece());
         }
       } else if (frame instanceof Frame.Reject r) {
         if (p.inFlight.remove(r.piece()) != null) {
@@ -1013,14 +1028,50 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
   }
 
-  private void serve(PeerTransport.PeerConnection conn, int piece) {
+  private void serve(Peer p, PeerTransport.PeerConnection conn, int piece) {
+    if (p.sendsOn != conn) {
+      p.sendsOn = conn;
+      p.queuedSends = 0;
+      p.sendsCut = false;
+    }
+    if (p.sendsCut) {
+      return; // closing; frames already buffered still arrive
+    }
+    if (p.queuedSends >= MAX_QUEUED_SENDS) {
+      p.sendsCut = true;
+      // A member asks for at most its --max-in-flight pieces at a time and reads what it asked
+      // for; a peer that keeps asking without reading would grow this side's send queue without
+      // bound.
+      conn.close(
+          "REQUEST for piece "
+              + piece
+              + " while "
+              + p.queuedSends
+              + " requested pieces are still queued unread (limit "
+              + MAX_QUEUED_SENDS
+              + ")");
+      return;
+    }
     if (!serving || !present.get(piece)) {
       conn.send(new Frame.Reject(piece, "piece not held"));
       return;
     }
     PieceMap.Piece pc = map.piece(piece);
     Path file = stored.directory().resolve(pc.path());
-    conn.sendPiece(piece, file, pc.offset(), pc.length(), () -> bytesSent.increment(pc.length()));
+    p.queuedSends++;
+    conn.sendPiece(
+        piece,
+        file,
+        pc.offset(),
+        pc.length(),
+        () -> {
+          bytesSent.increment(pc.length());
+          synchronized (this) {
+            if (p.sendsOn == conn) {
+              p.queuedSends--;
+            }
+          }
+        });
   }
 
   private void receivedPiece(PeerTransport.PeerConnection conn, Frame.Piece f) {

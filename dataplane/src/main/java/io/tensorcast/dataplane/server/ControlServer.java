@@ -361,7 +361,18 @@ public final class ControlServer implements AutoCloseable {
 
     private void serve(ChannelHandlerContext ctx, FullHttpRequest req) throws Exception {
       if (!req.decoderResult().isSuccess()) {
-        send(ctx, req, HttpResponseStatus.BAD_REQUEST, "text/plain", "bad request\n");
+        // The decoder discards the rest of the connection's bytes after a malformed request, so
+        // later requests on it would never be answered: say why and close.
+        Throwable cause = req.decoderResult().cause();
+        FullHttpResponse r =
+            response(
+                HttpResponseStatus.BAD_REQUEST,
+                "text/plain",
+                "bad request: "
+                    + (cause == null ? "malformed HTTP/1.1" : String.valueOf(cause.getMessage()))
+                    + " (limits: request line 4096 bytes, headers 8192 bytes)\n");
+        r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
         return;
       }
       if (HttpMethod.PUT.equals(req.method())

@@ -3,8 +3,13 @@ package io.tensorcast.dataplane.consumer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpVersion;
+import io.tensorcast.api.wire.DataPlaneStatus;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class TensorEndpointTest {
@@ -53,5 +58,30 @@ class TensorEndpointTest {
     assertThat(EntityTags.matches("\"0123abce\"", tag, false)).isFalse();
     assertThat(EntityTags.matches("0123abcd", tag, false)).isFalse();
     assertThat(EntityTags.strongEquals("W/\"0123abcd\"", tag)).isFalse();
+  }
+
+  @Test
+  void aQueryWithABadPercentEscapeIsABadParameterNotAnInternalError() {
+    TensorEndpoint endpoint =
+        new TensorEndpoint(
+            "a1",
+            () -> DataPlaneStatus.Phase.Ready,
+            Optional::empty,
+            new DefaultTensorReadPlanner());
+    for (String uri :
+        new String[] {
+          "/v1/tensors/w?target=%ZZ", "/v1/tensors/w?parallelism=tp:0/2%", "/v1/tensors?%E"
+        }) {
+      Reply r =
+          endpoint.answer(new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, uri));
+      String body =
+          r.response() instanceof io.netty.handler.codec.http.FullHttpResponse f
+              ? f.content().toString(StandardCharsets.UTF_8)
+              : "";
+      assertThat(r.response().status().code()).as(uri + ": " + body).isEqualTo(400);
+      assertThat(body)
+          .contains("\"reason\":\"BadParameter\"")
+          .contains("query string of '" + uri + "' is not valid percent-encoding");
+    }
   }
 }

@@ -90,6 +90,34 @@ class FrameCodecTest {
   }
 
   @Test
+  void aBitfieldForMorePiecesThanTheSwarmHasIsRefusedBeforeItsHashTableIsAllocated() {
+    // 1 MiB of zero bitmap declares 8Mi pieces: decoding it unchecked allocates a byte[8Mi][]
+    // (32-64 MiB) for a 1 MiB frame. The swarm has 3 pieces.
+    int bitmapBytes = 1 << 20;
+    int count = bitmapBytes * 8;
+    int length = 1 + 4 + bitmapBytes;
+    EmbeddedChannel ch =
+        new EmbeddedChannel(new FrameCodec.Decoder(FrameCodec.maxFrameLength(length, 3), 3));
+    ByteBuf b =
+        Unpooled.buffer()
+            .writeInt(length)
+            .writeByte(FrameCodec.BITFIELD)
+            .writeInt(count)
+            .writeZero(bitmapBytes);
+    assertThatThrownBy(() -> ch.writeInbound(b))
+        .isInstanceOf(DecoderException.class)
+        .hasMessage(
+            "BITFIELD frame: piece count 8388608 exceeds this swarm's 3 pieces; refusing it");
+    // the swarm's own count still decodes
+    EmbeddedChannel ok = new EmbeddedChannel(new FrameCodec.Decoder(1000, 3));
+    ok.writeInbound(
+        Unpooled.buffer().writeInt(6).writeByte(FrameCodec.BITFIELD).writeInt(3).writeByte(0));
+    Frame.Bitfield f = ok.readInbound();
+    assertThat(f.pieceCount()).isEqualTo(3);
+    assertThat(f.have().isEmpty()).isTrue();
+  }
+
+  @Test
   void malformedFramesGiveClearErrors() {
     assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(9)))
         .isInstanceOf(FrameException.class)

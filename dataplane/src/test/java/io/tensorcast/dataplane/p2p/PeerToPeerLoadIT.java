@@ -5,6 +5,10 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.cli.ServeArguments;
@@ -14,9 +18,11 @@ import io.tensorcast.dataplane.testing.Corpus;
 import io.tensorcast.dataplane.testing.FaultInjectingProxy;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -236,6 +242,63 @@ class PeerToPeerLoadIT {
     // a few peer timeouts, not a wait for the peer.
     assertThat(took).isLessThan(Duration.ofSeconds(20));
     assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
+  }
+
+  @Test
+  void aPeerThatFloodsRequestsWithoutReadingIsCutOff() throws Exception {
+    List<String> ids = List.of("m0", "zz-flood");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 41);
+    DataPlaneServer m0 =
+        startInProcess("m0", addresses.get("m0"), peersSpec(addresses), "--peer-timeout", "30s");
+    servers.add(m0);
+    awaitReady(servers);
+
+    PieceMap map = pieceMap();
+    int requests = 2_000;
+    long received = 0;
+    boolean closed = false;
+    try (Socket s = new Socket()) {
+      s.setReceiveBufferSize(4096);
+      s.bind(addresses.get("zz-flood"));
+      s.connect(addresses.get("m0"), 5_000);
+      OutputStream out = s.getOutputStream();
+      ByteBuf hello =
+          FrameCodec.encode(
+              new Frame.Hello(
+                  FrameCodec.VERSION, ID, "zz-flood", map.pieceSize(), map.size(), map.digest()),
+              UnpooledByteBufAllocator.DEFAULT);
+      out.write(ByteBufUtil.getBytes(hello));
+      hello.release();
+      // 2000 requests for piece 0 (18 KB), none of whose answers is read meanwhile
+      ByteBuf flood = Unpooled.buffer(requests * 9);
+      for (int i = 0; i < requests; i++) {
+        flood.writeInt(5).writeByte(FrameCodec.REQUEST).writeInt(0);
+      }
+      try {
+        out.write(ByteBufUtil.getBytes(flood));
+        out.flush();
+      } catch (java.net.SocketException cut) {
+        closed = true; // cut off while still sending
+      }
+      s.setSoTimeout(5_000);
+      byte[] buf = new byte[1 << 16];
+      try {
+        for (int n; (n = s.getInputStream().read(buf)) >= 0; ) {
+          received += n;
+        }
+        closed = true;
+      } catch (java.net.SocketException reset) {
+        closed = true;
+      } catch (java.net.SocketTimeoutException stillOpen) {
+        // the member kept serving the flood
+      }
+    }
+    assertThat(closed).as("the member closed the flooding connection").isTrue();
+    assertThat(received)
+        .as("bytes sent to the flooder before it was cut off")
+        .isLessThan((long) requests * PIECE / 2);
+    // the member still serves its consumers
+    assertByteIdentical(m0.status());
   }
 
   @Test

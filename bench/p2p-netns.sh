@@ -10,9 +10,9 @@
 # For each N in --nodes it runs (a) every node from the source (--distribution source-only) and
 # (b) Tensorcast peer-to-peer (static --peers), and prints, per run: wall time (launch of the N
 # data-plane JVMs to the last node Ready: JVM start, listing, headers, allocation + mlock, transfer,
-# verification), its ratio to the baseline of the same N; the transfer window (first byte loaded on
-# any node to every byte loaded on every node, polled from /status every ~0.1 s) and its ratio to
-# the bound S/B + (N-1)*piece/B; and source bytes / S, counted twice: by the nodes' /status
+# verification), its ratio to the baseline of the same N; the transfer window (first node with its
+# store opened to last node Ready, from the data planes' log timestamps: allocation + mlock, every
+# byte, verification) and its ratio to the bound S/B + (N-1)*piece/B; and source bytes / S, counted twice: by the nodes' /status
 # bytesFromSource and by the origin link's tx byte counter (includes HTTP/TCP overhead).
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
@@ -152,6 +152,12 @@ echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin
 has_distribution=false
 java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
 
+secs() {  # HH:MM:SS.mmm -> seconds of the day
+  local h m rest
+  IFS=: read -r h m rest <<<"$1"
+  echo "$h * 3600 + $m * 60 + $rest" | bc -l
+}
+
 origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_bytes; }
 
 # --- one run ----------------------------------------------------------------------------------
@@ -180,32 +186,34 @@ run() {
     run_pids+=($!)
     pids+=($!)
   done
-  # Poll every node's /status: Ready count, and the transfer window (first poll that saw any
-  # byte loaded on any node .. first poll that saw every node with all bytes loaded).
-  local ready=0 deadline=$(( $(date +%s) + 1800 )) st phase loaded total now
-  local first_byte="" all_loaded="" full
+  # Wait for every node to be Ready (or one Failed), polling /readyz.
+  local ready=0 deadline=$(( $(date +%s) + 1800 )) phase
   while [ "$ready" -lt "$n" ] && [ "$(date +%s)" -lt "$deadline" ]; do
     ready=0
-    full=0
-    now=$(date +%s.%N)
     for k in $(seq 1 "$n"); do
-      st=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" 2>/dev/null \
-        | jq -r '"\(.phase) \(.bytesLoaded) \(.bytesTotal)"' 2>/dev/null || true)
-      read -r phase loaded total <<<"${st:-none 0 0}"
+      phase=$(ip netns exec "tcb-n$k" curl -s -m 5 "http://10.231.0.$((10 + k)):8471/readyz" \
+        2>/dev/null || true)
       case "$phase" in
-        Ready) ready=$((ready + 1)) ;;
-        Failed) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
-                keep_logs=true; exit 1 ;;
+        Ready*) ready=$((ready + 1)) ;;
+        Failed*) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
+                 keep_logs=true; exit 1 ;;
       esac
-      [ -z "$first_byte" ] && [ "${loaded:-0}" -gt 0 ] 2>/dev/null && first_byte=$now
-      [ "${total:-0}" -gt 0 ] 2>/dev/null && [ "$loaded" = "$total" ] && full=$((full + 1))
     done
-    [ -z "$all_loaded" ] && [ "$full" -eq "$n" ] && all_loaded=$now
-    [ "$ready" -lt "$n" ] && sleep 0.1
+    [ "$ready" -lt "$n" ] && sleep 0.5
   done
   end=$(date +%s.%N)
   [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
-  : "${first_byte:=$start}" "${all_loaded:=$end}"
+  # The transfer window, from the data planes' own log timestamps (HH:MM:SS.mmm): the first node
+  # that opened its store (listing and headers done) to the last node Ready (allocation + mlock,
+  # every byte, verification). Polling cannot time this: with 8 JVMs on 2 cores one poll round
+  # takes seconds.
+  local t0 t1
+  t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | head -1)
+  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | cut -c1-12 \
+    | sort | tail -1)
+  local first_byte all_loaded
+  first_byte=$(secs "$t0")
+  all_loaded=$(secs "$t1")
   local src=0 b
   for k in $(seq 1 "$n"); do
     b=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)

@@ -45,15 +45,15 @@ public final class LoadMetrics {
         .tags(tags)
         .description("Bytes read from the source that are in the store (same as dataplane.source)")
         .register(registry);
-    FunctionCounter.builder(
-            "tensorcast.dataplane.source", s, st -> (double) st.bytesFromSource())
+    FunctionCounter.builder("tensorcast.dataplane.source", s, st -> (double) st.bytesFromSource())
         .baseUnit("bytes")
         .tags(tags)
         .description("Bytes read from the artifact's source that became store bytes")
         .register(registry);
     FunctionCounter.builder("tensorcast.source.retries", s, st -> (double) st.retries())
         .tags(tags)
-        .description("Ranged source reads retried after a failure (each resumes at its first missing byte)")
+        .description(
+            "Ranged source reads retried after a failure (each resumes at its first missing byte)")
         .register(registry);
     Gauge.builder("tensorcast.artifact.ready", s, st -> st.phase() == Phase.Ready ? 1 : 0)
         .tags(tags)

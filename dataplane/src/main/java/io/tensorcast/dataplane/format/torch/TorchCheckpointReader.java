@@ -324,7 +324,8 @@ public final class TorchCheckpointReader {
                   "storage record " + rec.getName() + " is compressed; torch stores them as is");
             }
             long off = rec.getDataOffset();
-            if (off < 0 || off + bytes > src.size()) {
+            // Compared without adding: a zip64 size near 2^63 must not wrap past the check.
+            if (off < 0 || bytes < 0 || bytes > src.size() - off) {
               throw new TorchFormatException(
                   fileName,
                   STORAGE_SIZE,

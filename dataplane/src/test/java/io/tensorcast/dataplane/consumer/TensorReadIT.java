@@ -114,7 +114,7 @@ class TensorReadIT {
     }
     List<String> include = new ArrayList<>(expected.keySet().stream().map(k -> "/" + k).toList());
     include.add("/index/safetensorsjl-tiny-sharded/model.safetensors.index.json"); // not tensors
-    server = serve("consumer", "file://" + corpus, include, work.resolve("token"));
+    server = serve(shm, "consumer", "file://" + corpus, include, work.resolve("token"));
     awaitReady(server);
   }
 
@@ -550,7 +550,7 @@ class TensorReadIT {
     shared.retainAll(StoredTensors.read(corpus.resolve(b)).stream().map(t -> t.name()).toList());
     assertThat(shared).isNotEmpty();
     try (DataPlaneServer dup =
-        serve("duplicates", "file://" + corpus, List.of("/" + a, "/" + b), null)) {
+        serve(shm, "duplicates", "file://" + corpus, List.of("/" + a, "/" + b), null)) {
       awaitReady(dup);
       HttpResponse<String> list = getString(dup, "/v1/tensors", null);
       assertThat(list.statusCode()).isEqualTo(409);
@@ -582,7 +582,7 @@ class TensorReadIT {
           List.of(ByteBuffer.wrap(w), ByteBuffer.wrap(new byte[] {1, 2, 3, (byte) rank})));
     }
     Files.writeString(dir.resolve("manifest.json"), "{\"tp_size\": 2}\n");
-    try (DataPlaneServer tp = serve("tp-layout", "file://" + dir, List.of(), null)) {
+    try (DataPlaneServer tp = serve(shm, "tp-layout", "file://" + dir, List.of(), null)) {
       awaitReady(tp);
       HttpResponse<String> list = getString(tp, "/v1/tensors", null);
       assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
@@ -622,7 +622,7 @@ class TensorReadIT {
         decls.subList(0, 1),
         Map.of(),
         List.of(ByteBuffer.wrap(w)));
-    try (DataPlaneServer one = serve("single", "file://" + single, List.of(), null)) {
+    try (DataPlaneServer one = serve(shm, "single", "file://" + single, List.of(), null)) {
       awaitReady(one);
       for (String path :
           List.of(tensorPath(odd), "/v1/tensors/model/layers.0/attn%20q+k%25%C3%BC%20weight")) {
@@ -639,9 +639,11 @@ class TensorReadIT {
 
   // ------------------------------------------------------------------ helpers
 
-  static DataPlaneServer serve(String id, String uri, List<String> include, Path tokenFile)
+  /** A data plane for {@code uri} on loopback, its store under {@code storeBase/store-<id>}. */
+  static DataPlaneServer serve(
+      Path storeBase, String id, String uri, List<String> include, Path tokenFile)
       throws InterruptedException, IOException {
-    Path root = Files.createDirectories(shm.resolve("store-" + id));
+    Path root = Files.createDirectories(storeBase.resolve("store-" + id));
     return DataPlaneServer.start(
         new ServeSettings(
             id,

@@ -1,21 +1,18 @@
 package io.tensorcast.dataplane.consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.serve.DataPlaneServer;
-import io.tensorcast.dataplane.serve.ServeSettings;
 import io.tensorcast.dataplane.server.BodyStreaming;
 import io.tensorcast.dataplane.server.ControlServer;
 import io.tensorcast.dataplane.source.ArtifactSource;
@@ -43,7 +40,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -494,35 +490,11 @@ class TensorShardReadIT {
 
   private static DataPlaneServer serve(String id, String uri, List<String> include)
       throws InterruptedException, IOException {
-    Path root = Files.createDirectories(shm.resolve("store-" + id));
-    return DataPlaneServer.start(
-        new ServeSettings(
-            id,
-            new InetSocketAddress("127.0.0.1", 0),
-            uri,
-            include,
-            List.of(),
-            null,
-            null,
-            false,
-            Optional.empty(),
-            ReadOptions.DEFAULTS,
-            root,
-            "256Mi",
-            0,
-            LockPolicy.BEST_EFFORT,
-            null));
+    return TensorReadIT.serve(shm, id, uri, include, null);
   }
 
   private static void awaitReady(DataPlaneServer s) {
-    await("artifact Ready or Failed")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(20))
-        .until(() -> s.status().phase() == Phase.Ready || s.status().phase() == Phase.Failed);
-    DataPlaneStatus status = s.status();
-    assertThat(status.phase())
-        .as("%s: %s", status.reason(), status.message())
-        .isEqualTo(Phase.Ready);
+    TensorReadIT.awaitReady(s);
   }
 
   private static HttpRequest.Builder request(DataPlaneServer s, String path) {

@@ -151,6 +151,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
     long downSince;
 
+    /** nanoTime of the last PIECE received from it on the current connection; 0 for none. */
+    long lastPieceAt;
+
     /** The connection {@link #queuedSends} counts for. */
     PeerTransport.PeerConnection sendsOn;
 
@@ -494,8 +497,13 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private void schedule() {
     long now = System.nanoTime();
     long timeout = settings.peerTimeout().toNanos();
-    // Stuck requests: ask elsewhere.
+    // Stuck requests: ask elsewhere. A request is stuck when its peer has sent no piece at all for
+    // the peer timeout; a peer that keeps delivering is only busy (its queue is deep because its
+    // link or CPU is shared), and banning it would push the swarm back onto the source.
     for (Peer p : List.copyOf(peers.values())) {
+      if (p.lastPieceAt != 0 && now - p.lastPieceAt <= timeout) {
+        continue;
+      }
       List<Integer> stuck = new ArrayList<>();
       p.inFlight.forEach(
           (piece, deadline) -> {
@@ -923,6 +931,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       p.conn = conn;
       p.everConnected = true;
       p.synced = false;
+      p.lastPieceAt = 0;
       p.connectedAt = System.nanoTime();
       log.info("peer {} connected", conn.peerId());
       if (present != null) {
@@ -1080,6 +1089,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     ExecutorService v;
     synchronized (this) {
       p = peers.get(conn.peerId());
+      if (p != null && p.conn == conn) {
+        p.lastPieceAt = System.nanoTime();
+      }
       if (p == null
           || p.conn != conn
           || map == null

@@ -245,6 +245,50 @@ class PeerToPeerLoadIT {
   }
 
   @Test
+  void aBusyPeerThatKeepsDeliveringIsNotDroppedAsStuck() throws Exception {
+    // zz-busy holds every piece and sends one per 150 ms in request order: with up to 4 requests
+    // of each member queued there, a request waits longer than the 400 ms peer timeout although
+    // the peer delivers all the time. Dropping it as stuck (as before) left pieces that only it
+    // held to the last-resort source read; a busy peer is not a stuck one.
+    List<String> ids = List.of("m0", "m1", "zz-busy");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 51);
+    PieceMap map = pieceMap();
+    RogueServingPeer busy =
+        new RogueServingPeer(
+            addresses.get("zz-busy"),
+            "zz-busy",
+            ID,
+            map,
+            pieceHashes(),
+            RogueServingPeer.Mode.SLOW,
+            i -> {
+              PieceMap.Piece p = map.piece(i);
+              try {
+                byte[] all = Files.readAllBytes(files.get(p.path()));
+                return java.util.Arrays.copyOfRange(
+                    all, (int) p.offset(), (int) p.offset() + p.length());
+              } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+              }
+            },
+            Duration.ofMillis(150));
+    closeables.add(busy);
+    String peers = peersSpec(addresses);
+    for (String id : ids.subList(0, 2)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "400ms"));
+    }
+    awaitReady(servers);
+
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      assertThat(s.status().bytesFromSource())
+          .as("%s read piece bytes from the source", s.status().artifactId())
+          .isZero();
+    }
+    assertThat(busy.served.get()).as("pieces the busy peer sent").isGreaterThan(8);
+  }
+
+  @Test
   void aPeerThatFloodsRequestsWithoutReadingIsCutOff() throws Exception {
     List<String> ids = List.of("m0", "zz-flood");
     Map<String, InetSocketAddress> addresses = addresses(ids, 41);

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.p2p;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -11,25 +12,32 @@ import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.BitSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
 
 /**
  * A test-side member built on the public {@link FrameCodec}: it says HELLO with the right map,
  * announces every piece with its true SHA-256 (honest announcements) and then misbehaves when asked
  * for a piece: {@link Mode#CORRUPT} sends bytes that are not the piece, {@link Mode#SILENT} never
- * answers (a stuck peer).
+ * answers (a stuck peer). {@link Mode#SLOW} is not a rogue but a busy peer: it sends the true
+ * bytes, one piece per {@code delay}, in request order, so its queue waits longer than a peer
+ * timeout while it keeps delivering.
  */
 final class RogueServingPeer implements AutoCloseable {
   enum Mode {
     CORRUPT,
-    SILENT
+    SILENT,
+    SLOW
   }
 
   private final EventLoopGroup group = new NioEventLoopGroup(1);
   private final Channel server;
   final AtomicInteger requests = new AtomicInteger();
+  final AtomicInteger served = new AtomicInteger();
   final AtomicInteger connections = new AtomicInteger();
 
   /**
@@ -42,6 +50,23 @@ final class RogueServingPeer implements AutoCloseable {
       PieceMap map,
       byte[][] hashes,
       Mode mode)
+      throws InterruptedException {
+    this(listen, id, artifactId, map, hashes, mode, null, Duration.ZERO);
+  }
+
+  /**
+   * @param pieceBytes the true bytes of piece i ({@link Mode#SLOW})
+   * @param delay time per piece sent ({@link Mode#SLOW})
+   */
+  RogueServingPeer(
+      InetSocketAddress listen,
+      String id,
+      String artifactId,
+      PieceMap map,
+      byte[][] hashes,
+      Mode mode,
+      IntFunction<byte[]> pieceBytes,
+      Duration delay)
       throws InterruptedException {
     Frame.Hello hello =
         new Frame.Hello(
@@ -93,6 +118,13 @@ final class RogueServingPeer implements AutoCloseable {
                                 if (mode == Mode.SILENT) {
                                   return;
                                 }
+                                if (mode == Mode.SLOW) {
+                                  queue.add(r.piece());
+                                  if (queue.size() == 1) {
+                                    sendNext(ctx);
+                                  }
+                                  return;
+                                }
                                 int len = map.piece(r.piece()).length();
                                 ByteBuf junk = ctx.alloc().buffer(len);
                                 for (int i = 0; i < len; i++) {
@@ -101,6 +133,30 @@ final class RogueServingPeer implements AutoCloseable {
                                 ctx.writeAndFlush(
                                     FrameCodec.encode(
                                         new Frame.Piece(r.piece(), junk), ctx.alloc()));
+                              }
+
+                              private final ArrayDeque<Integer> queue = new ArrayDeque<>();
+
+                              /** Sends the head of the queue after {@code delay}, then the next. */
+                              private void sendNext(ChannelHandlerContext ctx) {
+                                ctx.executor()
+                                    .schedule(
+                                        () -> {
+                                          int piece = queue.poll();
+                                          ctx.writeAndFlush(
+                                              FrameCodec.encode(
+                                                  new Frame.Piece(
+                                                      piece,
+                                                      Unpooled.wrappedBuffer(
+                                                          pieceBytes.apply(piece))),
+                                                  ctx.alloc()));
+                                          served.incrementAndGet();
+                                          if (!queue.isEmpty() && ctx.channel().isActive()) {
+                                            sendNext(ctx);
+                                          }
+                                        },
+                                        delay.toMillis(),
+                                        TimeUnit.MILLISECONDS);
                               }
 
                               @Override

@@ -138,11 +138,11 @@ done
 ip netns exec tcb-origin curl -sf -o /dev/null "$origin/" \
   || { echo "p2p-netns: S3Mock did not start; see $work/s3mock.log" >&2; keep_logs=true; exit 1; }
 java -jar "$jar" generate --preset "$preset" "$work/model" >&2
-ip netns exec tcb-origin curl -sf -X PUT "$origin/bench" -o /dev/null
+ip netns exec tcb-origin curl -sf --retry 3 --retry-connrefused -X PUT "$origin/bench" -o /dev/null
 S=0
 for f in "$work/model"/*; do
-  ip netns exec tcb-origin curl -sf -X PUT --data-binary @"$f" "$origin/bench/model/$(basename "$f")" \
-    -o /dev/null
+  ip netns exec tcb-origin curl -sf --retry 3 --retry-connrefused -X PUT --data-binary @"$f" \
+    "$origin/bench/model/$(basename "$f")" -o /dev/null
   S=$(( S + $(stat -c %s "$f") ))
 done
 rm -rf "$work/model"

@@ -587,7 +587,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     // Peer requests: least-loaded peer first, rarest piece first.
     boolean sent = true;
-    while (sent) {
+    int total = 0;
+    for (Peer p : usable) {
+      total += p.inFlight.size();
+    }
+    int maxTotal = maxTotalInFlight(settings.maxInFlight());
+    while (sent && total < maxTotal) {
       sent = false;
       usable.sort((a, b) -> Integer.compare(a.inFlight.size(), b.inFlight.size()));
       for (Peer p : usable) {
@@ -605,11 +610,22 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         inProgress.set(piece);
         p.inFlight.put(piece, now + timeout);
         p.conn.send(new Frame.Request(piece));
+        total++;
         sent = true;
         break;
       }
     }
     notifyAll(); // source workers re-check the plan
+  }
+
+  /**
+   * Most piece requests outstanding across all peers: twice the per-peer limit. Everything in
+   * flight shares this member's one ingress link; with 4 per peer and 7 peers, 28 pieces queued
+   * behind one link starve single TCP flows for longer than the peer timeout (seen at N = 8 in
+   * bench/p2p-netns.sh), and busy-but-healthy peers were dropped as stuck.
+   */
+  static int maxTotalInFlight(int perPeer) {
+    return 2 * perPeer;
   }
 
   /** Who is live now and the plan from that; called under the lock. */

@@ -261,17 +261,10 @@ class PeerToPeerLoadIT {
             map,
             pieceHashes(),
             RogueServingPeer.Mode.SLOW,
-            i -> {
-              PieceMap.Piece p = map.piece(i);
-              try {
-                byte[] all = Files.readAllBytes(files.get(p.path()));
-                return java.util.Arrays.copyOfRange(
-                    all, (int) p.offset(), (int) p.offset() + p.length());
-              } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-              }
-            },
-            Duration.ofMillis(150));
+            i -> truePiece(map, i),
+            Duration.ofMillis(150),
+            new java.util.concurrent.atomic.AtomicInteger(),
+            new java.util.concurrent.atomic.AtomicInteger());
     closeables.add(busy);
     String peers = peersSpec(addresses);
     for (String id : ids.subList(0, 2)) {
@@ -286,6 +279,52 @@ class PeerToPeerLoadIT {
           .isZero();
     }
     assertThat(busy.served.get()).as("pieces the busy peer sent").isGreaterThan(8);
+  }
+
+  @Test
+  void aMemberKeepsAtMostEightRequestsInFlightAcrossAllItsPeers() throws Exception {
+    // One member and five busy peers that each hold every piece: 4 requests per peer would be 20
+    // pieces queued behind this member's one link; the cap across peers is 8.
+    List<String> ids = List.of("m0", "zz-b1", "zz-b2", "zz-b3", "zz-b4", "zz-b5");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 61);
+    PieceMap map = pieceMap();
+    java.util.concurrent.atomic.AtomicInteger outstanding =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger maxOutstanding =
+        new java.util.concurrent.atomic.AtomicInteger();
+    for (String id : ids.subList(1, ids.size())) {
+      closeables.add(
+          new RogueServingPeer(
+              addresses.get(id),
+              id,
+              ID,
+              map,
+              pieceHashes(),
+              RogueServingPeer.Mode.SLOW,
+              i -> truePiece(map, i),
+              Duration.ofMillis(40),
+              outstanding,
+              maxOutstanding));
+    }
+    servers.add(startInProcess("m0", addresses.get("m0"), peersSpec(addresses)));
+    awaitReady(servers);
+
+    assertByteIdentical(servers.get(0).status());
+    assertThat(servers.get(0).status().bytesFromSource()).isZero();
+    assertThat(maxOutstanding.get())
+        .as("requests outstanding at once across the five peers")
+        .isEqualTo(PeerSwarm.maxTotalInFlight(4))
+        .isEqualTo(8);
+  }
+
+  private static byte[] truePiece(PieceMap map, int i) {
+    PieceMap.Piece p = map.piece(i);
+    try {
+      byte[] all = Files.readAllBytes(files.get(p.path()));
+      return java.util.Arrays.copyOfRange(all, (int) p.offset(), (int) p.offset() + p.length());
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   @Test

@@ -38,6 +38,13 @@ final class RogueServingPeer implements AutoCloseable {
   private final Channel server;
   final AtomicInteger requests = new AtomicInteger();
   final AtomicInteger served = new AtomicInteger();
+
+  /** Requests received and not yet answered, summed over every rogue sharing these counters. */
+  final AtomicInteger outstanding;
+
+  /** The most {@link #outstanding} ever was. */
+  final AtomicInteger maxOutstanding;
+
   final AtomicInteger connections = new AtomicInteger();
 
   /**
@@ -51,12 +58,24 @@ final class RogueServingPeer implements AutoCloseable {
       byte[][] hashes,
       Mode mode)
       throws InterruptedException {
-    this(listen, id, artifactId, map, hashes, mode, null, Duration.ZERO);
+    this(
+        listen,
+        id,
+        artifactId,
+        map,
+        hashes,
+        mode,
+        null,
+        Duration.ZERO,
+        new AtomicInteger(),
+        new AtomicInteger());
   }
 
   /**
    * @param pieceBytes the true bytes of piece i ({@link Mode#SLOW})
    * @param delay time per piece sent ({@link Mode#SLOW})
+   * @param outstanding counter of requests not yet answered, shareable between rogues
+   * @param maxOutstanding the highest value {@code outstanding} reached
    */
   RogueServingPeer(
       InetSocketAddress listen,
@@ -66,8 +85,12 @@ final class RogueServingPeer implements AutoCloseable {
       byte[][] hashes,
       Mode mode,
       IntFunction<byte[]> pieceBytes,
-      Duration delay)
+      Duration delay,
+      AtomicInteger outstanding,
+      AtomicInteger maxOutstanding)
       throws InterruptedException {
+    this.outstanding = outstanding;
+    this.maxOutstanding = maxOutstanding;
     Frame.Hello hello =
         new Frame.Hello(
             FrameCodec.VERSION, artifactId, id, map.pieceSize(), map.size(), map.digest());
@@ -119,6 +142,8 @@ final class RogueServingPeer implements AutoCloseable {
                                   return;
                                 }
                                 if (mode == Mode.SLOW) {
+                                  int now = outstanding.incrementAndGet();
+                                  maxOutstanding.accumulateAndGet(now, Math::max);
                                   queue.add(r.piece());
                                   if (queue.size() == 1) {
                                     sendNext(ctx);
@@ -151,6 +176,7 @@ final class RogueServingPeer implements AutoCloseable {
                                                           pieceBytes.apply(piece))),
                                                   ctx.alloc()));
                                           served.incrementAndGet();
+                                          outstanding.decrementAndGet();
                                           if (!queue.isEmpty() && ctx.channel().isActive()) {
                                             sendNext(ctx);
                                           }

@@ -249,31 +249,11 @@ public final class ArtifactLoader {
   private Map<String, SafetensorsHeader> readHeaders(List<SourceFile> files) throws LoadFailure {
     List<SourceFile> st = files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
     Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
-    if (st.isEmpty()) {
-      return out;
+    List<SafetensorsHeader> headers = inParallel(st, this::readHeader);
+    for (int i = 0; i < st.size(); i++) {
+      out.put(st.get(i).path(), headers.get(i));
     }
-    int threads = Math.max(1, Math.min(options.read().concurrency(), st.size()));
-    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
-    try {
-      List<Future<SafetensorsHeader>> futures = new ArrayList<>();
-      for (SourceFile f : st) {
-        futures.add(pool.submit(() -> readHeader(f)));
-      }
-      for (int i = 0; i < st.size(); i++) {
-        out.put(st.get(i).path(), futures.get(i).get());
-      }
-      return out;
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof LoadFailure f) {
-        throw f;
-      }
-      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while reading headers", e);
-    } finally {
-      pool.shutdownNow();
-    }
+    return out;
   }
 
   /**
@@ -284,25 +264,43 @@ public final class ArtifactLoader {
   private Map<String, TorchCheckpoint> readCheckpoints(List<SourceFile> files) throws LoadFailure {
     List<SourceFile> pt = files.stream().filter(f -> HeaderFetcher.isTorchPath(f.path())).toList();
     Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
-    if (pt.isEmpty()) {
-      return out;
+    List<Optional<TorchCheckpoint>> checkpoints =
+        inParallel(
+            pt,
+            f -> HeaderFetcher.fetchTorch(source, f, options.read().maxAttempts(), state::retried));
+    for (int i = 0; i < pt.size(); i++) {
+      Optional<TorchCheckpoint> c = checkpoints.get(i);
+      if (c.isPresent()) {
+        out.put(pt.get(i).path(), c.get());
+      }
     }
-    int threads = Math.max(1, Math.min(options.read().concurrency(), pt.size()));
+    return out;
+  }
+
+  /** A per-file read that may fail the load. */
+  @FunctionalInterface
+  private interface FileRead<T> {
+    T read(SourceFile f) throws LoadFailure;
+  }
+
+  /**
+   * {@code read} of every file, up to {@code --concurrency} at a time, results in the files' order;
+   * the first {@link LoadFailure} fails the whole.
+   */
+  private <T> List<T> inParallel(List<SourceFile> files, FileRead<T> read) throws LoadFailure {
+    if (files.isEmpty()) {
+      return List.of();
+    }
+    int threads = Math.max(1, Math.min(options.read().concurrency(), files.size()));
     ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
     try {
-      List<Future<Optional<TorchCheckpoint>>> futures = new ArrayList<>();
-      for (SourceFile f : pt) {
-        futures.add(
-            pool.submit(
-                () ->
-                    HeaderFetcher.fetchTorch(
-                        source, f, options.read().maxAttempts(), state::retried)));
+      List<Future<T>> futures = new ArrayList<>();
+      for (SourceFile f : files) {
+        futures.add(pool.submit(() -> read.read(f)));
       }
-      for (int i = 0; i < pt.size(); i++) {
-        Optional<TorchCheckpoint> c = futures.get(i).get();
-        if (c.isPresent()) {
-          out.put(pt.get(i).path(), c.get());
-        }
+      List<T> out = new ArrayList<>(files.size());
+      for (Future<T> future : futures) {
+        out.add(future.get());
       }
       return out;
     } catch (ExecutionException e) {

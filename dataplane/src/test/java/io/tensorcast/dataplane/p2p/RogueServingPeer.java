@@ -168,6 +168,11 @@ final class RogueServingPeer implements AutoCloseable {
                                     .schedule(
                                         () -> {
                                           int piece = queue.poll();
+                                          // Counted as answered before the piece leaves: the
+                                          // member may send its next request (to any peer) as
+                                          // soon as the piece arrives, so decrementing after the
+                                          // write would count one request too many.
+                                          outstanding.decrementAndGet();
                                           ctx.writeAndFlush(
                                               FrameCodec.encode(
                                                   new Frame.Piece(
@@ -176,7 +181,6 @@ final class RogueServingPeer implements AutoCloseable {
                                                           pieceBytes.apply(piece))),
                                                   ctx.alloc()));
                                           served.incrementAndGet();
-                                          outstanding.decrementAndGet();
                                           if (!queue.isEmpty() && ctx.channel().isActive()) {
                                             sendNext(ctx);
                                           }

@@ -700,6 +700,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     // The plan of the last scheduling round (at most TICK_MS old); what changed since in the
     // holdings and reads is checked against the current state below.
     View v = lastView != null ? lastView : (lastView = view(now));
+    if (sourceReading.size() >= sourceReadsInFlight(read.concurrency(), v.live().size())) {
+      return -1;
+    }
     long timeout = settings.peerTimeout().toNanos();
     List<Peer> others = new ArrayList<>();
     for (String m : v.live()) {
@@ -735,6 +738,21 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       }
     }
     return -1;
+  }
+
+  /**
+   * Source reads one member keeps in flight for its plan: the swarm as a whole reads with the
+   * concurrency of one loader ({@code --concurrency}), so each of {@code liveMembers} takes
+   * ⌈concurrency / liveMembers⌉ (at least 1). Every read in flight shares the origin's uplink, and
+   * a piece is offered to peers only once it is whole: with 16 reads per member and 8 members, 128
+   * pieces were read at 1/128 of the origin each, the first HAVE came after 128 piece-times and
+   * most of the artifact finished at once at the end, leaving the peers idle first and the links
+   * crowded last (1.85 × the bound at 100 Mbit/s, bench/p2p-netns.sh). The last resort is not
+   * capped.
+   */
+  static int sourceReadsInFlight(int concurrency, int liveMembers) {
+    int members = Math.max(1, liveMembers);
+    return Math.max(1, (concurrency + members - 1) / members);
   }
 
   private void startReading(int piece, long now) {

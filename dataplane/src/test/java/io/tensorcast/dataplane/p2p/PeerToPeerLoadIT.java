@@ -317,6 +317,35 @@ class PeerToPeerLoadIT {
         .isEqualTo(8);
   }
 
+  @Test
+  void theSwarmReadsFromTheSourceWithTheConcurrencyOfOneLoader() throws Exception {
+    // 4 members with --concurrency 8: the swarm together keeps at most 8 piece reads at the origin
+    // (2 each). 8 each (32 at once) made every piece take 32 piece-times to arrive whole, so the
+    // peers had nothing to exchange until late and most pieces finished together at the end.
+    List<String> ids = List.of("c0", "c1", "c2", "c3");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 71);
+    proxy.delay(Duration.ofMillis(30)).countInFlightOnly(r -> r.rangeLength().orElse(0L) == PIECE);
+    String peers = peersSpec(addresses);
+    for (String id : ids) {
+      servers.add(
+          startInProcess(
+              id, addresses.get(id), peers, "--peer-timeout", "5s", "--concurrency", "8"));
+    }
+    awaitReady(servers);
+
+    long fromSource = 0;
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      fromSource += s.status().bytesFromSource();
+    }
+    assertThat(fromSource).isEqualTo(total);
+    assertThat(proxy.maxInFlightGets())
+        .as("piece reads in flight at the origin across the 4 members")
+        .isGreaterThanOrEqualTo(2)
+        .isLessThanOrEqualTo(PeerSwarm.sourceReadsInFlight(8, 4) * 4)
+        .isLessThanOrEqualTo(8);
+  }
+
   private static byte[] truePiece(PieceMap map, int i) {
     PieceMap.Piece p = map.piece(i);
     try {
@@ -605,6 +634,13 @@ class PeerToPeerLoadIT {
     dirs.add(root);
     List<String> args = new ArrayList<>(common(root, id, peerListen, peers));
     args.addAll(List.of("--listen", "127.0.0.1:0"));
+    for (int i = 0; i + 1 < extra.length; i += 2) {
+      int at = args.indexOf(extra[i]); // an extra option replaces the default of common()
+      if (at >= 0) {
+        args.remove(at + 1);
+        args.remove(at);
+      }
+    }
     args.addAll(List.of(extra));
     Map<String, String> env =
         Map.of(

@@ -62,6 +62,22 @@ public final class FaultInjectingProxy implements AutoCloseable {
       return q < 0 ? target : target.substring(0, q);
     }
 
+    /** Bytes the {@code Range: bytes=a-b} header asks for (b − a + 1), if it has both ends. */
+    public Optional<Long> rangeLength() {
+      return range.flatMap(
+          r -> {
+            String spec = r.substring("bytes=".length());
+            int dash = spec.indexOf('-');
+            if (dash <= 0 || dash == spec.length() - 1) {
+              return Optional.empty();
+            }
+            return Optional.of(
+                Long.parseLong(spec.substring(dash + 1))
+                    - Long.parseLong(spec.substring(0, dash))
+                    + 1);
+          });
+    }
+
     /** First byte of the {@code Range: bytes=a-b} header, if any. */
     public Optional<Long> rangeStart() {
       return range.map(r -> Long.parseLong(r.substring("bytes=".length(), r.indexOf('-'))));
@@ -89,6 +105,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicLong bodyBytesForwarded = new AtomicLong();
   private volatile boolean ignoreRange;
   private volatile Duration delay = Duration.ZERO;
+  private volatile java.util.function.Predicate<RecordedRequest> counted = r -> true;
 
   /** Starts forwarding {@code 127.0.0.1:<port()>} to {@code upstream} (an http:// URI). */
   public FaultInjectingProxy(URI upstream) throws IOException {
@@ -152,6 +169,16 @@ public final class FaultInjectingProxy implements AutoCloseable {
   /** Waits this long before forwarding each request. */
   public FaultInjectingProxy delay(Duration d) {
     this.delay = d;
+    return this;
+  }
+
+  /**
+   * Only GETs matching {@code filter} count towards {@link #maxInFlightGets()} from now on (default
+   * all), e.g. the piece reads of a swarm but not its header reads.
+   */
+  public FaultInjectingProxy countInFlightOnly(
+      java.util.function.Predicate<RecordedRequest> filter) {
+    this.counted = filter;
     return this;
   }
 
@@ -236,16 +263,19 @@ public final class FaultInjectingProxy implements AutoCloseable {
       String method = requestLine[0];
       List<String> headers = new ArrayList<>(head.subList(1, head.size()));
       Optional<String> range = header(headers, "range");
-      requests.add(new RecordedRequest(method, requestLine[1], range, header(headers, "if-match")));
+      RecordedRequest recorded =
+          new RecordedRequest(method, requestLine[1], range, header(headers, "if-match"));
+      requests.add(recorded);
       boolean isGet = method.equals("GET");
-      AtomicBoolean done = new AtomicBoolean(!isGet);
+      boolean countedGet = isGet && counted.test(recorded);
+      AtomicBoolean done = new AtomicBoolean(!countedGet);
       Runnable finished =
           () -> {
             if (done.compareAndSet(false, true)) {
               inFlightGets.decrementAndGet();
             }
           };
-      if (isGet) {
+      if (countedGet) {
         max(maxInFlightGets, inFlightGets.incrementAndGet());
       }
       try {

@@ -17,7 +17,10 @@
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 4Mi] [--reps 1] [--keep-logs]
-#                           [--modes "source-only p2p"]
+#                           [--modes "source-only p2p"] [--trace]
+#
+# --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
+# node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -30,6 +33,7 @@ piece_size=4Mi
 reps=1
 keep_logs=false
 modes="source-only p2p"
+trace=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes_list=$2; shift 2 ;;
@@ -40,6 +44,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --keep-logs) keep_logs=true; shift ;;
+    --trace) trace=true; keep_logs=true; shift ;;
     -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -170,6 +175,24 @@ run() {
   local tx0 start end run_pids=()
   tx0=$(origin_tx)
   start=$(date +%s.%N)
+  local tracer=""
+  if $trace; then
+    (
+      printf 't\torigin_tx' >"$work/$mode-$n-links.tsv"
+      for k in $(seq 1 "$n"); do printf '\tn%s_rx\tn%s_tx' "$k" "$k"; done >>"$work/$mode-$n-links.tsv"
+      echo >>"$work/$mode-$n-links.tsv"
+      while true; do
+        line="$(date +%s.%N)	$(origin_tx)"
+        for k in $(seq 1 "$n"); do
+          line+="	$(ip netns exec "tcb-n$k" cat /sys/class/net/eth0/statistics/rx_bytes)"
+          line+="	$(ip netns exec "tcb-n$k" cat /sys/class/net/eth0/statistics/tx_bytes)"
+        done
+        echo "$line" >>"$work/$mode-$n-links.tsv"
+        sleep 1
+      done
+    ) &
+    tracer=$!
+  fi
   for k in $(seq 1 "$n"); do
     local args=(serve --uri s3://bench/model --endpoint "$origin" --path-style --region us-east-1
       --artifact-id bench --store-root "$store_base/n$k" --lock-policy BEST_EFFORT
@@ -202,6 +225,7 @@ run() {
     [ "$ready" -lt "$n" ] && sleep 0.5
   done
   end=$(date +%s.%N)
+  [ -n "$tracer" ] && { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
   [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
   # The transfer window, from the data planes' own log timestamps (HH:MM:SS.mmm): the first node
   # that opened its store (listing and headers done) to the last node Ready (allocation + mlock,

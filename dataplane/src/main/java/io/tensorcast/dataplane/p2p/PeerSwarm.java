@@ -689,7 +689,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
    * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
    * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
-   * others already hold. Announces READING for the piece to every connected peer.
+   * others already hold. When the own block is done, a piece stolen from another member's tail
+   * ({@link #stealFromTail}). Announces READING for the piece to every connected peer.
    */
   private int nextSourcePiece(long now) {
     Integer last = lastResort.poll();
@@ -737,7 +738,58 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         return i;
       }
     }
-    return -1;
+    int stolen = stealFromTail(v, others, now);
+    if (stolen >= 0) {
+      inProgress.set(stolen);
+      startReading(stolen, now);
+    }
+    return stolen;
+  }
+
+  /**
+   * Work stealing, when this member's own block is done: a piece from the untouched tail of the
+   * live member with the most unclaimed pieces left, or -1. Origin shares are never even (TCP
+   * fairness, slower nodes): without stealing the members that finished early sat idle while the
+   * laggard read its tail alone, its ingress full of its own source reads, and the peers exchanged
+   * the tail only after the origin went quiet (a 12 s tail at N = 2, 100 Mbit/s, bench/p2p-netns.sh
+   * --trace). The owner reads its block front to back, so taking from the far end rarely meets it;
+   * the owner's next {@link #sourceReadsInFlight} pieces are left to it, and two members stealing
+   * at once take different pieces (the k-th from the end, k = the stealer's rank among live
+   * members). A collision (both read one piece before either READING arrives) costs one piece of
+   * source bytes.
+   */
+  private int stealFromTail(View v, List<Peer> others, long now) {
+    int ownerSlots = sourceReadsInFlight(read.concurrency(), v.live().size());
+    BitSet best = null;
+    int bestCount = 0;
+    for (Peer p : others) {
+      BitSet theirs = v.plan().assignedTo(p.id);
+      theirs.andNot(present);
+      theirs.andNot(inProgress);
+      for (int i = theirs.nextSetBit(0); i >= 0; i = theirs.nextSetBit(i + 1)) {
+        for (Peer q : others) {
+          if (q.has.get(i) || fresh(q.reading.get(i), now)) {
+            theirs.clear(i);
+            break;
+          }
+        }
+      }
+      int count = theirs.cardinality();
+      if (count > ownerSlots && count > bestCount) {
+        best = theirs;
+        bestCount = count;
+      }
+    }
+    if (best == null) {
+      return -1;
+    }
+    int rank = v.plan().live().indexOf(self);
+    int k = Math.max(0, rank) % (bestCount - ownerSlots);
+    int piece = best.previousSetBit(best.length() - 1);
+    for (int j = 0; j < k && piece > 0; j++) {
+      piece = best.previousSetBit(piece - 1);
+    }
+    return piece;
   }
 
   /**

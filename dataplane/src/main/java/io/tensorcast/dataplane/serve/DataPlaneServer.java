@@ -119,8 +119,8 @@ public final class DataPlaneServer implements AutoCloseable {
         Counter.builder("tensorcast.dataplane.load.retries")
             .tags(Tags.of("artifact", settings.artifactId()))
             .description(
-                "Loads started again after a load failed on a transient source error"
-                    + " (SourceUnavailable, Throttled)")
+                "Loads that failed on a transient source error (SourceUnavailable, Throttled)"
+                    + " and are loaded again after a back-off")
             .register(registry);
     server =
         ControlServer.start(

@@ -317,7 +317,9 @@ class LoadRetryIT {
     String body = get(s, "/metrics").body();
     Matcher m = RETRIES.matcher(body);
     assertThat(m.find()).as("tensorcast_dataplane_load_retries_total in\n%s", body).isTrue();
-    assertThat(body).contains("# HELP tensorcast_dataplane_load_retries_total Loads started again");
+    assertThat(body)
+        .contains(
+            "# HELP tensorcast_dataplane_load_retries_total Loads that failed on a transient");
     return (long) Double.parseDouble(m.group(2));
   }
 

@@ -2,7 +2,10 @@ package io.tensorcast.api.wire;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
+import java.time.Duration;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * What a data-plane pod reports on {@code GET /status} of its control endpoint, and what the
@@ -15,9 +18,12 @@ import java.util.List;
  *
  * @param artifactId the store's identifier of the artifact (stable per ModelArtifact generation)
  * @param phase one of {@link Phase}
- * @param reason CamelCase reason when {@code phase} is {@code Failed}, or the last retryable
- *     problem while loading; {@code null} otherwise
- * @param message human-readable detail that goes with {@code reason}
+ * @param reason CamelCase reason when {@code phase} is {@code Failed}; the last retryable problem
+ *     while loading; while {@code Pending} after a load failed on a transient source error ({@code
+ *     SourceUnavailable}, {@code Throttled}), that failure's reason; {@code null} otherwise
+ * @param message human-readable detail that goes with {@code reason}; while waiting to retry a
+ *     load, the failure's message followed by {@code "; retrying in 40s (attempt 3)"} (see {@link
+ *     #retryMessage} and {@link #withoutRetryCountdown})
  * @param source the source URI without secrets
  * @param resolvedRevision what the source resolved to (Hub commit sha, or a digest of the S3
  *     listing's ETags); {@code null} until resolved
@@ -100,9 +106,60 @@ public record DataPlaneStatus(
         0);
   }
 
+  /**
+   * The message of a pod waiting to load again after a transient failure: {@code failure + ";
+   * retrying in " + wait + " (attempt " + nextAttempt + ")"}, the wait as {@code 250ms}, {@code
+   * 40s} or {@code 4m30s} (whole seconds rounded up from 1 s on). The data plane writes it with the
+   * time left, so it changes while the pod waits; {@link #withoutRetryCountdown} removes the
+   * countdown again (what the operator copies into conditions, PITFALLS 6).
+   *
+   * @param failure the failed load's message
+   * @param wait time left until the next attempt (not negative)
+   * @param nextAttempt number of the attempt that follows the wait (the first load is attempt 1)
+   */
+  public static String retryMessage(String failure, Duration wait, int nextAttempt) {
+    return failure + "; retrying in " + shortDuration(wait) + " (attempt " + nextAttempt + ")";
+  }
+
+  private static final Pattern RETRY_COUNTDOWN =
+      Pattern.compile("; retrying in [0-9hms]+ \\(attempt ([0-9]+)\\)$");
+
+  /**
+   * {@code message} without the countdown of {@link #retryMessage}: {@code "...; retrying in 40s
+   * (attempt 3)"} becomes {@code "...; retrying (attempt 3)"}, equal for every poll of one wait.
+   * Other messages (and {@code null}) are returned unchanged.
+   */
+  public static String withoutRetryCountdown(String message) {
+    if (message == null) {
+      return null;
+    }
+    Matcher m = RETRY_COUNTDOWN.matcher(message);
+    return m.find()
+        ? message.substring(0, m.start()) + "; retrying (attempt " + m.group(1) + ")"
+        : message;
+  }
+
+  private static String shortDuration(Duration d) {
+    long ms = Math.max(0, d.toMillis());
+    if (ms < 1000) {
+      return ms + "ms";
+    }
+    long s = (ms + 999) / 1000;
+    if (s < 60) {
+      return s + "s";
+    }
+    long h = s / 3600;
+    long m = (s % 3600) / 60;
+    long rest = s % 60;
+    return (h > 0 ? h + "h" : "") + (m > 0 || h > 0 ? m + "m" : "") + (rest > 0 ? rest + "s" : "");
+  }
+
   /** Where a data-plane pod is with its artifact. */
   public enum Phase {
-    /** Started, nothing asked yet. */
+    /**
+     * Started, nothing asked yet; or waiting to load again after a load failed on a transient
+     * source error ({@code reason} and {@code message} say which, when and which attempt).
+     */
     Pending,
     /** Listing the source and reading headers. */
     Resolving,

@@ -4,6 +4,7 @@ import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.serve.LoadRetry;
 import io.tensorcast.dataplane.serve.ServeSettings;
 import io.tensorcast.dataplane.source.SourceOptions;
 import java.net.InetSocketAddress;
@@ -100,6 +101,24 @@ final class ServeCommand implements Callable<Integer> {
               + " closed; a member disconnected this long is lost (default ${DEFAULT-VALUE}).")
   String peerTimeout;
 
+  @Option(
+      names = "--load-retry-backoff",
+      defaultValue = "10s",
+      description =
+          "After a load failed on a transient source error (SourceUnavailable, Throttled: the"
+              + " source stayed down past --max-attempts), wait this long and load again; the"
+              + " wait doubles per failed load up to --load-retry-max-backoff, jittered, with no"
+              + " limit on attempts. Meanwhile /status is Pending with the failure's reason."
+              + " Other failures stay Failed. Default ${DEFAULT-VALUE}.")
+  String loadRetryBackoff;
+
+  @Option(
+      names = "--load-retry-max-backoff",
+      defaultValue = "5m",
+      description =
+          "Longest wait between loads after transient failures (default ${DEFAULT-VALUE}).")
+  String loadRetryMaxBackoff;
+
   @Override
   public Integer call() throws Exception {
     DataPlaneServer server = DataPlaneServer.start(settings(System.getenv(), false));
@@ -159,7 +178,10 @@ final class ServeCommand implements Callable<Integer> {
         store.memoryLimitBytes(),
         store.lockPolicy,
         tokenFile,
-        peerSettings(env));
+        peerSettings(env),
+        new LoadRetry(
+            duration(loadRetryBackoff, "--load-retry-backoff"),
+            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")));
   }
 
   /** The peer settings, or null for source-only loading. */

@@ -1,5 +1,7 @@
 package io.tensorcast.dataplane.serve;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.api.wire.DataPlaneStatus;
@@ -21,6 +23,7 @@ import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
@@ -44,6 +47,13 @@ import org.slf4j.LoggerFactory;
  * <p>A failure to open the source or the store does not throw: it is reported as a {@code Failed}
  * status on {@code /status} with the source's or store's reason, as the operator expects from a
  * pod.
+ *
+ * <p>A load that fails on a transient source error ({@link LoadFailure#TRANSIENT_REASONS}: the
+ * source stayed unavailable or throttled past the per-request retries) is not {@code Failed}: the
+ * server waits ({@link LoadRetry}: exponential back-off, jittered, no limit while the pod lives)
+ * and loads again, reporting {@code Pending} with the failure's reason and a message such as {@code
+ * "...; retrying in 40s (attempt 3)"} meanwhile, and counting each new load in {@code
+ * tensorcast_dataplane_load_retries_total}. Every other failure is {@code Failed} for good.
  */
 public final class DataPlaneServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DataPlaneServer.class);
@@ -55,6 +65,11 @@ public final class DataPlaneServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final AtomicReference<ArtifactLoader> loaderRef = new AtomicReference<>();
+  private final AtomicReference<RetryWait> waiting = new AtomicReference<>();
+  private final AtomicReference<Membership> lastMembership = new AtomicReference<>();
+  private final LoadMetrics loadMetrics = new LoadMetrics(registry);
+  private Counter loadRetries;
+  private volatile boolean stopping;
   private final AtomicReference<DataPlaneStatus> early = new AtomicReference<>();
   private final CountDownLatch loadEnded = new CountDownLatch(1);
   private final CountDownLatch closed = new CountDownLatch(1);
@@ -64,7 +79,7 @@ public final class DataPlaneServer implements AutoCloseable {
   private volatile PinnedStore store;
   private Thread loading;
   private boolean closing;
-  private PeerSwarm swarm;
+  private volatile PeerSwarm swarm;
 
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
@@ -100,6 +115,13 @@ public final class DataPlaneServer implements AutoCloseable {
     if (settings.peer() != null) {
       swarm = new PeerSwarm(settings.artifactId(), settings.peer(), registry);
     }
+    loadRetries =
+        Counter.builder("tensorcast.dataplane.load.retries")
+            .tags(Tags.of("artifact", settings.artifactId()))
+            .description(
+                "Loads that failed on a transient source error (SourceUnavailable, Throttled)"
+                    + " and are loaded again after a back-off")
+            .register(registry);
     server =
         ControlServer.start(
             settings.listen(),
@@ -107,7 +129,7 @@ public final class DataPlaneServer implements AutoCloseable {
             registry,
             token,
             tensors,
-            swarm == null ? null : body -> swarm.applyMembership(Membership.parseJson(body)),
+            settings.peer() == null ? null : this::applyMembership,
             BodyStreaming.DEFAULTS);
     source = openSource();
     store = source == null ? null : openStore();
@@ -118,22 +140,11 @@ public final class DataPlaneServer implements AutoCloseable {
       loadEnded.countDown();
       return;
     }
-    ArtifactLoader loader =
-        new ArtifactLoader(
-            source,
-            store,
-            new ArtifactLoader.Options(
-                settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
-            new LoadMetrics(registry),
-            swarm);
-    loaderRef.set(loader);
     loading =
         new Thread(
             () -> {
               try {
-                loader.load();
-              } catch (LoadFailure e) {
-                // Reported on /status; the server stays up so the operator can read why.
+                loadUntilDone();
               } catch (RuntimeException e) {
                 log.warn("load of {} failed unexpectedly", settings.artifactId(), e);
               } finally {
@@ -144,15 +155,130 @@ public final class DataPlaneServer implements AutoCloseable {
     loading.start();
   }
 
+  /**
+   * Loads until Ready, a failure that retrying will not fix, or {@link #close()}: after a failure
+   * whose reason is transient ({@link LoadFailure#isTransient()}) waits as {@link
+   * ServeSettings#loadRetry()} says and loads again with a fresh {@link ArtifactLoader} (and a
+   * fresh {@link PeerSwarm}: one fills once). The failed load already released its store files; a
+   * copy the store still holds under this id is discarded by the next load, a complete one adopted.
+   */
+  private void loadUntilDone() {
+    int failures = 0;
+    while (!stopping) {
+      if (failures > 0 && settings.peer() != null) {
+        swapSwarm();
+      }
+      ArtifactLoader loader =
+          new ArtifactLoader(
+              source,
+              store,
+              new ArtifactLoader.Options(
+                  settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
+              loadMetrics,
+              swarm);
+      loaderRef.set(loader);
+      waiting.set(null);
+      try {
+        loader.load();
+        return;
+      } catch (LoadFailure e) {
+        if (!e.isTransient() || stopping) {
+          return; // reported on /status; the server stays up so the operator can read why
+        }
+        failures++;
+        Duration delay = settings.loadRetry().delay(failures);
+        waiting.set(
+            new RetryWait(
+                e.reason(), e.getMessage(), failures + 1, System.nanoTime() + delay.toNanos()));
+        loadRetries.increment();
+        log.warn(
+            "load {} of {} failed on a transient source error ({}: {}); loading again in {} ms",
+            failures,
+            settings.artifactId(),
+            e.reason(),
+            e.getMessage(),
+            delay.toMillis());
+        PeerSwarm p = swarm;
+        if (p != null) {
+          p.close(); // a swarm fills once; peers stop asking this member until the next one
+        }
+        try {
+          Thread.sleep(delay.toMillis(), (int) (delay.toNanos() % 1_000_000));
+        } catch (InterruptedException interrupted) {
+          return; // close()
+        }
+      }
+    }
+  }
+
+  /** Replaces the closed swarm of a failed load with a new one that has the last membership. */
+  private void swapSwarm() {
+    PeerSwarm old = swarm;
+    if (old != null) {
+      old.close();
+    }
+    // The peers gauge holds the swarm it was registered with: let the new swarm register its own.
+    registry
+        .find("tensorcast.dataplane.peers")
+        .tag("artifact", settings.artifactId())
+        .meters()
+        .forEach(registry::remove);
+    swarm = new PeerSwarm(settings.artifactId(), settings.peer(), registry);
+    Membership m = lastMembership.get();
+    if (m != null) {
+      swarm.applyMembership(m);
+    }
+  }
+
+  /** {@code PUT /v1/peers}: kept for the swarm of a later load, applied to the current one. */
+  private boolean applyMembership(String body) {
+    Membership m = Membership.parseJson(body);
+    lastMembership.set(m);
+    return swarm.applyMembership(m);
+  }
+
+  /**
+   * A wait before loading again.
+   *
+   * @param reason the failed load's (transient) reason
+   * @param message the failed load's message
+   * @param nextAttempt number of the load after the wait (the first load is 1)
+   * @param at {@link System#nanoTime()} when it starts
+   */
+  private record RetryWait(String reason, String message, int nextAttempt, long at) {}
+
   /** The bound control endpoint (useful with port 0). */
   public InetSocketAddress address() {
     return server.address();
   }
 
-  /** What {@code GET /status} answers now. */
+  /**
+   * What {@code GET /status} answers now. While waiting to load again after a transient failure:
+   * {@code Pending} with the failure's reason and {@link DataPlaneStatus#retryMessage} (the
+   * failure's message, the time left and the next attempt's number), never {@code Failed}.
+   */
   public DataPlaneStatus status() {
+    RetryWait w = waiting.get();
     ArtifactLoader l = loaderRef.get();
-    DataPlaneStatus s = l != null ? l.status() : early.get();
+    DataPlaneStatus s;
+    if (w != null) {
+      s =
+          pending(
+              DataPlaneStatus.Phase.Pending,
+              w.reason(),
+              DataPlaneStatus.retryMessage(
+                  w.message(), Duration.ofNanos(w.at() - System.nanoTime()), w.nextAttempt()));
+    } else if (l != null) {
+      s = l.status();
+      if (s.phase() == DataPlaneStatus.Phase.Failed
+          && LoadFailure.TRANSIENT_REASONS.contains(s.reason())
+          && !stopping) {
+        // Between the failure and the start of the wait: it is retried, so not Failed.
+        s = pending(DataPlaneStatus.Phase.Pending, s.reason(), s.message());
+      }
+    } else {
+      s = early.get();
+    }
     PeerSwarm p = swarm;
     if (p == null) {
       return s;
@@ -194,9 +320,10 @@ public final class DataPlaneServer implements AutoCloseable {
   }
 
   /**
-   * Stops a load in flight (interrupting the loading thread every 100 ms, for at most {@link
-   * #STOP_LOAD_TIMEOUT_MS}), unloads the artifact (unmaps and deletes its files), then closes the
-   * store, the source and the endpoint. Idempotent; later callers wait for the first.
+   * Stops a load in flight or a wait before loading again (interrupting the loading thread every
+   * 100 ms, for at most {@link #STOP_LOAD_TIMEOUT_MS}), unloads the artifact (unmaps and deletes
+   * its files), then closes the store, the source and the endpoint. Idempotent; later callers wait
+   * for the first.
    *
    * <p>When the load does not stop in time its files are left for the next start to remove, and the
    * store stays open: unmapping under a running load would crash the JVM.
@@ -210,6 +337,7 @@ public final class DataPlaneServer implements AutoCloseable {
       }
       closing = true;
     }
+    stopping = true;
     try {
       boolean stopped = stopLoad();
       if (swarm != null) {

@@ -39,6 +39,8 @@ import java.util.Optional;
  * @param controlTokenFile file with the bearer token {@code GET /status} requires, or {@code null}
  * @param peer peer-to-peer distribution settings, or {@code null} for source-only loading ({@code
  *     --distribution source-only} or {@code --peer-listen off})
+ * @param loadRetry back-off between loads after a transient source failure ({@code
+ *     --load-retry-backoff}, {@code --load-retry-max-backoff})
  */
 public record ServeSettings(
     String artifactId,
@@ -56,7 +58,46 @@ public record ServeSettings(
     long memoryLimitBytes,
     LockPolicy lockPolicy,
     Path controlTokenFile,
-    io.tensorcast.dataplane.p2p.PeerSettings peer) {
+    io.tensorcast.dataplane.p2p.PeerSettings peer,
+    LoadRetry loadRetry) {
+
+  /** Settings with the default load back-off ({@link LoadRetry#DEFAULTS}). */
+  public ServeSettings(
+      String artifactId,
+      InetSocketAddress listen,
+      String uri,
+      List<String> include,
+      List<String> exclude,
+      URI endpoint,
+      String region,
+      boolean pathStyle,
+      Optional<StaticCredentials> credentials,
+      ReadOptions read,
+      Path storeRoot,
+      String budget,
+      long memoryLimitBytes,
+      LockPolicy lockPolicy,
+      Path controlTokenFile,
+      io.tensorcast.dataplane.p2p.PeerSettings peer) {
+    this(
+        artifactId,
+        listen,
+        uri,
+        include,
+        exclude,
+        endpoint,
+        region,
+        pathStyle,
+        credentials,
+        read,
+        storeRoot,
+        budget,
+        memoryLimitBytes,
+        lockPolicy,
+        controlTokenFile,
+        peer,
+        LoadRetry.DEFAULTS);
+  }
 
   /** Settings for source-only loading (no peer-to-peer distribution). */
   public ServeSettings(
@@ -103,6 +144,7 @@ public record ServeSettings(
     Objects.requireNonNull(read, "read");
     Objects.requireNonNull(storeRoot, "storeRoot");
     Objects.requireNonNull(lockPolicy, "lockPolicy");
+    Objects.requireNonNull(loadRetry, "loadRetry");
     if (memoryLimitBytes < 0) {
       throw new IllegalArgumentException(
           "memoryLimitBytes must not be negative: " + memoryLimitBytes);

@@ -405,6 +405,69 @@ class ModelArtifactIT {
     await().atMost(Duration.ofSeconds(30)).until(() -> pods().isEmpty());
   }
 
+  /**
+   * The source is down when the artifact is created: the pod's loads fail with {@code
+   * SourceUnavailable}, the pod loads again with back-off, the artifact is never {@code Failed} and
+   * {@code kubectl describe} shows the reason; polls during one back-off write nothing. Once the
+   * source is back the artifact becomes Ready, byte-identical.
+   */
+  @Test
+  void aSourceOutageIsRetriedNotFailedAndReadyOnceTheSourceIsBack() throws Exception {
+    SimulatedNode n = node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
+    Map<String, Path> files = tinyShardedModel();
+    String bucket = seed(files);
+    try (FaultInjectingProxy outage = new FaultInjectingProxy(env.s3.endpoint())) {
+      outage.failRequests(500, 1_000_000, null);
+      ModelArtifact spec = artifact("outage", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required);
+      spec.getSpec().getSource().setEndpoint(outage.endpoint().toString());
+      create(spec);
+
+      ModelArtifact waiting =
+          awaitCondition(
+              "outage",
+              "Ready",
+              c ->
+                  "SourceUnavailable".equals(c.getReason())
+                      && c.getMessage().endsWith("; retrying (attempt 2)"));
+      assertThat(waiting.getStatus().getPhase()).isNotEqualTo(ArtifactPhase.Failed);
+      assertThat(condition(waiting, "Resolved").getReason()).isEqualTo("SourceUnavailable");
+      assertThat(condition(waiting, "Ready").getMessage())
+          .contains("node " + ns + "-rdma")
+          .contains("HTTP 500")
+          .doesNotContain("retrying in");
+      assertThat(kubectl("describe", "modelartifact", "outage"))
+          .contains("SourceUnavailable")
+          .contains("retrying (attempt ");
+
+      // While one wait lasts every poll computes the same status: one resourceVersion per
+      // Ready message (a new attempt may change the message once), and never Failed.
+      Map<String, Set<String>> versionsByMessage = new LinkedHashMap<>();
+      await()
+          .during(Duration.ofSeconds(3))
+          .atMost(Duration.ofSeconds(10))
+          .pollInterval(Duration.ofMillis(200))
+          .until(
+              () -> {
+                ModelArtifact a = get("outage");
+                versionsByMessage
+                    .computeIfAbsent(condition(a, "Ready").getMessage(), k -> new TreeSet<>())
+                    .add(a.getMetadata().getResourceVersion());
+                return a.getStatus().getPhase() != ArtifactPhase.Failed;
+              });
+      assertThat(versionsByMessage.values())
+          .as("resourceVersions per Ready message: %s", versionsByMessage)
+          .allSatisfy(v -> assertThat(v).hasSize(1));
+      assertThat(versionsByMessage)
+          .as("at most one more attempt (one write) in 3 s of 5-20 s waits")
+          .hasSizeLessThanOrEqualTo(2);
+
+      outage.reset(); // the source is back
+      ModelArtifact ready = awaitPhase("outage", ArtifactPhase.Ready);
+      assertThat(condition(ready, "Ready").getReason()).isEqualTo("AllReplicasReady");
+      assertStoreHolds(n, ready, files);
+    }
+  }
+
   @Test
   void aMissingCredentialsSecretIsNamedInTheReadyCondition() {
     node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());

@@ -48,6 +48,14 @@ import java.util.Set;
  * {@code bytesFromSource} is the sum of the current generation's node entries' {@code
  * bytesFromSource} (absent when no entry has one). When a pod cannot be reached for one round, its
  * last entry is kept while the pod is still running.
+ *
+ * <p>A pod waiting to load again after a transient source failure reports {@code Pending} with the
+ * failure's reason ({@code SourceUnavailable}, {@code Throttled}) and a message ending in {@code ";
+ * retrying in 40s (attempt 3)"}. That is not a failure: the artifact keeps its phase, and the
+ * reason goes on the {@code Ready=False} condition (on {@code Resolved=False} too before the size
+ * is known) and the pod's node entry, with the message {@linkplain
+ * DataPlaneStatus#withoutRetryCountdown without its countdown}, so the status changes once per
+ * attempt, not on every poll (PITFALLS 6).
  */
 public final class StatusAggregator {
 
@@ -233,6 +241,10 @@ public final class StatusAggregator {
       }
     }
     ready = Math.min(ready, replicas);
+    Optional<Pod> retrying =
+        in.failure().isPresent()
+            ? Optional.empty()
+            : current.stream().filter(p -> waitingToRetry(report(p, in.reports()))).findFirst();
     s.setNodes(entries);
     s.setBytesFromSource(
         entries.stream()
@@ -285,6 +297,14 @@ public final class StatusAggregator {
     // Resolved
     if (res.isPresent()) {
       c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+    } else if (retrying.isPresent()) {
+      Pod p = retrying.get();
+      DataPlaneStatus r = report(p, in.reports());
+      c.set(
+          RESOLVED,
+          FALSE,
+          r.reason(),
+          "pod " + name(p) + " on node " + PodPlan.node(p) + ": " + retryText(r));
     } else {
       Optional<Pod> resolver = current.stream().findFirst();
       c.set(
@@ -364,6 +384,14 @@ public final class StatusAggregator {
             FALSE,
             REASON_CREDENTIALS_NOT_FOUND,
             readyText + "; " + credentialsProblem.get());
+      } else if (retrying.isPresent()) {
+        Pod p = retrying.get();
+        DataPlaneStatus r = report(p, in.reports());
+        c.set(
+            READY,
+            FALSE,
+            r.reason(),
+            readyText + "; node " + PodPlan.node(p) + " (pod " + name(p) + "): " + retryText(r));
       } else if (sel != null && !sel.satisfied()) {
         c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText + "; " + sel.message());
       } else {
@@ -402,6 +430,8 @@ public final class StatusAggregator {
       e.setReadyTime(r.phase() == DataPlaneStatus.Phase.Ready ? r.readyTime() : null);
       if (r.phase() == DataPlaneStatus.Phase.Failed) {
         e.setMessage(r.reason() + ": " + r.message());
+      } else if (waitingToRetry(r)) {
+        e.setMessage(r.reason() + ": " + DataPlaneStatus.withoutRetryCountdown(r.message()));
       } else if (res.isPresent()
           && res.get().revision() != null
           && r.resolvedRevision() != null
@@ -428,6 +458,23 @@ public final class StatusAggregator {
       e.setMessage(podProblem(p).orElse(null));
     }
     return e;
+  }
+
+  /**
+   * Whether a report is of a pod waiting to load again after a transient failure: {@code Pending}
+   * with a reason. (Reasons while {@code Loading} are retries of single reads; they change with
+   * every poll and stay out of the status.)
+   */
+  static boolean waitingToRetry(DataPlaneStatus r) {
+    return r != null
+        && r.phase() == DataPlaneStatus.Phase.Pending
+        && r.reason() != null
+        && !r.reason().isEmpty();
+  }
+
+  /** The message of a pod waiting to retry, without the countdown that changes on every poll. */
+  private static String retryText(DataPlaneStatus r) {
+    return r.message() == null ? r.reason() : DataPlaneStatus.withoutRetryCountdown(r.message());
   }
 
   private static Optional<String> podProblem(Pod p) {

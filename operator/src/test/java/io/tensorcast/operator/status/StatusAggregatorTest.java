@@ -2,6 +2,7 @@ package io.tensorcast.operator.status;
 
 import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Failed;
 import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Loading;
+import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Pending;
 import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Ready;
 import static io.tensorcast.api.wire.DataPlaneStatus.Phase.Resolving;
 import static io.tensorcast.operator.testing.Fixtures.MI;
@@ -24,6 +25,7 @@ import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Input;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
 import io.tensorcast.operator.testing.Fixtures.PodState;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
@@ -347,6 +349,147 @@ class StatusAggregatorTest {
                 + name(resolver)
                 + "): broken.safetensors: header length 1000 exceeds the file size 88");
     assertThat(s.getNodes()).isEmpty();
+  }
+
+  private static final String OUTAGE =
+      "s3://bucket/m/: listing s3://bucket/m/: the store failed (HTTP 503 SlowDown: Reduce your"
+          + " request rate)";
+
+  /**
+   * What a pod waiting to load again reports: Pending, the reason, the message with a countdown.
+   */
+  private DataPlaneStatus waitingToRetry(String reason, Duration left, int nextAttempt) {
+    return report(
+        artifact,
+        Pending,
+        0,
+        0,
+        0,
+        reason,
+        DataPlaneStatus.retryMessage(OUTAGE, left, nextAttempt));
+  }
+
+  @Test
+  void aPodWaitingToRetryATransientFailureIsNotAFailureAndItsReasonIsOnReady() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa), waitingToRetry("Throttled", Duration.ofSeconds(40), 3),
+            name(pb), report(artifact, Loading, 3, SIZE, SIZE / 2, null, null));
+
+    Optional<Resolution> res = StatusAggregator.resolution(artifact, List.of(pa, pb), reports);
+    assertThat(StatusAggregator.podFailure(artifact, List.of(pa, pb), reports, res, OVERHEAD))
+        .isEmpty();
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
+    assertCondition(s, "Resolved", "True", "SourceResolved");
+    assertCondition(s, "Ready", "False", "Throttled");
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "0/2 replicas ready; node a (pod "
+                + name(pa)
+                + "): "
+                + OUTAGE
+                + "; retrying (attempt 3)");
+    assertCondition(s, "Loaded", "False", "Loading");
+    assertThat(s.getNodes())
+        .filteredOn(e -> e.getPod().equals(name(pa)))
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.getPhase()).isEqualTo(ArtifactPhase.Pending);
+              assertThat(e.getMessage())
+                  .isEqualTo("Throttled: " + OUTAGE + "; retrying (attempt 3)");
+            });
+    artifact.setStatus(s);
+    assertThat(StatusAggregator.recordedFailure(artifact)).isEmpty();
+  }
+
+  @Test
+  void pollsThatDifferOnlyInTheCountdownGiveAnEqualStatusSoNothingIsWritten() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
+    DataPlaneStatus ready = report(artifact, Ready, 3, SIZE, SIZE, null, null);
+    ModelArtifactStatus first =
+        aggregate(
+            List.of(pa, pb),
+            Map.of(
+                name(pa),
+                waitingToRetry("SourceUnavailable", Duration.ofSeconds(40), 3),
+                name(pb),
+                ready),
+            names(pa, pb),
+            T0);
+    artifact.setStatus(first);
+
+    ModelArtifactStatus second =
+        aggregate(
+            List.of(pa, pb),
+            Map.of(
+                name(pa),
+                waitingToRetry("SourceUnavailable", Duration.ofMillis(12_400), 3),
+                name(pb),
+                ready),
+            names(pa, pb),
+            T1);
+    assertThat(second).isEqualTo(first);
+
+    // The next attempt failed too: one write, the condition keeps its transition time.
+    ModelArtifactStatus third =
+        aggregate(
+            List.of(pa, pb),
+            Map.of(
+                name(pa),
+                waitingToRetry("SourceUnavailable", Duration.ofSeconds(80), 4),
+                name(pb),
+                ready),
+            names(pa, pb),
+            T1);
+    assertThat(third).isNotEqualTo(first);
+    assertThat(condition(third, "Ready").getMessage()).endsWith("; retrying (attempt 4)");
+    assertThat(condition(third, "Ready").getLastTransitionTime()).isEqualTo("2026-01-01T00:00:00Z");
+  }
+
+  @Test
+  void aResolverWaitingToRetryLeavesTheArtifactResolvingWithTheReason() {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(resolver), waitingToRetry("SourceUnavailable", Duration.ofSeconds(10), 2));
+
+    assertThat(
+            StatusAggregator.podFailure(
+                artifact, List.of(resolver), reports, Optional.empty(), OVERHEAD))
+        .isEmpty();
+    ModelArtifactStatus s = aggregate(List.of(resolver), reports, Set.of(), T0);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Resolving);
+    assertCondition(s, "Resolved", "False", "SourceUnavailable");
+    assertThat(condition(s, "Resolved").getMessage())
+        .isEqualTo("pod " + name(resolver) + " on node a: " + OUTAGE + "; retrying (attempt 2)");
+    assertCondition(s, "Ready", "False", "SourceUnavailable");
+  }
+
+  @Test
+  void aRetryWhileLoadingStaysOutOfTheConditions() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa),
+            report(
+                artifact,
+                Loading,
+                3,
+                SIZE,
+                SIZE / 4,
+                "Retrying",
+                "a.safetensors at byte 5: attempt 1 failed (x); retrying in 200 ms"));
+
+    ModelArtifactStatus s = aggregate(List.of(pa), reports, names(pa), T0);
+
+    assertCondition(s, "Ready", "False", "ReplicasNotReady");
+    assertThat(s.getNodes().get(0).getMessage()).isNull();
   }
 
   @Test

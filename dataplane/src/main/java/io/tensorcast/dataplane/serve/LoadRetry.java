@@ -1,0 +1,70 @@
+package io.tensorcast.dataplane.serve;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * How {@link DataPlaneServer} waits before loading again after a load failed on a transient source
+ * error ({@link io.tensorcast.dataplane.load.LoadFailure#isTransient()}): exponential back-off as
+ * Kubernetes does for CrashLoopBackOff and ImagePullBackOff, without a limit on the number of
+ * attempts while the pod lives.
+ *
+ * <p>The wait after the {@code n}-th failed load is {@code backoff × 2^(n-1)}, at most {@code
+ * maxBackoff}, then jittered to a uniformly random value in {@code [d/2, d]} so that the pods of
+ * one artifact, failed by the same outage, do not all come back in the same second.
+ *
+ * @param backoff wait after the first failed load (before jitter); positive; default 10 s ({@code
+ *     --load-retry-backoff})
+ * @param maxBackoff longest wait (before jitter); at least {@code backoff}; default 5 min ({@code
+ *     --load-retry-max-backoff})
+ */
+public record LoadRetry(Duration backoff, Duration maxBackoff) {
+
+  /** 10 s doubling to 5 min. */
+  public static final LoadRetry DEFAULTS =
+      new LoadRetry(Duration.ofSeconds(10), Duration.ofMinutes(5));
+
+  public LoadRetry {
+    Objects.requireNonNull(backoff, "backoff");
+    Objects.requireNonNull(maxBackoff, "maxBackoff");
+    if (backoff.isNegative() || backoff.isZero()) {
+      throw new IllegalArgumentException("--load-retry-backoff must be positive, got " + backoff);
+    }
+    if (maxBackoff.compareTo(backoff) < 0) {
+      throw new IllegalArgumentException(
+          "--load-retry-max-backoff ("
+              + maxBackoff
+              + ") must be at least --load-retry-backoff ("
+              + backoff
+              + ")");
+    }
+  }
+
+  /**
+   * The wait before the next load, without jitter.
+   *
+   * @param failures failed loads so far (≥ 1)
+   */
+  public Duration ceiling(int failures) {
+    if (failures < 1) {
+      throw new IllegalArgumentException("failures must be at least 1, got " + failures);
+    }
+    long cap = maxBackoff.toNanos();
+    long d = backoff.toNanos();
+    for (int i = 1; i < failures && d < cap; i++) {
+      d = d > cap / 2 ? cap : d * 2;
+    }
+    return Duration.ofNanos(Math.min(d, cap));
+  }
+
+  /**
+   * The jittered wait before the next load: uniformly random in {@code [ceiling/2, ceiling]}.
+   *
+   * @param failures failed loads so far (≥ 1)
+   */
+  public Duration delay(int failures) {
+    long d = ceiling(failures).toNanos();
+    return Duration.ofNanos(d / 2 + ThreadLocalRandom.current().nextLong(d - d / 2 + 1));
+  }
+}

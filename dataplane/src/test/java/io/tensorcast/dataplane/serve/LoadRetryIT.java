@@ -1,0 +1,351 @@
+package io.tensorcast.dataplane.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.cli.ServeArguments;
+import io.tensorcast.dataplane.p2p.PeerSwarm;
+import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.dataplane.testing.FaultInjectingProxy;
+import io.tensorcast.dataplane.testing.S3MockServer;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * A data-plane server whose source fails: S3Mock behind a {@link FaultInjectingProxy} answering
+ * 500s, a real {@link DataPlaneServer} configured from {@code dataplane serve}'s own arguments,
+ * {@code /status} and {@code /metrics} read over HTTP. A load that fails on a transient source
+ * error is loaded again with back-off (never {@code Failed}) until the source recovers, and ends
+ * Ready with the store byte-identical to the corpus files; a permanent failure is {@code Failed}
+ * and not retried.
+ */
+class LoadRetryIT {
+  private static final String BUCKET = "load-retry-it";
+  private static final String PREFIX = "model/";
+  private static final Duration READY = Duration.ofSeconds(60);
+  private static final Pattern RETRIES =
+      Pattern.compile(
+          "(?m)^tensorcast_dataplane_load_retries_total\\{artifact=\"([^\"]+)\",?\\} ([0-9.E]+)$");
+
+  private static S3MockServer s3;
+
+  /** Path in the artifact → corpus file. */
+  private static final Map<String, Path> files = new TreeMap<>();
+
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final ObjectMapper json = new ObjectMapper();
+  private final List<DataPlaneServer> servers = new ArrayList<>();
+  private FaultInjectingProxy proxy;
+  private Path root;
+  private int peerPort;
+
+  @BeforeAll
+  static void seed() throws IOException {
+    Path corpus = Corpus.dir();
+    try (Stream<Path> shards = Files.list(corpus.resolve("index/safetensorsjl-tiny-sharded"))) {
+      shards.forEach(p -> files.put(p.getFileName().toString(), p));
+    }
+    files.put(
+        "extra/mnist.safetensors",
+        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    s3 = S3MockServer.shared();
+    s3.createBucket(BUCKET);
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
+    }
+  }
+
+  @BeforeEach
+  void setUp() throws IOException {
+    Path shm = Path.of("/dev/shm");
+    assumeTrue(Files.isDirectory(shm), "/dev/shm is needed for the page-locked store");
+    root = Files.createTempDirectory(shm, "tensorcast-load-retry-it-");
+    proxy = new FaultInjectingProxy(s3.endpoint());
+  }
+
+  @AfterEach
+  void tearDown() throws IOException {
+    servers.forEach(DataPlaneServer::close);
+    proxy.close();
+    try (Stream<Path> walk = Files.walk(root)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  @Test
+  void anOutageLongerThanTheRequestRetriesIsRetriedWithBackOffUntilTheSourceRecovers()
+      throws Exception {
+    proxy.failRequests(500, 1_000_000, null); // down from the first request on
+    DataPlaneServer server = start("outage", "s3://" + BUCKET + "/" + PREFIX, "source-only");
+
+    // Several loads fail (listing exhausts its attempts each time); the pod keeps trying.
+    DataPlaneStatus waiting =
+        await("a third load announced")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(20))
+            .until(() -> status(server), s -> retryAttempt(s) >= 3);
+    assertThat(waiting.phase()).isEqualTo(Phase.Pending);
+    assertThat(waiting.reason()).isEqualTo("SourceUnavailable");
+    assertThat(waiting.message())
+        .startsWith("s3://" + BUCKET + "/" + PREFIX + ": listing s3://" + BUCKET + "/" + PREFIX)
+        .contains("HTTP 500")
+        .containsPattern("; retrying in [0-9]+(ms|s) \\(attempt [0-9]+\\)$");
+    assertThat(retriesMetric(server)).isGreaterThanOrEqualTo(2);
+    // While the source stays down it is never reported Failed.
+    await("still retrying, never Failed")
+        .during(Duration.ofMillis(1500))
+        .atMost(Duration.ofSeconds(5))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> status(server).phase() != Phase.Failed);
+    int failed = proxy.requests().size();
+    assertThat(failed).as("requests the proxy failed").isGreaterThan(6);
+
+    proxy.reset(); // the source recovers
+    DataPlaneStatus ready = awaitReady(server);
+    assertThat(ready.reason()).isNull();
+    assertStoreHoldsTheCorpusFiles(ready);
+  }
+
+  /**
+   * The source fails in the middle of the load: the partial copy is dropped, the next load (with a
+   * new peer swarm in peer-to-peer mode, on the same peer port) fills the store again.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"source-only", "peer-to-peer"})
+  void aLoadThatFailsHalfwayIsLoadedAgainFromTheStart(String distribution) throws Exception {
+    proxy.delay(Duration.ofMillis(60));
+    DataPlaneServer server =
+        start("halfway-" + distribution, "s3://" + BUCKET + "/" + PREFIX, distribution);
+    DataPlaneStatus loading =
+        await("bytes in the store")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(10))
+            .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    PeerSwarm first = server.swarm();
+    proxy.failRequests(500, 1_000_000, null);
+
+    DataPlaneStatus waiting =
+        await("the failed load to be announced for retry")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(10))
+            .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    assertThat(waiting.phase()).isEqualTo(Phase.Pending);
+    assertThat(waiting.reason()).isEqualTo("SourceUnavailable");
+    assertThat(waiting.bytesLoaded()).isZero();
+    assertThat(waiting.message()).contains("HTTP 500");
+
+    proxy.reset();
+    DataPlaneStatus ready = awaitReady(server);
+    assertThat(ready.bytesFromSource()).isEqualTo(ready.bytesTotal());
+    assertStoreHoldsTheCorpusFiles(ready);
+    assertThat(retriesMetric(server)).isGreaterThanOrEqualTo(1);
+    if (distribution.equals("peer-to-peer")) {
+      assertThat(server.swarm()).as("a new swarm for the new load").isNotSameAs(first);
+      assertThat(server.swarm().listenAddress())
+          .as("the new swarm listens on the same peer port")
+          .isEqualTo(new InetSocketAddress("127.0.0.1", peerPort));
+      assertThat(ready.peerEpoch())
+          .as("the new swarm has the membership")
+          .isNotNull()
+          .isEqualTo(loading.peerEpoch());
+    }
+  }
+
+  @Test
+  void aMissingBucketIsFailedAndNotRetried() throws Exception {
+    DataPlaneServer server = start("missing", "s3://no-such-bucket-here/" + PREFIX, "source-only");
+    DataPlaneStatus failed =
+        await("Failed")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(20))
+            .until(() -> status(server), s -> s.phase() == Phase.Failed);
+    assertThat(failed.reason()).isEqualTo("BucketNotFound");
+    assertThat(failed.message()).contains("no-such-bucket-here").doesNotContain("retrying");
+    int requests = proxy.requests().size();
+    assertThat(requests).isPositive();
+    // Ten back-off periods (100 ms) later: no new request, still Failed, no retry counted.
+    await("no load again")
+        .during(Duration.ofSeconds(1))
+        .atMost(Duration.ofSeconds(3))
+        .pollInterval(Duration.ofMillis(50))
+        .until(() -> proxy.requests().size() == requests && status(server).phase() == Phase.Failed);
+    assertThat(retriesMetric(server)).isZero();
+  }
+
+  @Test
+  void closeInterruptsTheBackOffWaitPromptly() throws Exception {
+    proxy.failRequests(500, 1_000_000, null);
+    DataPlaneServer server =
+        start("close", "s3://" + BUCKET + "/" + PREFIX, "source-only", "10m", "10m");
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> status(server), s -> retryAttempt(s) == 2);
+    long started = System.nanoTime();
+    server.close();
+    assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+    assertThat(root.resolve("close")).doesNotExist();
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private DataPlaneServer start(String id, String uri, String distribution) throws Exception {
+    return start(id, uri, distribution, "100ms", "400ms");
+  }
+
+  private DataPlaneServer start(
+      String id, String uri, String distribution, String backoff, String maxBackoff)
+      throws Exception {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "serve",
+                "--artifact-id",
+                id,
+                "--uri",
+                uri,
+                "--endpoint",
+                proxy.endpoint().toString(),
+                "--path-style",
+                "--region",
+                S3MockServer.REGION,
+                "--store-root",
+                root.toString(),
+                "--budget",
+                "64Mi",
+                "--listen",
+                "127.0.0.1:0",
+                "--max-attempts",
+                "2",
+                "--range-size",
+                "64Ki",
+                "--concurrency",
+                "2",
+                "--load-retry-backoff",
+                backoff,
+                "--load-retry-max-backoff",
+                maxBackoff,
+                "--distribution",
+                distribution));
+    if (distribution.equals("peer-to-peer")) {
+      int port = freePort();
+      peerPort = port;
+      args.addAll(
+          List.of(
+              "--peer-listen",
+              "127.0.0.1:" + port,
+              "--peer-id",
+              "m0",
+              "--peers",
+              "m0=127.0.0.1:" + port,
+              "--piece-size",
+              "64Ki",
+              "--peer-timeout",
+              "2s"));
+    }
+    ServeSettings settings =
+        ServeArguments.parse(
+            args,
+            Map.of(
+                "AWS_ACCESS_KEY_ID",
+                S3MockServer.ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY",
+                S3MockServer.SECRET_KEY));
+    DataPlaneServer s = DataPlaneServer.start(settings);
+    servers.add(s);
+    return s;
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private DataPlaneStatus status(DataPlaneServer s) throws Exception {
+    HttpResponse<String> r = get(s, "/status");
+    assertThat(r.statusCode()).isEqualTo(200);
+    return json.readValue(r.body(), DataPlaneStatus.class);
+  }
+
+  private HttpResponse<String> get(DataPlaneServer s, String path) throws Exception {
+    URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + path);
+    return http.send(
+        HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** The number of the announced next load while waiting, else 0. */
+  private static int retryAttempt(DataPlaneStatus s) {
+    if (s.phase() != Phase.Pending || s.message() == null) {
+      return 0;
+    }
+    Matcher m = Pattern.compile("; retrying in \\S+ \\(attempt ([0-9]+)\\)$").matcher(s.message());
+    return m.find() ? Integer.parseInt(m.group(1)) : 0;
+  }
+
+  private long retriesMetric(DataPlaneServer s) throws Exception {
+    String body = get(s, "/metrics").body();
+    Matcher m = RETRIES.matcher(body);
+    assertThat(m.find()).as("tensorcast_dataplane_load_retries_total in\n%s", body).isTrue();
+    assertThat(body)
+        .contains(
+            "# HELP tensorcast_dataplane_load_retries_total Loads that failed on a transient");
+    return (long) Double.parseDouble(m.group(2));
+  }
+
+  private DataPlaneStatus awaitReady(DataPlaneServer s) throws Exception {
+    DataPlaneStatus st =
+        await("Ready or Failed")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(20))
+            .until(() -> status(s), x -> x.phase() == Phase.Ready || x.phase() == Phase.Failed);
+    assertThat(st.phase()).as("%s: %s", st.reason(), st.message()).isEqualTo(Phase.Ready);
+    return st;
+  }
+
+  private static void assertStoreHoldsTheCorpusFiles(DataPlaneStatus ready) throws IOException {
+    Path dir = Path.of(ready.storeDirectory());
+    assertThat(ready.files()).isEqualTo(files.size());
+    assertThat(ready.filesComplete()).isEqualTo(files.size());
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
+          .as("store copy of %s", e.getKey())
+          .isEqualTo(-1L);
+    }
+    try (Stream<Path> walk = Files.walk(dir)) {
+      assertThat(walk.filter(Files::isRegularFile).count())
+          .as("files in %s", dir)
+          .isEqualTo(files.size());
+    }
+  }
+}

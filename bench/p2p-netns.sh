@@ -12,7 +12,9 @@
 # data-plane JVMs to the last node Ready: JVM start, listing, headers, allocation + mlock, transfer,
 # verification), its ratio to the baseline of the same N; the transfer window (first node with its
 # store opened to last node Ready, from the data planes' log timestamps: allocation + mlock, every
-# byte, verification) and its ratio to the bound S/B + (N-1)*piece/B; and source bytes / S, counted twice: by the nodes' /status
+# byte, verification) and its ratio to the bound S/B + (N-1)*piece/B; for p2p the swarm window (the
+# last member's peer transport up to the last node Ready: without the seconds N JVMs on a small VM
+# take to allocate and mlock N copies one after another) and its ratio to the bound; and source bytes / S, counted twice: by the nodes' /status
 # bytesFromSource and by the origin link's tx byte counter (includes HTTP/TCP overhead).
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
@@ -235,9 +237,16 @@ run() {
   t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | head -1)
   t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | cut -c1-12 \
     | sort | tail -1)
+  # The swarm window (p2p): the LAST member's peer transport up (store allocated and mlocked) to
+  # the last node Ready. N JVMs allocating and mlocking N copies on this VM's 2 cores come up
+  # seconds apart (up to ~20 s at N = 8), and the plan starts only when every member is up; on a
+  # cluster each node allocates on its own CPUs.
+  local tu swarm=-
+  tu=$(grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | tail -1)
   local first_byte all_loaded
   first_byte=$(secs "$t0")
   all_loaded=$(secs "$t1")
+  [ -n "$tu" ] && swarm=$(echo "$all_loaded - $(secs "$tu")" | bc -l)
   local src=0 b
   for k in $(seq 1 "$n"); do
     b=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
@@ -247,22 +256,26 @@ run() {
   tx1=$(origin_tx)
   for p in "${run_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 ))"
+  result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 )) $swarm"
 }
 
-printf '\n%-4s %-12s %7s %9s %7s %9s %9s %11s %11s\n' N mode wall transfer bound \
-  wall/base xfer/bound "src/S(status)" "src/S(link)"
+printf '\n%-4s %-12s %7s %9s %7s %9s %9s %7s %10s %11s %11s\n' N mode wall transfer bound \
+  wall/base xfer/bound swarm swarm/bound "src/S(status)" "src/S(link)"
 for n in $nodes_list; do
   bound=$(echo "($S * 8 / $B) + ($n - 1) * $PIECE * 8 / $B" | bc -l)
   for r in $(seq 1 "$reps"); do
     tb=""
     for mode in $modes; do
       run "$mode" "$n"
-      read -r t x src link <<<"$result"
+      read -r t x src link w <<<"$result"
       [ "$mode" = source-only ] && tb=$t
-      printf '%-4s %-12s %7.1f %9.1f %7.1f %9s %9.2f %11.3f %11.3f\n' "$n" "$mode" "$t" "$x" \
-        "$bound" "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
-        "$(echo "$x / $bound" | bc -l)" "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
+      printf '%-4s %-12s %7.1f %9.1f %7.1f %9s %9.2f %7s %10s %11.3f %11.3f\n' "$n" "$mode" \
+        "$t" "$x" "$bound" \
+        "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
+        "$(echo "$x / $bound" | bc -l)" \
+        "$([ "$w" = - ] && echo - || printf '%.1f' "$w")" \
+        "$([ "$w" = - ] && echo - || printf '%.2f' "$(echo "$w / $bound" | bc -l)")" \
+        "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
     done
   done
 done

@@ -330,8 +330,17 @@ public final class FrameCodec {
    * than {@code maxPieceCount} pieces fails it before its hash table is allocated.
    */
   public static final class Decoder extends ByteToMessageDecoder {
+    /**
+     * Bytes of PIECE frames that must arrive to count as progress ({@link #pieceProgressAt()}): a
+     * peer trickling less than this per peer timeout is as stuck as a silent one.
+     */
+    public static final int PROGRESS_BYTES = 16 * 1024;
+
     private final int maxFrameLength;
     private final int maxPieceCount;
+    private int partialSeen; // bytes of the PIECE frame being received, at the last decode
+    private long unreported; // PIECE bytes arrived since progress was last marked
+    private volatile long pieceProgressAt;
 
     /** A decoder that bounds the frame length only (any BITFIELD piece count that fits). */
     public Decoder(int maxFrameLength) {
@@ -364,12 +373,39 @@ public final class FrameCodec {
                   + maxFrameLength
                   + " bytes (piece size or bitfield plus headers); refusing it");
         }
+        boolean piece = in.readableBytes() > 4 && in.getUnsignedByte(in.readerIndex() + 4) == PIECE;
         if (in.readableBytes() < 4 + length) {
+          if (piece) {
+            progress(in.readableBytes() - partialSeen);
+            partialSeen = in.readableBytes();
+          }
           return;
         }
+        if (piece) {
+          progress((int) (4 + length) - partialSeen);
+        }
+        partialSeen = 0;
         in.skipBytes(4);
         out.add(FrameCodec.decode(in.readRetainedSlice((int) length), maxPieceCount));
       }
+    }
+
+    private void progress(int bytes) {
+      unreported += Math.max(0, bytes);
+      if (unreported >= PROGRESS_BYTES) {
+        unreported = 0;
+        pieceProgressAt = System.nanoTime();
+      }
+    }
+
+    /**
+     * When ({@link System#nanoTime()}) at least {@link #PROGRESS_BYTES} more bytes of PIECE frames
+     * had arrived, counting frames still being received; 0 before. A 4 MiB piece behind a busy
+     * holder's other sends can take longer than the peer timeout to arrive whole, while its bytes
+     * keep coming.
+     */
+    public long pieceProgressAt() {
+      return pieceProgressAt;
     }
   }
 }

@@ -225,6 +225,12 @@ public final class NettyPeerTransport implements PeerTransport {
     }
 
     @Override
+    public long pieceProgressAt() {
+      FrameCodec.Decoder d = channel.pipeline().get(FrameCodec.Decoder.class);
+      return d == null ? 0 : d.pieceProgressAt();
+    }
+
+    @Override
     public String peerId() {
       return peerId;
     }
@@ -236,6 +242,12 @@ public final class NettyPeerTransport implements PeerTransport {
 
     @Override
     public void sendPiece(int piece, Path file, long offset, int length, Runnable sent) {
+      if (!channel.eventLoop().inEventLoop()) {
+        // Header and body as one task: a frame written from another thread between them would
+        // land inside the PIECE frame.
+        channel.eventLoop().execute(() -> sendPiece(piece, file, offset, length, sent));
+        return;
+      }
       channel.write(FrameCodec.pieceHeader(channel.alloc(), piece, length));
       channel
           .writeAndFlush(new DefaultFileRegion(file.toFile(), offset, length))

@@ -57,9 +57,9 @@ import org.slf4j.LoggerFactory;
  *       is lost when disconnected longer than the peer timeout (never connected: the peer timeout
  *       after this member's fill started or the membership arrived), or when refused for faults. A
  *       lost member that connects again is live again (its block goes back to it).
- *   <li>Fetching: from each usable peer at most {@link PeerSettings#maxInFlight()} requests, the
- *       rarest piece first, the least-loaded peer first. A request unanswered within the peer
- *       timeout is requested elsewhere and counts as a fault of that peer.
+ *   <li>Fetching: at most {@link #maxTotalInFlight} requests in all and {@link #perPeerInFlight}
+ *       per usable peer, the rarest piece first, the least-loaded peer first. A request unanswered
+ *       within the peer timeout is requested elsewhere and counts as a fault of that peer.
  *   <li>Integrity: a piece read from the source is hashed (SHA-256) and announced with its hash
  *       (HAVE); relays announce the origin's hash. A piece from a peer is hashed before it is
  *       written to the store and must equal the announced hash; otherwise it is dropped, counted
@@ -497,11 +497,14 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private void schedule() {
     long now = System.nanoTime();
     long timeout = settings.peerTimeout().toNanos();
-    // Stuck requests: ask elsewhere. A request is stuck when its peer has sent no piece at all for
-    // the peer timeout; a peer that keeps delivering is only busy (its queue is deep because its
-    // link or CPU is shared), and banning it would push the swarm back onto the source.
+    // Stuck requests: ask elsewhere. A request is stuck when its peer has sent no piece bytes at
+    // all for the peer timeout (whole pieces or PIECE frames still arriving); a peer that keeps
+    // delivering is only busy (its queue is deep because its link or CPU is shared), and banning
+    // it would push the swarm back onto the source. At 50 Mbit/s a 4 MiB piece sharing a holder's
+    // link with 13 others takes longer than 10 s to arrive whole (bench/p2p-netns.sh, N = 8).
     for (Peer p : List.copyOf(peers.values())) {
-      if (p.lastPieceAt != 0 && now - p.lastPieceAt <= timeout) {
+      long progress = Math.max(p.lastPieceAt, p.conn == null ? 0 : p.conn.pieceProgressAt());
+      if (progress != 0 && now - progress <= timeout) {
         continue;
       }
       List<Integer> stuck = new ArrayList<>();
@@ -592,11 +595,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       total += p.inFlight.size();
     }
     int maxTotal = maxTotalInFlight(settings.maxInFlight());
+    int perPeer = perPeerInFlight(settings.maxInFlight(), maxTotal, usable.size());
     while (sent && total < maxTotal) {
       sent = false;
       usable.sort((a, b) -> Integer.compare(a.inFlight.size(), b.inFlight.size()));
       for (Peer p : usable) {
-        if (p.inFlight.size() >= settings.maxInFlight()) {
+        if (p.inFlight.size() >= perPeer) {
           continue;
         }
         BitSet c = candidates.get(p);
@@ -626,6 +630,19 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    */
   static int maxTotalInFlight(int perPeer) {
     return 2 * perPeer;
+  }
+
+  /**
+   * Requests one member keeps outstanding at one peer: the per-peer limit while few peers share the
+   * member's total, else an even share of the total, but at least 2 (one piece on the wire, one
+   * queued behind it, so the peer's link never waits on a round trip). Every member asks every peer
+   * at once; a holder with 7 requesters × 4 queued 4 MiB pieces needs 9 s at 100 Mbit/s to serve
+   * the last of them, and a requester that waited the 10 s peer timeout counted the busy peer as
+   * stuck (N = 8, bench/p2p-netns.sh). With 2 the queue is half as deep.
+   */
+  static int perPeerInFlight(int perPeerLimit, int maxTotal, int usablePeers) {
+    return Math.max(
+        Math.min(2, perPeerLimit), Math.min(perPeerLimit, maxTotal / Math.max(1, usablePeers)));
   }
 
   /** Who is live now and the plan from that; called under the lock. */

@@ -44,6 +44,15 @@ public interface PeerTransport extends AutoCloseable {
      */
     void sendPiece(int piece, Path file, long offset, int length, Runnable sent);
 
+    /**
+     * When ({@link System#nanoTime()}) bytes of pieces last arrived on this connection in a
+     * meaningful amount, including pieces still arriving; 0 if never. The swarm's stuck rule uses
+     * it: a peer whose pieces keep arriving is busy, not stuck.
+     */
+    default long pieceProgressAt() {
+      return 0;
+    }
+
     /** Closes the connection; the listener then sees {@link Listener#disconnected}. */
     void close(String why);
   }

@@ -165,4 +165,32 @@ class FrameCodecTest {
         .isInstanceOf(DecoderException.class)
         .hasMessage("frame length 0: a frame has at least its type byte");
   }
+
+  @Test
+  void bytesOfAPieceStillArrivingCountAsProgressOtherFramesDoNot() {
+    FrameCodec.Decoder decoder = new FrameCodec.Decoder(1 << 20);
+    EmbeddedChannel ch = new EmbeddedChannel(decoder);
+    ch.writeInbound(FrameCodec.encode(new Frame.KeepAlive(), A));
+    ch.writeInbound(FrameCodec.encode(new Frame.Have(3, sha(1)), A));
+    assertThat(decoder.pieceProgressAt()).as("after control frames only").isZero();
+    assertThat((Object) ch.readInbound()).isInstanceOf(Frame.KeepAlive.class);
+    assertThat((Object) ch.readInbound()).isInstanceOf(Frame.Have.class);
+
+    ByteBuf piece =
+        FrameCodec.encode(new Frame.Piece(9, Unpooled.wrappedBuffer(new byte[64 * 1024])), A);
+    ch.writeInbound(piece.readRetainedSlice(FrameCodec.Decoder.PROGRESS_BYTES - 100));
+    assertThat(decoder.pieceProgressAt()).as("below the progress threshold").isZero();
+    ch.writeInbound(piece.readRetainedSlice(200));
+    long first = decoder.pieceProgressAt();
+    assertThat(first).as("a partial PIECE past the threshold").isPositive();
+    assertThat((Object) ch.readInbound()).as("no frame yet").isNull();
+
+    ch.writeInbound(piece.readRetainedSlice(piece.readableBytes()));
+    piece.release();
+    Frame.Piece whole = ch.readInbound();
+    assertThat(whole.piece()).isEqualTo(9);
+    assertThat(whole.payload().readableBytes()).isEqualTo(64 * 1024);
+    whole.payload().release();
+    assertThat(decoder.pieceProgressAt()).isGreaterThanOrEqualTo(first);
+  }
 }

@@ -282,6 +282,44 @@ class PeerToPeerLoadIT {
   }
 
   @Test
+  void aPeerWhosePieceBytesKeepArrivingIsNotStuckBeforeAPieceIsWhole() throws Exception {
+    // The only holder streams each 64 KiB piece in 16 KiB chunks every 80 ms: a piece takes ~320 ms
+    // to arrive whole, longer than the 250 ms peer timeout, but its bytes never stop. Counting only
+    // whole pieces (as before) dropped it as stuck after 3 timeouts and sent the members to the
+    // source for everything.
+    List<String> ids = List.of("m0", "m1", "zz-trickle");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 91);
+    PieceMap map = pieceMap();
+    RogueServingPeer trickle =
+        new RogueServingPeer(
+            addresses.get("zz-trickle"),
+            "zz-trickle",
+            ID,
+            map,
+            pieceHashes(),
+            RogueServingPeer.Mode.TRICKLE,
+            i -> truePiece(map, i),
+            Duration.ofMillis(80),
+            new java.util.concurrent.atomic.AtomicInteger(),
+            new java.util.concurrent.atomic.AtomicInteger());
+    closeables.add(trickle);
+    String peers = peersSpec(addresses);
+    for (String id : ids.subList(0, 2)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "250ms"));
+    }
+    awaitReady(servers);
+
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+    }
+    assertThat(trickle.served.get()).as("pieces the trickling holder sent whole").isGreaterThan(3);
+    assertThat(
+            servers.get(0).status().bytesFromSource() + servers.get(1).status().bytesFromSource())
+        .as("piece bytes the members read from the source (the holder has all %d)", total)
+        .isLessThan(total / 2);
+  }
+
+  @Test
   void aMemberKeepsAtMostEightRequestsInFlightAcrossAllItsPeers() throws Exception {
     // One member and five busy peers that each hold every piece: 4 requests per peer would be 20
     // pieces queued behind this member's one link; the cap across peers is 8.

@@ -25,13 +25,17 @@ import java.util.function.IntFunction;
  * for a piece: {@link Mode#CORRUPT} sends bytes that are not the piece, {@link Mode#SILENT} never
  * answers (a stuck peer). {@link Mode#SLOW} is not a rogue but a busy peer: it sends the true
  * bytes, one piece per {@code delay}, in request order, so its queue waits longer than a peer
- * timeout while it keeps delivering.
+ * timeout while it keeps delivering. {@link Mode#TRICKLE} streams each piece's frame in 16 KiB
+ * chunks, one per {@code delay}: no piece arrives whole within a short peer timeout, but its bytes
+ * keep coming (a holder whose link is shared by many requesters).
  */
 final class RogueServingPeer implements AutoCloseable {
   enum Mode {
     CORRUPT,
     SILENT,
-    SLOW
+    SLOW,
+    /** True bytes, streamed: 16 KiB of the piece frame every {@code delay}, requests in order. */
+    TRICKLE
   }
 
   private final EventLoopGroup group = new NioEventLoopGroup(1);
@@ -117,13 +121,17 @@ final class RogueServingPeer implements AutoCloseable {
                                 ctx.writeAndFlush(
                                     FrameCodec.encode(
                                         new Frame.Bitfield(map.size(), all, hashes), ctx.alloc()));
-                                // keep the connection alive while silent
+                                // keep the connection alive while silent (never inside a
+                                // PIECE frame that is being trickled)
                                 ctx.executor()
                                     .scheduleAtFixedRate(
-                                        () ->
+                                        () -> {
+                                          if (trickle.isEmpty()) {
                                             ctx.writeAndFlush(
                                                 FrameCodec.encode(
-                                                    new Frame.KeepAlive(), ctx.alloc())),
+                                                    new Frame.KeepAlive(), ctx.alloc()));
+                                          }
+                                        },
                                         200,
                                         200,
                                         TimeUnit.MILLISECONDS);
@@ -139,6 +147,22 @@ final class RogueServingPeer implements AutoCloseable {
                                 }
                                 requests.incrementAndGet();
                                 if (mode == Mode.SILENT) {
+                                  return;
+                                }
+                                if (mode == Mode.TRICKLE) {
+                                  ByteBuf encoded =
+                                      FrameCodec.encode(
+                                          new Frame.Piece(
+                                              r.piece(),
+                                              Unpooled.wrappedBuffer(pieceBytes.apply(r.piece()))),
+                                          ctx.alloc());
+                                  byte[] frame = new byte[encoded.readableBytes()];
+                                  encoded.readBytes(frame);
+                                  encoded.release();
+                                  trickle.add(Unpooled.wrappedBuffer(frame));
+                                  if (trickle.size() == 1) {
+                                    trickleNext(ctx);
+                                  }
                                   return;
                                 }
                                 if (mode == Mode.SLOW) {
@@ -161,6 +185,31 @@ final class RogueServingPeer implements AutoCloseable {
                               }
 
                               private final ArrayDeque<Integer> queue = new ArrayDeque<>();
+                              private final ArrayDeque<ByteBuf> trickle = new ArrayDeque<>();
+
+                              /** Sends 16 KiB of the head frame after {@code delay}, then more. */
+                              private void trickleNext(ChannelHandlerContext ctx) {
+                                ctx.executor()
+                                    .schedule(
+                                        () -> {
+                                          ByteBuf head = trickle.peek();
+                                          if (head == null || !ctx.channel().isActive()) {
+                                            return;
+                                          }
+                                          int n = Math.min(16384, head.readableBytes());
+                                          ctx.writeAndFlush(
+                                              Unpooled.copiedBuffer(head.readSlice(n)));
+                                          if (!head.isReadable()) {
+                                            trickle.poll().release();
+                                            served.incrementAndGet();
+                                          }
+                                          if (!trickle.isEmpty()) {
+                                            trickleNext(ctx);
+                                          }
+                                        },
+                                        delay.toMillis(),
+                                        TimeUnit.MILLISECONDS);
+                              }
 
                               /** Sends the head of the queue after {@code delay}, then the next. */
                               private void sendNext(ChannelHandlerContext ctx) {

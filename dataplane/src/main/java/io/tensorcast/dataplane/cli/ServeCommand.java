@@ -97,8 +97,9 @@ final class ServeCommand implements Callable<Integer> {
       names = "--peer-timeout",
       defaultValue = "10s",
       description =
-          "A requested piece not received within this is asked elsewhere; a silent connection is"
-              + " closed; a member disconnected this long is lost (default ${DEFAULT-VALUE}).")
+          "A requested piece not received within this, from a peer that sent no piece bytes"
+              + " meanwhile, is asked elsewhere; a silent connection is closed; a member"
+              + " disconnected this long is lost (default ${DEFAULT-VALUE}).")
   String peerTimeout;
 
   @Option(

@@ -313,7 +313,7 @@ public final class NettyPeerTransport implements PeerTransport {
       } else if (h.pieceCount() != local.pieceCount()
           || !Arrays.equals(h.mapDigest(), local.mapDigest())) {
         refusal =
-            "piece map differs (the files listed or their sizes differ): "
+            "piece map differs (the files listed, their sizes or their versions differ): "
                 + h.pieceCount()
                 + " pieces vs "
                 + local.pieceCount();

@@ -65,6 +65,7 @@ class LoadRetryIT {
   private FaultInjectingProxy proxy;
   private Path root;
   private int peerPort;
+  private String budget = "64Mi";
 
   @BeforeAll
   static void seed() throws IOException {
@@ -180,6 +181,43 @@ class LoadRetryIT {
     }
   }
 
+  /**
+   * Three loads fail halfway under a budget that holds one copy and little more: every failed load
+   * must give its memory back, or the next one is refused by the store.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"source-only", "peer-to-peer"})
+  void loadsThatFailHalfwayAgainAndAgainGiveTheirMemoryBack(String distribution) throws Exception {
+    budget = "2Mi"; // the artifact is about 1.5 MB
+    proxy.delay(Duration.ofMillis(40));
+    DataPlaneServer server =
+        start("budget-" + distribution, "s3://" + BUCKET + "/" + PREFIX, distribution);
+    for (int attempt = 2; attempt <= 4; attempt++) {
+      await("bytes in the store")
+          .atMost(READY)
+          .pollInterval(Duration.ofMillis(5))
+          .until(
+              () -> server.status(),
+              s -> {
+                assertThat(s.phase())
+                    .as("%s: %s", s.reason(), s.message())
+                    .isNotEqualTo(Phase.Failed);
+                return s.phase() == Phase.Loading && s.bytesLoaded() > 0;
+              });
+      proxy.failRequests(500, 1_000_000, null);
+      int next = attempt;
+      await("load " + next + " announced")
+          .atMost(READY)
+          .pollInterval(Duration.ofMillis(5))
+          .until(() -> status(server), s -> retryAttempt(s) >= next);
+      proxy.reset();
+      proxy.delay(Duration.ofMillis(40));
+    }
+    DataPlaneStatus ready = awaitReady(server);
+    assertStoreHoldsTheCorpusFiles(ready);
+    assertThat(retriesMetric(server)).isGreaterThanOrEqualTo(3);
+  }
+
   @Test
   void aMissingBucketIsFailedAndNotRetried() throws Exception {
     DataPlaneServer server = start("missing", "s3://no-such-bucket-here/" + PREFIX, "source-only");
@@ -241,7 +279,7 @@ class LoadRetryIT {
                 "--store-root",
                 root.toString(),
                 "--budget",
-                "64Mi",
+                budget,
                 "--listen",
                 "127.0.0.1:0",
                 "--max-attempts",

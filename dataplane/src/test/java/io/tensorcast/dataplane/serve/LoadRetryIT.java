@@ -218,6 +218,46 @@ class LoadRetryIT {
     assertThat(retriesMetric(server)).isGreaterThanOrEqualTo(3);
   }
 
+  /**
+   * {@code PUT /v1/peers} while the server keeps failing, waiting and swapping its peer swarm:
+   * every PUT is answered without a server error, and the swarm of the load that finally succeeds
+   * has the membership given last; the peers gauge follows that swarm.
+   */
+  @Test
+  void membershipPutsDuringWaitsAndSwarmSwapsAreAllKept() throws Exception {
+    proxy.failRequests(500, 1_000_000, null);
+    DataPlaneServer server =
+        start("puts", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "20ms", "40ms");
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    String member = "{\"id\":\"m0\",\"address\":\"127.0.0.1:" + peerPort + "\"}";
+    for (int i = 0; i < 150; i++) {
+      HttpResponse<String> r =
+          put(server, "{\"epoch\":\"e" + i + "\",\"members\":[" + member + "]}");
+      assertThat(r.statusCode()).as("PUT %d: %s", i, r.body()).isBetween(200, 299);
+    }
+    assertThat(status(server).phase()).as("still retrying").isIn(Phase.Pending, Phase.Resolving);
+    proxy.reset();
+    DataPlaneStatus ready = awaitReady(server);
+    assertThat(ready.peerEpoch()).isEqualTo("e149");
+    assertStoreHoldsTheCorpusFiles(ready);
+    assertThat(get(server, "/metrics").body())
+        .containsPattern("(?m)^tensorcast_dataplane_peers\\{artifact=\"puts\",?\\} 0.0$");
+  }
+
+  private HttpResponse<String> put(DataPlaneServer s, String body) throws Exception {
+    URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + "/v1/peers");
+    return http.send(
+        HttpRequest.newBuilder(uri)
+            .timeout(Duration.ofSeconds(5))
+            .PUT(HttpRequest.BodyPublishers.ofString(body))
+            .header("Content-Type", "application/json")
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
   @Test
   void aMissingBucketIsFailedAndNotRetried() throws Exception {
     DataPlaneServer server = start("missing", "s3://no-such-bucket-here/" + PREFIX, "source-only");

@@ -247,6 +247,39 @@ class LoadRetryIT {
         .containsPattern("(?m)^tensorcast_dataplane_peers\\{artifact=\"puts\",?\\} 0.0$");
   }
 
+  /** Another process took the peer port while the server waited: the next load still ends Ready. */
+  @Test
+  void aPeerPortTakenDuringTheWaitLeavesTheNextLoadToTheSourceAlone() throws Exception {
+    proxy.delay(Duration.ofMillis(60));
+    DataPlaneServer server =
+        start("port-taken", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "1s", "1s");
+    await("bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    proxy.failRequests(500, 1_000_000, null);
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    try (ServerSocket thief = new ServerSocket()) {
+      // The failed load's swarm lets the port go once closed, just after the wait is announced.
+      await("the peer port free")
+          .atMost(Duration.ofMillis(400))
+          .pollInterval(Duration.ofMillis(5))
+          .ignoreExceptions()
+          .until(
+              () -> {
+                thief.bind(new InetSocketAddress("127.0.0.1", peerPort));
+                return true;
+              });
+      proxy.reset();
+      DataPlaneStatus ready = awaitReady(server);
+      assertStoreHoldsTheCorpusFiles(ready);
+      assertThat(server.swarm().listenAddress()).isNull();
+    }
+  }
+
   private HttpResponse<String> put(DataPlaneServer s, String body) throws Exception {
     URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + "/v1/peers");
     return http.send(

@@ -280,6 +280,41 @@ class LoadRetryIT {
     }
   }
 
+  /**
+   * close() in the middle of the second load: prompt, and nothing of the copy stays in the store.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"source-only", "peer-to-peer"})
+  void closeDuringTheSecondLoadLeavesNoFiles(String distribution) throws Exception {
+    proxy.delay(Duration.ofMillis(60));
+    String id = "close-second-" + distribution;
+    DataPlaneServer server = start(id, "s3://" + BUCKET + "/" + PREFIX, distribution);
+    await("bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    proxy.failRequests(500, 1_000_000, null);
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    proxy.reset();
+    proxy.delay(Duration.ofMillis(60));
+    await("the second load has bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    long started = System.nanoTime();
+    server.close();
+    assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+    assertThat(root.resolve(id)).doesNotExist();
+    try (Stream<Path> left = Files.list(root)) {
+      assertThat(left.map(p -> p.getFileName().toString()).toList())
+          .as("left in the store root")
+          .noneMatch(n -> n.contains(id));
+    }
+  }
+
   private HttpResponse<String> put(DataPlaneServer s, String body) throws Exception {
     URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + "/v1/peers");
     return http.send(

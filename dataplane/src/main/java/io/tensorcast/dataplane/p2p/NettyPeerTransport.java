@@ -100,7 +100,8 @@ public final class NettyPeerTransport implements PeerTransport {
    * @param local this member's HELLO
    * @param idleTimeout close a connection after this long without a frame
    * @throws InterruptedException if interrupted while binding
-   * @throws RuntimeException (a {@link java.net.BindException}) when the address is taken
+   * @throws IllegalStateException (caused by a {@link java.net.BindException}) when the address is
+   *     taken
    */
   public static NettyPeerTransport start(
       InetSocketAddress listen, Frame.Hello local, Duration idleTimeout, Listener listener)
@@ -120,6 +121,11 @@ public final class NettyPeerTransport implements PeerTransport {
     } catch (InterruptedException | RuntimeException e) {
       group.shutdownGracefully();
       throw e;
+    } catch (Exception e) {
+      // Netty's sync() rethrows the bind's checked exception (a BindException) undeclared: it
+      // escaped every RuntimeException handler up to the loading thread, which died silently.
+      group.shutdownGracefully();
+      throw new IllegalStateException("cannot listen on " + listen + ": " + e, e);
     }
   }
 
@@ -325,7 +331,7 @@ public final class NettyPeerTransport implements PeerTransport {
       } else if (h.pieceCount() != local.pieceCount()
           || !Arrays.equals(h.mapDigest(), local.mapDigest())) {
         refusal =
-            "piece map differs (the files listed or their sizes differ): "
+            "piece map differs (the files listed, their sizes or their versions differ): "
                 + h.pieceCount()
                 + " pieces vs "
                 + local.pieceCount();

@@ -18,6 +18,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -318,7 +319,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.serving = true;
       this.fillStarted = System.nanoTime();
     }
-    PeerTransport t = startTransport(pm, "loading from the source alone");
+    PeerTransport t = startTransport(pm, files, "loading from the source alone");
     int threads = Math.max(1, read.concurrency());
     ExecutorService sources = Executors.newFixedThreadPool(threads, daemon("p2p-source"));
     synchronized (this) {
@@ -381,10 +382,16 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   /** Starts the peer transport for this map, or null (logged) when it cannot listen. */
-  private PeerTransport startTransport(PieceMap pm, String otherwise) throws InterruptedException {
+  private PeerTransport startTransport(PieceMap pm, List<SourceFile> files, String otherwise)
+      throws InterruptedException {
     Frame.Hello hello =
         new Frame.Hello(
-            FrameCodec.VERSION, artifactId, self, pm.pieceSize(), pm.size(), pm.digest());
+            FrameCodec.VERSION,
+            artifactId,
+            self,
+            pm.pieceSize(),
+            pm.size(),
+            helloDigest(pm, files));
     try {
       return NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
     } catch (RuntimeException e) {
@@ -395,6 +402,26 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           e.toString(),
           otherwise);
       return null;
+    }
+  }
+
+  /**
+   * The map digest sent in HELLO: SHA-256 over {@link PieceMap#digest()} and every file's listed
+   * ETag ({@link SourceFile#etag()}), so members that listed other versions of the files refuse
+   * each other even when the sizes are the same (an object replaced by a same-size one between two
+   * members' listings, say while one waited to load again): pieces of one version must never fill a
+   * copy of the other.
+   */
+  static byte[] helloDigest(PieceMap pm, List<SourceFile> files) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      md.update(pm.digest());
+      for (SourceFile f : files) {
+        md.update((f.path() + "\0" + f.etag() + "\n").getBytes(StandardCharsets.UTF_8));
+      }
+      return md.digest();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
     }
   }
 
@@ -426,10 +453,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.adopting = Executors.newSingleThreadExecutor(daemon("p2p-adopted"));
       hasher = adopting;
     }
-    hasher.execute(() -> hashAndServe(pm, stored));
+    hasher.execute(() -> hashAndServe(pm, stored, files));
   }
 
-  private void hashAndServe(PieceMap pm, StoredArtifact copy) {
+  private void hashAndServe(PieceMap pm, StoredArtifact copy, List<SourceFile> files) {
     long started = System.nanoTime();
     byte[][] h = new byte[pm.size()][];
     try {
@@ -453,7 +480,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     PeerTransport t;
     try {
-      t = startTransport(pm, "the adopted copy is not offered to peers");
+      t = startTransport(pm, files, "the adopted copy is not offered to peers");
     } catch (InterruptedException e) {
       return; // closed
     }

@@ -15,9 +15,9 @@ import java.util.Objects;
  * not cross files (the last piece of a file is shorter); empty files have no pieces. Pieces are
  * numbered from 0 across the files in order.
  *
- * <p>Every member of a swarm must build the same map: {@link #digest()} (exchanged in HELLO) is a
- * SHA-256 over the piece size and every file's path and size, so peers with a different listing or
- * piece size refuse each other.
+ * <p>Every member of a swarm must build the same map: {@link #digest()} (exchanged in HELLO, with
+ * every file's ETag added by {@code PeerSwarm.helloDigest}) is a SHA-256 over the piece size and
+ * every file's path and size, so peers with a different listing or piece size refuse each other.
  */
 public final class PieceMap {
   /** Largest piece size accepted: one piece must fit in one frame. */

@@ -418,6 +418,71 @@ class PeerToPeerLoadIT {
         .isLessThanOrEqualTo((long) (1.05 * total));
   }
 
+  @Test
+  void aMemberLoadingAgainAfterTheObjectWasReplacedBySameSizeBytesDoesNotTakeTheOldPieces()
+      throws Exception {
+    // n1's first load fails (its route answers 500s) while n0 loads version 1 alone. The object
+    // is then replaced by version 2 of the same size (same header, other tensor bytes: a
+    // fine-tuned checkpoint of the same shapes), and n1's route recovers. n1's second load lists
+    // version 2; pieces n0 holds of version 1 must not end up in n1's copy.
+    String bucket = "p2p-replaced-it";
+    String key = "model/mnist.safetensors";
+    s3.createBucket(bucket);
+    Path original = files.get("a/mnist.safetensors");
+    byte[] v1 = Files.readAllBytes(original);
+    byte[] v2 = v1.clone();
+    for (int i = (int) headerEnd(original); i < v2.length; i++) {
+      v2[i] ^= 0x5A;
+    }
+    s3.putBytes(bucket, key, v1);
+    List<String> ids = List.of("n0", "n1");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 91);
+    String peers = peersSpec(addresses);
+    FaultInjectingProxy n1Route = new FaultInjectingProxy(s3.endpoint());
+    closeables.add(n1Route);
+    n1Route.failRequests(500, 1_000_000, null);
+    String uri = "s3://" + bucket + "/model/";
+    DataPlaneServer n0 =
+        startInProcess("n0", addresses.get("n0"), peers, "--uri", uri, "--peer-timeout", "2s");
+    DataPlaneServer n1 =
+        startInProcess(
+            "n1",
+            addresses.get("n1"),
+            peers,
+            "--uri",
+            uri,
+            "--peer-timeout",
+            "2s",
+            "--endpoint",
+            n1Route.endpoint().toString(),
+            "--max-attempts",
+            "2",
+            "--load-retry-backoff",
+            "200ms",
+            "--load-retry-max-backoff",
+            "200ms");
+    servers.add(n0);
+    servers.add(n1);
+    awaitReady(List.of(n0));
+    assertThat(
+            Files.mismatch(
+                Path.of(n0.status().storeDirectory()).resolve("mnist.safetensors"), original))
+        .isEqualTo(-1L);
+    await("n1 waiting to load again")
+        .atMost(READY)
+        .until(() -> n1.status(), s -> "SourceUnavailable".equals(s.reason()));
+
+    s3.putBytes(bucket, key, v2);
+    n1Route.reset();
+    awaitReady(List.of(n1));
+
+    byte[] copy =
+        Files.readAllBytes(Path.of(n1.status().storeDirectory()).resolve("mnist.safetensors"));
+    assertThat(java.util.Arrays.mismatch(copy, v2))
+        .as("first byte where n1's copy differs from version 2 (-1: none)")
+        .isEqualTo(-1);
+  }
+
   private static byte[] truePiece(PieceMap map, int i) {
     PieceMap.Piece p = map.piece(i);
     try {

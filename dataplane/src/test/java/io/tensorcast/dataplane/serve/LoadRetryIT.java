@@ -65,6 +65,7 @@ class LoadRetryIT {
   private FaultInjectingProxy proxy;
   private Path root;
   private int peerPort;
+  private String budget = "64Mi";
 
   @BeforeAll
   static void seed() throws IOException {
@@ -180,6 +181,151 @@ class LoadRetryIT {
     }
   }
 
+  /**
+   * Three loads fail halfway under a budget that holds one copy and little more: every failed load
+   * must give its memory back, or the next one is refused by the store.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"source-only", "peer-to-peer"})
+  void loadsThatFailHalfwayAgainAndAgainGiveTheirMemoryBack(String distribution) throws Exception {
+    budget = "2Mi"; // the artifact is about 1.5 MB
+    proxy.delay(Duration.ofMillis(40));
+    DataPlaneServer server =
+        start("budget-" + distribution, "s3://" + BUCKET + "/" + PREFIX, distribution);
+    for (int attempt = 2; attempt <= 4; attempt++) {
+      await("bytes in the store")
+          .atMost(READY)
+          .pollInterval(Duration.ofMillis(5))
+          .until(
+              () -> server.status(),
+              s -> {
+                assertThat(s.phase())
+                    .as("%s: %s", s.reason(), s.message())
+                    .isNotEqualTo(Phase.Failed);
+                return s.phase() == Phase.Loading && s.bytesLoaded() > 0;
+              });
+      proxy.failRequests(500, 1_000_000, null);
+      int next = attempt;
+      await("load " + next + " announced")
+          .atMost(READY)
+          .pollInterval(Duration.ofMillis(5))
+          .until(() -> status(server), s -> retryAttempt(s) >= next);
+      proxy.reset();
+      proxy.delay(Duration.ofMillis(40));
+    }
+    DataPlaneStatus ready = awaitReady(server);
+    assertStoreHoldsTheCorpusFiles(ready);
+    assertThat(retriesMetric(server)).isGreaterThanOrEqualTo(3);
+  }
+
+  /**
+   * {@code PUT /v1/peers} while the server keeps failing, waiting and swapping its peer swarm:
+   * every PUT is answered without a server error, and the swarm of the load that finally succeeds
+   * has the membership given last; the peers gauge follows that swarm.
+   */
+  @Test
+  void membershipPutsDuringWaitsAndSwarmSwapsAreAllKept() throws Exception {
+    proxy.failRequests(500, 1_000_000, null);
+    DataPlaneServer server =
+        start("puts", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "20ms", "40ms");
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    String member = "{\"id\":\"m0\",\"address\":\"127.0.0.1:" + peerPort + "\"}";
+    for (int i = 0; i < 150; i++) {
+      HttpResponse<String> r =
+          put(server, "{\"epoch\":\"e" + i + "\",\"members\":[" + member + "]}");
+      assertThat(r.statusCode()).as("PUT %d: %s", i, r.body()).isBetween(200, 299);
+    }
+    assertThat(status(server).phase()).as("still retrying").isIn(Phase.Pending, Phase.Resolving);
+    proxy.reset();
+    DataPlaneStatus ready = awaitReady(server);
+    assertThat(ready.peerEpoch()).isEqualTo("e149");
+    assertStoreHoldsTheCorpusFiles(ready);
+    assertThat(get(server, "/metrics").body())
+        .containsPattern("(?m)^tensorcast_dataplane_peers\\{artifact=\"puts\",?\\} 0.0$");
+  }
+
+  /** Another process took the peer port while the server waited: the next load still ends Ready. */
+  @Test
+  void aPeerPortTakenDuringTheWaitLeavesTheNextLoadToTheSourceAlone() throws Exception {
+    proxy.delay(Duration.ofMillis(60));
+    DataPlaneServer server =
+        start("port-taken", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "1s", "1s");
+    await("bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    proxy.failRequests(500, 1_000_000, null);
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    try (ServerSocket thief = new ServerSocket()) {
+      // The failed load's swarm lets the port go once closed, just after the wait is announced.
+      await("the peer port free")
+          .atMost(Duration.ofMillis(400))
+          .pollInterval(Duration.ofMillis(5))
+          .ignoreExceptions()
+          .until(
+              () -> {
+                thief.bind(new InetSocketAddress("127.0.0.1", peerPort));
+                return true;
+              });
+      proxy.reset();
+      DataPlaneStatus ready = awaitReady(server);
+      assertStoreHoldsTheCorpusFiles(ready);
+      assertThat(server.swarm().listenAddress()).isNull();
+    }
+  }
+
+  /**
+   * close() in the middle of the second load: prompt, and nothing of the copy stays in the store.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"source-only", "peer-to-peer"})
+  void closeDuringTheSecondLoadLeavesNoFiles(String distribution) throws Exception {
+    proxy.delay(Duration.ofMillis(60));
+    String id = "close-second-" + distribution;
+    DataPlaneServer server = start(id, "s3://" + BUCKET + "/" + PREFIX, distribution);
+    await("bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    proxy.failRequests(500, 1_000_000, null);
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    proxy.reset();
+    proxy.delay(Duration.ofMillis(60));
+    await("the second load has bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    long started = System.nanoTime();
+    server.close();
+    assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+    assertThat(root.resolve(id)).doesNotExist();
+    try (Stream<Path> left = Files.list(root)) {
+      assertThat(left.map(p -> p.getFileName().toString()).toList())
+          .as("left in the store root")
+          .noneMatch(n -> n.contains(id));
+    }
+  }
+
+  private HttpResponse<String> put(DataPlaneServer s, String body) throws Exception {
+    URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + "/v1/peers");
+    return http.send(
+        HttpRequest.newBuilder(uri)
+            .timeout(Duration.ofSeconds(5))
+            .PUT(HttpRequest.BodyPublishers.ofString(body))
+            .header("Content-Type", "application/json")
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
   @Test
   void aMissingBucketIsFailedAndNotRetried() throws Exception {
     DataPlaneServer server = start("missing", "s3://no-such-bucket-here/" + PREFIX, "source-only");
@@ -241,7 +387,7 @@ class LoadRetryIT {
                 "--store-root",
                 root.toString(),
                 "--budget",
-                "64Mi",
+                budget,
                 "--listen",
                 "127.0.0.1:0",
                 "--max-attempts",

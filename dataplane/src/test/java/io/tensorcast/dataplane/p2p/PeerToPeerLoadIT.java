@@ -67,6 +67,9 @@ class PeerToPeerLoadIT {
 
   private static long total;
 
+  /** Path in the artifact → its ETag at S3Mock. */
+  private static final Map<String, String> etags = new TreeMap<>();
+
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private final List<DataPlaneServer> servers = new ArrayList<>();
@@ -97,7 +100,7 @@ class PeerToPeerLoadIT {
     s3 = S3MockServer.shared();
     s3.createBucket(BUCKET);
     for (Map.Entry<String, Path> e : files.entrySet()) {
-      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
+      etags.put(e.getKey(), s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue()));
       total += Files.size(e.getValue());
     }
   }
@@ -190,6 +193,7 @@ class PeerToPeerLoadIT {
             "zz-corrupt",
             ID,
             pieceMap(),
+            helloDigest(),
             pieceHashes(),
             RogueServingPeer.Mode.CORRUPT);
     closeables.add(rogue);
@@ -224,6 +228,7 @@ class PeerToPeerLoadIT {
             "zz-silent",
             ID,
             pieceMap(),
+            helloDigest(),
             pieceHashes(),
             RogueServingPeer.Mode.SILENT);
     closeables.add(rogue);
@@ -259,6 +264,7 @@ class PeerToPeerLoadIT {
             "zz-busy",
             ID,
             map,
+            helloDigest(),
             pieceHashes(),
             RogueServingPeer.Mode.SLOW,
             i -> truePiece(map, i),
@@ -337,6 +343,7 @@ class PeerToPeerLoadIT {
               id,
               ID,
               map,
+              helloDigest(),
               pieceHashes(),
               RogueServingPeer.Mode.SLOW,
               i -> truePiece(map, i),
@@ -514,7 +521,7 @@ class PeerToPeerLoadIT {
       ByteBuf hello =
           FrameCodec.encode(
               new Frame.Hello(
-                  FrameCodec.VERSION, ID, "zz-flood", map.pieceSize(), map.size(), map.digest()),
+                  FrameCodec.VERSION, ID, "zz-flood", map.pieceSize(), map.size(), helloDigest()),
               UnpooledByteBufAllocator.DEFAULT);
       out.write(ByteBufUtil.getBytes(hello));
       hello.release();
@@ -944,6 +951,20 @@ class PeerToPeerLoadIT {
     try (ServerSocket s = new ServerSocket(0, 1, a)) {
       return s.getLocalPort();
     }
+  }
+
+  /** The map digest the members send in HELLO for the artifact (sizes and ETags). */
+  private static byte[] helloDigest() throws IOException {
+    List<io.tensorcast.dataplane.source.SourceFile> listed = new ArrayList<>();
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      listed.add(
+          new io.tensorcast.dataplane.source.SourceFile(
+              e.getKey(),
+              Files.size(e.getValue()),
+              etags.get(e.getKey()),
+              java.util.Optional.empty()));
+    }
+    return PeerSwarm.helloDigest(pieceMap(), listed);
   }
 
   private static PieceMap pieceMap() throws IOException {

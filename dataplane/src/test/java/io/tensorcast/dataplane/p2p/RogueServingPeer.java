@@ -52,6 +52,7 @@ final class RogueServingPeer implements AutoCloseable {
   final AtomicInteger connections = new AtomicInteger();
 
   /**
+   * @param helloDigest the map digest the members send in HELLO ({@link PeerSwarm#helloDigest})
    * @param hashes the true SHA-256 of every piece of {@code map}
    */
   RogueServingPeer(
@@ -59,6 +60,7 @@ final class RogueServingPeer implements AutoCloseable {
       String id,
       String artifactId,
       PieceMap map,
+      byte[] helloDigest,
       byte[][] hashes,
       Mode mode)
       throws InterruptedException {
@@ -67,6 +69,7 @@ final class RogueServingPeer implements AutoCloseable {
         id,
         artifactId,
         map,
+        helloDigest,
         hashes,
         mode,
         null,
@@ -86,6 +89,7 @@ final class RogueServingPeer implements AutoCloseable {
       String id,
       String artifactId,
       PieceMap map,
+      byte[] helloDigest,
       byte[][] hashes,
       Mode mode,
       IntFunction<byte[]> pieceBytes,
@@ -97,7 +101,7 @@ final class RogueServingPeer implements AutoCloseable {
     this.maxOutstanding = maxOutstanding;
     Frame.Hello hello =
         new Frame.Hello(
-            FrameCodec.VERSION, artifactId, id, map.pieceSize(), map.size(), map.digest());
+            FrameCodec.VERSION, artifactId, id, map.pieceSize(), map.size(), helloDigest);
     BitSet all = new BitSet();
     all.set(0, map.size());
     server =

@@ -120,6 +120,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private View lastView;
 
   private final Map<Integer, Long> starvedSince = new HashMap<>();
+
+  /** No piece to steal was found before this (nanoTime); free workers skip the search till then. */
+  private long nothingToStealUntil;
+
   private boolean filling;
   private boolean serving;
   private LoadFailure failure;
@@ -782,10 +786,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         return i;
       }
     }
+    if (now < nothingToStealUntil) {
+      return -1; // another free worker looked this round
+    }
     int stolen = stealFromTail(v, others, now);
     if (stolen >= 0) {
       inProgress.set(stolen);
       startReading(stolen, now);
+    } else {
+      nothingToStealUntil = now + TimeUnit.MILLISECONDS.toNanos(TICK_MS);
     }
     return stolen;
   }
@@ -804,21 +813,25 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    */
   private int stealFromTail(View v, List<Peer> others, long now) {
     int ownerSlots = sourceReadsInFlight(read.concurrency(), v.live().size());
+    // What the others hold or read, once: bit operations per member, not a scan per piece (this
+    // runs for every free source worker on every scheduling round once its block is done).
+    BitSet claimed = (BitSet) present.clone();
+    claimed.or(inProgress);
+    for (Peer q : others) {
+      claimed.or(q.has);
+      q.reading.forEach(
+          (piece, at) -> {
+            if (fresh(at, now)) {
+              claimed.set(piece);
+            }
+          });
+    }
     Peer victim = null;
     BitSet best = null;
     int bestCount = 0;
     for (Peer p : others) {
       BitSet theirs = v.plan().assignedTo(p.id);
-      theirs.andNot(present);
-      theirs.andNot(inProgress);
-      for (int i = theirs.nextSetBit(0); i >= 0; i = theirs.nextSetBit(i + 1)) {
-        for (Peer q : others) {
-          if (q.has.get(i) || fresh(q.reading.get(i), now)) {
-            theirs.clear(i);
-            break;
-          }
-        }
-      }
+      theirs.andNot(claimed);
       int count = theirs.cardinality();
       if (count > bestCount) {
         victim = p;

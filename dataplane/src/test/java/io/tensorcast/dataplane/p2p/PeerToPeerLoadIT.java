@@ -302,6 +302,7 @@ class PeerToPeerLoadIT {
             "zz-trickle",
             ID,
             map,
+            helloDigest(),
             pieceHashes(),
             RogueServingPeer.Mode.TRICKLE,
             i -> truePiece(map, i),

@@ -17,6 +17,7 @@ import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.serve.LoadRetry;
 import io.tensorcast.dataplane.serve.ServeSettings;
 import io.tensorcast.dataplane.server.ControlServer;
 import io.tensorcast.dataplane.source.ArtifactSource;
@@ -660,7 +661,9 @@ class TensorReadIT {
             "256Mi",
             0,
             LockPolicy.BEST_EFFORT,
-            tokenFile));
+            tokenFile,
+            null,
+            LoadRetry.DEFAULTS));
   }
 
   static void awaitReady(DataPlaneServer s) {

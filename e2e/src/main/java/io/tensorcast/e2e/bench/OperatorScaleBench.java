@@ -17,6 +17,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.serve.LoadRetry;
 import io.tensorcast.dataplane.serve.ServeSettings;
 import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
@@ -208,7 +209,9 @@ public final class OperatorScaleBench implements Callable<Integer> {
                 "1Gi",
                 0,
                 LockPolicy.REQUIRED,
-                null);
+                null,
+                null,
+                LoadRetry.DEFAULTS);
         servers.add(DataPlaneServer.start(s));
       }
       long deadline = System.nanoTime() + timeout.toNanos();

@@ -121,9 +121,6 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private final Map<Integer, Long> starvedSince = new HashMap<>();
 
-  /** No piece to steal was found before this (nanoTime); free workers skip the search till then. */
-  private long nothingToStealUntil;
-
   private boolean filling;
   private boolean serving;
   private LoadFailure failure;
@@ -737,8 +734,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
    * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
    * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
-   * others already hold. When the own block is done, a piece stolen from another member's tail
-   * ({@link #stealFromTail}). Announces READING for the piece to every connected peer.
+   * others already hold. Announces READING for the piece to every connected peer.
    */
   private int nextSourcePiece(long now) {
     Integer last = lastResort.poll();
@@ -783,87 +779,6 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (!claimed) {
         inProgress.set(i);
         startReading(i, now);
-        return i;
-      }
-    }
-    if (now < nothingToStealUntil) {
-      return -1; // another free worker looked this round
-    }
-    int stolen = stealFromTail(v, others, now);
-    if (stolen >= 0) {
-      inProgress.set(stolen);
-      startReading(stolen, now);
-    } else {
-      nothingToStealUntil = now + TimeUnit.MILLISECONDS.toNanos(TICK_MS);
-    }
-    return stolen;
-  }
-
-  /**
-   * Work stealing, when this member's own block is done: a piece from the untouched tail of the
-   * live member with the most unclaimed pieces left, or -1. Origin shares are never even (TCP
-   * fairness, slower nodes): without stealing the members that finished early sat idle while the
-   * laggard read its tail alone, its ingress full of its own source reads, and the peers exchanged
-   * the tail only after the origin went quiet (a 12 s tail at N = 2, 100 Mbit/s, bench/p2p-netns.sh
-   * --trace). The owner reads its block front to back; a stealer takes only from the back half of
-   * what is left (at least 2 × the owner's slots stay with it), and stealers split that by piece
-   * index, so no two members read one piece even when READING marks arrive late (a first version
-   * that took "the k-th from the end" read 1.04–1.19 × S from the source at 1 Gbit/s, where marks
-   * queued behind PIECE data on CPU-starved links).
-   */
-  private int stealFromTail(View v, List<Peer> others, long now) {
-    int ownerSlots = sourceReadsInFlight(read.concurrency(), v.live().size());
-    // What the others hold or read, once: bit operations per member, not a scan per piece (this
-    // runs for every free source worker on every scheduling round once its block is done).
-    BitSet claimed = (BitSet) present.clone();
-    claimed.or(inProgress);
-    for (Peer q : others) {
-      claimed.or(q.has);
-      q.reading.forEach(
-          (piece, at) -> {
-            if (fresh(at, now)) {
-              claimed.set(piece);
-            }
-          });
-    }
-    Peer victim = null;
-    BitSet best = null;
-    int bestCount = 0;
-    for (Peer p : others) {
-      BitSet theirs = v.plan().assignedTo(p.id);
-      theirs.andNot(claimed);
-      int count = theirs.cardinality();
-      if (count > bestCount) {
-        victim = p;
-        best = theirs;
-        bestCount = count;
-      }
-    }
-    // Only the back half of what the owner has left, and never its next 2 x its slots: READING
-    // marks travel behind PIECE data on busy links (hundreds of ms when the CPU is short), so what
-    // this member sees of the owner's front is stale.
-    int keep = Math.max(2 * ownerSlots, bestCount / 2);
-    if (victim == null || bestCount <= keep) {
-      return -1;
-    }
-    // Stealers split the tail by piece index (index mod stealers = rank), so two of them never
-    // take the same piece however late their READING marks arrive at each other.
-    List<String> stealers = new ArrayList<>(v.plan().live());
-    stealers.remove(victim.id);
-    int rank = stealers.indexOf(self);
-    if (rank < 0) {
-      return -1;
-    }
-    int seen = 0;
-    int front = -1; // the last piece of the kept front part
-    for (int i = best.nextSetBit(0); i >= 0 && seen < keep; i = best.nextSetBit(i + 1)) {
-      front = i;
-      seen++;
-    }
-    for (int i = best.previousSetBit(best.length() - 1);
-        i > front;
-        i = best.previousSetBit(i - 1)) {
-      if (i % stealers.size() == rank) {
         return i;
       }
     }

@@ -393,40 +393,6 @@ class PeerToPeerLoadIT {
   }
 
   @Test
-  void membersThatFinishedTheirBlockTakeOverTheTailOfASlowMembersBlock() throws Exception {
-    // "zz-slow" owns the last third of the pieces but reaches the origin through a proxy that
-    // waits 250 ms per request; the two fast members finish their blocks and steal from the far end
-    // of its block, so the slow member reads only part of it and every byte still leaves the
-    // source about once.
-    List<String> ids = List.of("f0", "f1", "zz-slow");
-    Map<String, InetSocketAddress> addresses = addresses(ids, 81);
-    FaultInjectingProxy slowRoute = new FaultInjectingProxy(s3.endpoint());
-    closeables.add(slowRoute);
-    slowRoute.delay(Duration.ofMillis(250));
-    String peers = peersSpec(addresses);
-    for (String id : ids) {
-      String endpoint = (id.equals("zz-slow") ? slowRoute : proxy).endpoint().toString();
-      servers.add(
-          startInProcess(
-              id, addresses.get(id), peers, "--peer-timeout", "5s", "--endpoint", endpoint));
-    }
-    awaitReady(servers);
-
-    long fromSource = 0;
-    for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
-      fromSource += s.status().bytesFromSource();
-    }
-    long slow = servers.get(2).status().bytesFromSource();
-    assertThat(slow)
-        .as("bytes the slow member read of its block of about %d", total / 3)
-        .isLessThan(total / 6);
-    assertThat(fromSource).isLessThanOrEqualTo((long) (1.05 * total));
-    assertThat(proxy.getBodyBytes() + slowRoute.getBodyBytes())
-        .isLessThanOrEqualTo((long) (1.05 * total));
-  }
-
-  @Test
   void aMemberLoadingAgainAfterTheObjectWasReplacedBySameSizeBytesDoesNotTakeTheOldPieces()
       throws Exception {
     // n1's first load fails (its route answers 500s) while n0 loads version 1 alone. The object

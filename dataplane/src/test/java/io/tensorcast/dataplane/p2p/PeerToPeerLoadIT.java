@@ -257,21 +257,8 @@ class PeerToPeerLoadIT {
     // held to the last-resort source read; a busy peer is not a stuck one.
     List<String> ids = List.of("m0", "m1", "zz-busy");
     Map<String, InetSocketAddress> addresses = addresses(ids, 51);
-    PieceMap map = pieceMap();
     RogueServingPeer busy =
-        new RogueServingPeer(
-            addresses.get("zz-busy"),
-            "zz-busy",
-            ID,
-            map,
-            helloDigest(),
-            pieceHashes(),
-            RogueServingPeer.Mode.SLOW,
-            i -> truePiece(map, i),
-            Duration.ofMillis(150),
-            new java.util.concurrent.atomic.AtomicInteger(),
-            new java.util.concurrent.atomic.AtomicInteger());
-    closeables.add(busy);
+        honestHolder(addresses, "zz-busy", RogueServingPeer.Mode.SLOW, Duration.ofMillis(150));
     String peers = peersSpec(addresses);
     for (String id : ids.subList(0, 2)) {
       servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "400ms"));
@@ -295,21 +282,8 @@ class PeerToPeerLoadIT {
     // source for everything.
     List<String> ids = List.of("m0", "m1", "zz-trickle");
     Map<String, InetSocketAddress> addresses = addresses(ids, 91);
-    PieceMap map = pieceMap();
     RogueServingPeer trickle =
-        new RogueServingPeer(
-            addresses.get("zz-trickle"),
-            "zz-trickle",
-            ID,
-            map,
-            helloDigest(),
-            pieceHashes(),
-            RogueServingPeer.Mode.TRICKLE,
-            i -> truePiece(map, i),
-            Duration.ofMillis(80),
-            new java.util.concurrent.atomic.AtomicInteger(),
-            new java.util.concurrent.atomic.AtomicInteger());
-    closeables.add(trickle);
+        honestHolder(addresses, "zz-trickle", RogueServingPeer.Mode.TRICKLE, Duration.ofMillis(80));
     String peers = peersSpec(addresses);
     for (String id : ids.subList(0, 2)) {
       servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "250ms"));
@@ -455,6 +429,34 @@ class PeerToPeerLoadIT {
     assertThat(java.util.Arrays.mismatch(copy, v2))
         .as("first byte where n1's copy differs from version 2 (-1: none)")
         .isEqualTo(-1);
+  }
+
+  /**
+   * A peer holding every piece that sends the true bytes, slowly ({@code SLOW}: a piece per {@code
+   * delay}; {@code TRICKLE}: 16 KiB per {@code delay}); closed after the test.
+   */
+  private RogueServingPeer honestHolder(
+      Map<String, InetSocketAddress> addresses,
+      String id,
+      RogueServingPeer.Mode mode,
+      Duration delay)
+      throws Exception {
+    PieceMap map = pieceMap();
+    RogueServingPeer peer =
+        new RogueServingPeer(
+            addresses.get(id),
+            id,
+            ID,
+            map,
+            helloDigest(),
+            pieceHashes(),
+            mode,
+            i -> truePiece(map, i),
+            delay,
+            new java.util.concurrent.atomic.AtomicInteger(),
+            new java.util.concurrent.atomic.AtomicInteger());
+    closeables.add(peer);
+    return peer;
   }
 
   private static byte[] truePiece(PieceMap map, int i) {

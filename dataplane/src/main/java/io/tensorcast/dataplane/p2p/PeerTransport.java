@@ -34,13 +34,18 @@ public interface PeerTransport extends AutoCloseable {
     /** The peer's member id (from its HELLO). */
     String peerId();
 
-    /** Sends a control frame (not PIECE). */
+    /**
+     * Sends a control frame (not PIECE), ahead of pieces still queued on this connection: it waits
+     * behind at most the piece being sent, so HAVE, READING and REQUEST frames are not held up by
+     * piece data.
+     */
     void send(Frame frame);
 
     /**
      * Sends piece {@code piece}: the PIECE header then {@code length} bytes of {@code file} from
-     * {@code offset}, zero-copy where the transport can (sendfile). {@code sent} runs once the
-     * bytes were handed to the network.
+     * {@code offset}, zero-copy where the transport can (sendfile). Pieces are sent one after
+     * another in the order asked. {@code sent} runs once the bytes were handed to the network; it
+     * does not run for a piece the connection closed before.
      */
     void sendPiece(int piece, Path file, long offset, int length, Runnable sent);
 

@@ -1,0 +1,144 @@
+package io.tensorcast.dataplane.p2p;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link NettyPeerTransport} on real loopback sockets, with a plain socket as the other side so the
+ * test decides when bytes are read.
+ */
+class NettyPeerTransportIT {
+  private static final int PIECE = 16 << 20;
+  private static final int PIECES = 4;
+
+  @Test
+  void aControlFrameWaitsBehindThePieceOnTheWireNotBehindEveryQueuedPiece(@TempDir Path dir)
+      throws Exception {
+    byte[] content = new byte[PIECE * PIECES];
+    new Random(6).nextBytes(content);
+    Path file = Files.write(dir.resolve("blob"), content);
+    byte[] digest = new byte[32];
+    InetAddress loopback = InetAddress.getLoopbackAddress();
+    BlockingQueue<PeerTransport.PeerConnection> connected = new LinkedBlockingQueue<>();
+    AtomicInteger sent = new AtomicInteger();
+
+    try (ServerSocket receiver = new ServerSocket(0, 1, loopback);
+        NettyPeerTransport sender =
+            NettyPeerTransport.start(
+                new InetSocketAddress(loopback, 0),
+                new Frame.Hello(FrameCodec.VERSION, "artifact", "sender", PIECE, PIECES, digest),
+                Duration.ofSeconds(30),
+                new PeerTransport.Listener() {
+                  @Override
+                  public void connected(PeerTransport.PeerConnection c) {
+                    connected.add(c);
+                  }
+
+                  @Override
+                  public void received(PeerTransport.PeerConnection c, Frame f) {
+                    if (f instanceof Frame.Piece p) {
+                      p.payload().release();
+                    }
+                  }
+
+                  @Override
+                  public void disconnected(PeerTransport.PeerConnection c) {}
+                })) {
+      sender.dial("receiver", (InetSocketAddress) receiver.getLocalSocketAddress());
+      try (Socket s = receiver.accept()) {
+        ByteBuf hello =
+            FrameCodec.encode(
+                new Frame.Hello(FrameCodec.VERSION, "artifact", "receiver", PIECE, PIECES, digest),
+                io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
+        s.getOutputStream().write(ByteBufUtil.getBytes(hello));
+        hello.release();
+        PeerTransport.PeerConnection c = connected.poll(10, TimeUnit.SECONDS);
+        assertThat(c).as("handshake").isNotNull();
+
+        // The receiver reads nothing yet, so the first piece cannot leave whole (its 16 MiB are
+        // more
+        // than loopback buffers take from a socket nobody reads) while the rest are asked for.
+        for (int i = 0; i < PIECES; i++) {
+          c.sendPiece(i, file, (long) i * PIECE, PIECE, sent::incrementAndGet);
+        }
+        c.send(new Frame.Have(3, new byte[32]));
+        Thread.sleep(300);
+
+        List<Frame> frames = readFrames(s.getInputStream(), 1 + PIECES + 1);
+        try {
+          List<String> order = new ArrayList<>();
+          for (Frame f : frames) {
+            order.add(
+                f instanceof Frame.Piece p ? "PIECE " + p.piece() : FrameCodec.typeName(f.type()));
+          }
+          assertThat(order)
+              .containsExactly("HELLO", "PIECE 0", "HAVE", "PIECE 1", "PIECE 2", "PIECE 3");
+          for (Frame f : frames) {
+            if (f instanceof Frame.Piece p) {
+              byte[] expected =
+                  Arrays.copyOfRange(content, p.piece() * PIECE, (p.piece() + 1) * PIECE);
+              assertThat(ByteBufUtil.getBytes(p.payload()))
+                  .as("bytes of piece %d", p.piece())
+                  .isEqualTo(expected);
+            }
+          }
+        } finally {
+          for (Frame f : frames) {
+            if (f instanceof Frame.Piece p) {
+              p.payload().release();
+            }
+          }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (sent.get() < PIECES && System.nanoTime() < deadline) {
+          Thread.sleep(10);
+        }
+        assertThat(sent).as("pieces reported sent").hasValue(PIECES);
+      }
+    }
+  }
+
+  /** Reads and decodes {@code count} frames with the transport's own decoder. */
+  private static List<Frame> readFrames(InputStream in, int count) throws Exception {
+    EmbeddedChannel decoder =
+        new EmbeddedChannel(
+            new FrameCodec.Decoder(FrameCodec.maxFrameLength(PIECE, PIECES), PIECES));
+    List<Frame> frames = new ArrayList<>();
+    byte[] buf = new byte[64 * 1024];
+    try {
+      while (frames.size() < count) {
+        int n = in.read(buf);
+        assertThat(n).as("stream ended after %d frames", frames.size()).isPositive();
+        decoder.writeInbound(Unpooled.copiedBuffer(buf, 0, n));
+        for (Object o; (o = decoder.readInbound()) != null; ) {
+          frames.add((Frame) o);
+        }
+      }
+    } finally {
+      decoder.finishAndReleaseAll();
+    }
+    return frames;
+  }
+}

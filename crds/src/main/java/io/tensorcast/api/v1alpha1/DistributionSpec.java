@@ -22,8 +22,11 @@ public class DistributionSpec {
   /** Smallest accepted {@code pieceSize}: 256 KiB. */
   public static final long MIN_PIECE_SIZE = 256L * 1024;
 
-  /** Largest accepted {@code pieceSize}: 1 GiB. */
-  public static final long MAX_PIECE_SIZE = 1024L * 1024 * 1024;
+  /**
+   * Largest accepted {@code pieceSize}: 64 MiB, the data plane's limit ({@code --piece-size}; a
+   * PIECE frame is buffered whole by its receiver).
+   */
+  public static final long MAX_PIECE_SIZE = 64L * 1024 * 1024;
 
   @Default("PeerToPeer")
   @JsonPropertyDescription(
@@ -33,9 +36,9 @@ public class DistributionSpec {
 
   @JsonPropertyDescription(
       "Size of the pieces the artifact is cut into for loading and peer transfer, as a"
-          + " Kubernetes quantity in bytes (e.g. 4Mi), from 256Ki to 1Gi inclusive. Each piece"
+          + " Kubernetes quantity in bytes (e.g. 4Mi), from 256Ki to 64Mi inclusive. Each piece"
           + " is read from the source by one pod and verified by its hash before peers get it."
-          + " Absent means the data plane's default (4Mi). Changing it replaces the pods.")
+          + " Absent means the data plane's default (1Mi). Changing it replaces the pods.")
   private Quantity pieceSize;
 
   @Min(1)

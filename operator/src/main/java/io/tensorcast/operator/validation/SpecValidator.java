@@ -316,7 +316,7 @@ public final class SpecValidator {
                       + bytes
                       + " bytes); must be from 256Ki ("
                       + DistributionSpec.MIN_PIECE_SIZE
-                      + ") to 1Gi ("
+                      + ") to 64Mi ("
                       + DistributionSpec.MAX_PIECE_SIZE
                       + ") bytes"));
         }

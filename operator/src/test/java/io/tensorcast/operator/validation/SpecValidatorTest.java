@@ -121,12 +121,18 @@ class SpecValidatorTest {
             a -> a.getSpec().getDistribution().setPieceSize(new Quantity("64MB"))),
         bad(
             "spec.distribution.pieceSize",
-            "is 255Ki (261120 bytes); must be from 256Ki (262144) to 1Gi (1073741824) bytes",
+            "is 255Ki (261120 bytes); must be from 256Ki (262144) to 64Mi (67108864) bytes",
             a -> a.getSpec().getDistribution().setPieceSize(new Quantity("255Ki"))),
         bad(
             "spec.distribution.pieceSize",
             "is 1025Mi (1074790400 bytes); must be from 256Ki",
             a -> a.getSpec().getDistribution().setPieceSize(new Quantity("1025Mi"))),
+        // The data plane refuses pieces over 64 MiB (--piece-size): the operator must not create
+        // pods that exit at once.
+        bad(
+            "spec.distribution.pieceSize",
+            "is 65Mi (68157440 bytes); must be from 256Ki (262144) to 64Mi (67108864) bytes",
+            a -> a.getSpec().getDistribution().setPieceSize(new Quantity("65Mi"))),
         bad(
             "spec.distribution.sourceConnections",
             "at least 1",

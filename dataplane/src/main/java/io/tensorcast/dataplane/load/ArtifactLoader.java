@@ -116,6 +116,7 @@ public final class ArtifactLoader {
     StoredArtifact stored = null;
     try {
       state.phase(Phase.Resolving);
+      long resolving = System.nanoTime();
       List<SourceFile> files = listFiles();
       // After a restart of this pod the store may have adopted a complete, re-hashed copy of
       // exactly these files: its headers are then read from the store, not from the source.
@@ -149,8 +150,18 @@ public final class ArtifactLoader {
         return state.snapshot();
       }
       discardStaleCopy();
+      long allocating = System.nanoTime();
       stored = allocate(files);
       state.locked(stored.lockStatus(), stored.directory().toString());
+      log.info(
+          "artifact {}: {} files listed and their headers read in {} ms; {} bytes allocated in {}"
+              + " ms ({})",
+          options.artifactId(),
+          files.size(),
+          (allocating - resolving) / 1_000_000,
+          total,
+          (System.nanoTime() - allocating) / 1_000_000,
+          stored.lockStatus().message());
 
       state.phase(Phase.Loading);
       StoredArtifact target = stored;
@@ -171,14 +182,16 @@ public final class ArtifactLoader {
       }
 
       state.phase(Phase.Verifying);
+      long verifying = System.nanoTime();
       verifyAll(stored, files, headers, checkpoints);
       state.ready(Instant.now());
       log.info(
-          "artifact {} ready: {} files, {} bytes in {}",
+          "artifact {} ready: {} files, {} bytes in {} (verified in {} ms)",
           options.artifactId(),
           files.size(),
           total,
-          stored.directory());
+          stored.directory(),
+          (System.nanoTime() - verifying) / 1_000_000);
       return state.snapshot();
     } catch (LoadFailure f) {
       fail(stored, f);

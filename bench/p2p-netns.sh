@@ -18,11 +18,13 @@
 # bytesFromSource and by the origin link's tx byte counter (includes HTTP/TCP overhead).
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
-#                           [--preset medium-llama] [--piece-size 4Mi] [--reps 1] [--keep-logs]
-#                           [--modes "source-only p2p"] [--trace]
+#                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
+#                           [--modes "source-only p2p"] [--trace] [--serve-args "ARGS"]
 #
 # --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
 # node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
+# --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
+# settings; the header line prints them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -31,11 +33,12 @@ nodes_list="2 4 8"
 rate=1gbit
 origin_rate=""
 preset=medium-llama
-piece_size=4Mi
+piece_size=1Mi
 reps=1
 keep_logs=false
 modes="source-only p2p"
 trace=false
+serve_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes_list=$2; shift 2 ;;
@@ -47,7 +50,8 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --keep-logs) keep_logs=true; shift ;;
     --trace) trace=true; keep_logs=true; shift ;;
-    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    --serve-args) serve_args=$2; shift 2 ;;
+    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
     *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -154,7 +158,7 @@ for f in "$work/model"/*; do
 done
 rm -rf "$work/model"
 echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin_rate;" \
-  "piece $PIECE bytes" >&2
+  "piece $PIECE bytes${serve_args:+; serve args: $serve_args}" >&2
 
 has_distribution=false
 java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
@@ -205,6 +209,8 @@ run() {
     elif $has_distribution; then
       args+=(--distribution source-only)
     fi
+    # shellcheck disable=SC2206 # word splitting of the extra flags is intended
+    [ -n "$serve_args" ] && args+=($serve_args)
     AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
       ip netns exec "tcb-n$k" java -Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m \
       -jar "$jar" "${args[@]}" >"$work/$mode-$n-n$k.log" 2>&1 &

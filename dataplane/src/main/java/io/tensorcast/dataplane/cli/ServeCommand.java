@@ -67,7 +67,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(
       names = "--piece-size",
-      defaultValue = "4Mi",
+      defaultValue = "1Mi",
       description =
           "Piece size, a byte quantity (default ${DEFAULT-VALUE}); the same on every member.")
   String pieceSize;

@@ -28,7 +28,7 @@ public record PeerSettings(
     int maxInFlight) {
 
   public static final int DEFAULT_PORT = 8472;
-  public static final int DEFAULT_PIECE_SIZE = 4 * 1024 * 1024;
+  public static final int DEFAULT_PIECE_SIZE = 1024 * 1024;
   public static final Duration DEFAULT_MEMBERSHIP_WAIT = Duration.ofSeconds(10);
   public static final Duration DEFAULT_PEER_TIMEOUT = Duration.ofSeconds(10);
   public static final int DEFAULT_MAX_IN_FLIGHT = 4;

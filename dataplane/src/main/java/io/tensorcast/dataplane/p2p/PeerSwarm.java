@@ -116,6 +116,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new HashMap<>();
 
+  /** Ranged source requests (runs of pieces) this member has in flight. */
+  private int sourceRuns;
+
   /** The view of the last scheduling round, for the source workers. */
   private View lastView;
 
@@ -574,7 +577,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       candidates.put(p, c);
     }
     // Source reads. The plan's own pieces are not queued here: a source worker picks its next
-    // piece from the plan of the moment it is free (nextSourcePiece), so a membership change
+    // piece from the plan of the moment it is free (nextSourceRun), so a membership change
     // re-splits everything not yet started. Here only the last resort is decided.
     for (int i = 0; i < n; i++) {
       if (present.get(i) || inProgress.get(i) || holders[i] > 0) {
@@ -729,24 +732,28 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   /**
-   * The next piece a free source worker reads, or -1 for none now; called under the lock. First the
-   * last resort; then the lowest piece the current plan assigns to this member (blocks are read
+   * The next run of pieces a free source worker reads, or null for none now; called under the lock.
+   * First a last-resort piece (a run of one); then, while fewer than {@link #sourceReadsInFlight}
+   * runs are in flight, the lowest piece the current plan assigns to this member and the pieces of
+   * the plan right after it in the same file, up to {@code --range-size} bytes: one ranged request
+   * per run keeps the source's request count that of a plain load (a piece can be much smaller than
+   * a good source request), while each piece is announced as soon as it is in (blocks are read
    * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
    * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
    * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
-   * others already hold. Announces READING for the piece to every connected peer.
+   * others already hold. Announces READING for each piece of the run to every connected peer.
    */
-  private int nextSourcePiece(long now) {
+  private Run nextSourceRun(long now) {
     Integer last = lastResort.poll();
     if (last != null) {
       startReading(last, now);
-      return last;
+      return new Run(last, 1);
     }
     // The plan of the last scheduling round (at most TICK_MS old); what changed since in the
     // holdings and reads is checked against the current state below.
     View v = lastView != null ? lastView : (lastView = view(now));
-    if (sourceReading.size() >= sourceReadsInFlight(read.concurrency(), v.live().size())) {
-      return -1;
+    if (sourceRuns >= sourceReadsInFlight(read.concurrency(), v.live().size())) {
+      return null;
     }
     long timeout = settings.peerTimeout().toNanos();
     List<Peer> others = new ArrayList<>();
@@ -759,7 +766,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           p == null
               || (p.conn != null ? !p.synced && now - p.connectedAt <= timeout : !p.everSynced);
       if (unknown) {
-        return -1;
+        return null;
       }
       if (!p.refused) {
         others.add(p);
@@ -769,35 +776,63 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     mine.andNot(present);
     mine.andNot(inProgress);
     for (int i = mine.nextSetBit(0); i >= 0; i = mine.nextSetBit(i + 1)) {
-      boolean claimed = false;
-      for (Peer p : others) {
-        if (p.has.get(i) || fresh(p.reading.get(i), now)) {
-          claimed = true;
+      if (claimedByOther(others, i, now)) {
+        continue;
+      }
+      PieceMap.Piece first = map.piece(i);
+      long bytes = first.length();
+      int count = 1;
+      for (int j = i + 1; j < map.size() && mine.get(j); j++) {
+        PieceMap.Piece next = map.piece(j);
+        if (!next.path().equals(first.path())
+            || bytes + next.length() > read.rangeSize()
+            || claimedByOther(others, j, now)) {
           break;
         }
+        bytes += next.length();
+        count++;
       }
-      if (!claimed) {
-        inProgress.set(i);
-        startReading(i, now);
-        return i;
+      for (int k = i; k < i + count; k++) {
+        inProgress.set(k);
+        startReading(k, now);
+      }
+      return new Run(i, count);
+    }
+    return null;
+  }
+
+  /** A live peer holds piece {@code i} or announced it is reading it; called under the lock. */
+  private boolean claimedByOther(List<Peer> others, int i, long now) {
+    for (Peer p : others) {
+      if (p.has.get(i) || fresh(p.reading.get(i), now)) {
+        return true;
       }
     }
-    return -1;
+    return false;
   }
 
   /**
-   * Source reads one member keeps in flight for its plan: the swarm as a whole reads with the
-   * concurrency of one loader ({@code --concurrency}), so each of {@code liveMembers} takes
-   * ⌈concurrency / liveMembers⌉ (at least 1). Every read in flight shares the origin's uplink, and
-   * a piece is offered to peers only once it is whole: with 16 reads per member and 8 members, 128
-   * pieces were read at 1/128 of the origin each, the first HAVE came after 128 piece-times and
-   * most of the artifact finished at once at the end, leaving the peers idle first and the links
-   * crowded last (1.85 × the bound at 100 Mbit/s, bench/p2p-netns.sh). The last resort is not
-   * capped.
+   * Source reads (runs) one member keeps in flight for its plan: the swarm as a whole reads with
+   * the concurrency of one loader ({@code --concurrency}), so each of {@code liveMembers} takes
+   * ⌈concurrency / liveMembers⌉, at least 1, and with peers at most two per peer. The last resort
+   * is not capped.
+   *
+   * <p>Why the swarm-wide share: every read in flight shares the origin's uplink and a piece is
+   * offered to peers only once it is whole; with 16 reads per member and 8 members, 128 pieces
+   * arrived at 1/128 of the origin each, the peers idled first and crowded the links last (1.85 ×
+   * the bound at 100 Mbit/s, bench/p2p-netns.sh).
+   *
+   * <p>Why two per peer: a member's ingress link carries its own source reads and one connection
+   * from each peer, and TCP shares a full link about per flow. With 2 members and 8 source reads
+   * each, the one relay connection got 4-5 of the 6 MB/s it needed at 100 Mbit/s and each member
+   * still lacked ~100 MB of the other's block when the origin went quiet (1.24 × the bound in the
+   * swarm window); with 4 reads each 1.14, with 2 each 1.09 (same run conditions, 1 MiB pieces). At
+   * 4 members the cap (6) is above the share (4) and changes nothing.
    */
   static int sourceReadsInFlight(int concurrency, int liveMembers) {
     int members = Math.max(1, liveMembers);
-    return Math.max(1, (concurrency + members - 1) / members);
+    int share = Math.max(1, (concurrency + members - 1) / members);
+    return members == 1 ? share : Math.min(share, 2 * (members - 1));
   }
 
   private void startReading(int piece, long now) {
@@ -834,14 +869,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private void sourceWorker() {
     while (true) {
-      int piece;
+      Run run;
       synchronized (this) {
         while (true) {
           if (!filling || failure != null) {
             return;
           }
-          piece = nextSourcePiece(System.nanoTime());
-          if (piece >= 0) {
+          run = nextSourceRun(System.nanoTime());
+          if (run != null) {
+            sourceRuns++;
             break;
           }
           try {
@@ -852,11 +888,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         }
       }
       try {
-        byte[] sha = readFromSource(map.piece(piece));
-        if (sha == null) {
+        if (!readFromSource(run)) {
           return; // interrupted
         }
-        pieceStored(piece, sha, null);
       } catch (LoadFailure f) {
         synchronized (this) {
           if (failure == null) {
@@ -869,49 +903,83 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         synchronized (this) {
           if (failure == null && filling) {
             failure =
-                new LoadFailure("InternalError", "source read of piece " + piece + ": " + e, e);
+                new LoadFailure("InternalError", "source read of " + describe(run) + ": " + e, e);
           }
           notifyAll();
         }
         return;
+      } finally {
+        synchronized (this) {
+          sourceRuns--;
+          notifyAll();
+        }
       }
     }
   }
 
-  /** Reads a piece into its store region with retries; its SHA-256, or null when interrupted. */
-  private byte[] readFromSource(PieceMap.Piece p) throws LoadFailure {
-    SourceFile file = sourceFiles.get(p.path());
-    ByteBuffer target = stored.writable(p.path(), p.offset(), p.length());
-    byte[] staging = new byte[Math.min(p.length(), 256 * 1024)];
-    int received = 0;
+  /**
+   * Pieces {@code first .. first + count - 1}, contiguous in one file, read from the source with
+   * one ranged request.
+   */
+  record Run(int first, int count) {}
+
+  /**
+   * Reads a run of pieces into the store with one ranged request, resumed at the first missing byte
+   * after a failure (up to {@link ReadOptions#maxAttempts()} attempts); each piece is hashed and
+   * announced (HAVE) as soon as its last byte is in, so peers start relaying it while the rest of
+   * the run still streams. Returns false when interrupted.
+   */
+  private boolean readFromSource(Run run) throws LoadFailure {
+    PieceMap.Piece head = map.piece(run.first());
+    SourceFile file = sourceFiles.get(head.path());
+    long runOffset = head.offset();
+    long runLength = 0;
+    for (int i = 0; i < run.count(); i++) {
+      runLength += map.piece(run.first() + i).length();
+    }
+    byte[] staging = new byte[(int) Math.min(runLength, 256 * 1024)];
+    long received = 0; // bytes of the run in the store
+    int done = 0; // pieces of the run stored and announced
+    PieceMap.Piece current = head;
+    ByteBuffer target = stored.writable(current.path(), current.offset(), current.length());
     int attempt = 0;
     while (true) {
       if (Thread.currentThread().isInterrupted()) {
-        return null;
+        return false;
       }
       attempt++;
       Throwable cause;
-      try (InputStream in = source.openRange(file, p.offset() + received, p.length() - received)) {
-        while (received < p.length()) {
-          int n = in.read(staging, 0, Math.min(staging.length, p.length() - received));
+      try (InputStream in = source.openRange(file, runOffset + received, runLength - received)) {
+        while (received < runLength) {
+          int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
           if (n < 0) {
             break;
           }
           target.put(staging, 0, n);
           received += n;
+          if (!target.hasRemaining()) {
+            pieceStored(
+                current.index(),
+                sha256(stored.readOnly(current.path(), current.offset(), current.length())),
+                null);
+            if (++done < run.count()) {
+              current = map.piece(run.first() + done);
+              target = stored.writable(current.path(), current.offset(), current.length());
+            }
+          }
         }
-        if (received == p.length()) {
-          break;
+        if (received == runLength) {
+          return true;
         }
-        cause = new EOFException("the response ended after " + received + " of " + p.length());
+        cause = new EOFException("the response ended after " + received + " of " + runLength);
       } catch (SourceException e) {
         if (!e.retryable()) {
-          throw new LoadFailure(e.reason(), describe(p) + ": " + e.getMessage(), e);
+          throw new LoadFailure(e.reason(), describe(run) + ": " + e.getMessage(), e);
         }
         cause = e;
       } catch (IOException e) {
         if (Thread.currentThread().isInterrupted()) {
-          return null;
+          return false;
         }
         cause = e;
       }
@@ -920,7 +988,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         throw new LoadFailure(
             reason,
             "reading "
-                + describe(p)
+                + describe(run)
                 + " from "
                 + source.describe()
                 + " failed after all "
@@ -932,14 +1000,13 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       Duration delay = backoff(attempt);
       progress.retrying(
           new ReadProgressListener.RetryEvent(
-              file, p.offset(), p.length(), attempt, p.offset() + received, delay, cause));
+              file, runOffset, (int) runLength, attempt, runOffset + received, delay, cause));
       try {
         Thread.sleep(delay.toMillis());
       } catch (InterruptedException e) {
-        return null;
+        return false;
       }
     }
-    return sha256(stored.readOnly(p.path(), p.offset(), p.length()));
   }
 
   private Duration backoff(int attempt) {
@@ -952,15 +1019,18 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     return Duration.ofNanos(d <= 1 ? d : d / 2 + ThreadLocalRandom.current().nextLong(d / 2 + 1));
   }
 
-  private static String describe(PieceMap.Piece p) {
-    return "piece "
-        + p.index()
+  private String describe(Run run) {
+    PieceMap.Piece first = map.piece(run.first());
+    PieceMap.Piece last = map.piece(run.first() + run.count() - 1);
+    return (run.count() == 1
+            ? "piece " + first.index()
+            : "pieces " + first.index() + "-" + last.index())
         + " (bytes ["
-        + p.offset()
+        + first.offset()
         + ", "
-        + (p.offset() + p.length())
+        + (last.offset() + last.length())
         + ") of "
-        + p.path()
+        + first.path()
         + ")";
   }
 
@@ -1019,7 +1089,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           h[i] = hashes[i];
         }
         // READING first: the BITFIELD completes what the peer must know before it reads any
-        // piece from the source (nextSourcePiece).
+        // piece from the source (nextSourceRun).
         for (Integer piece : sourceReading.keySet()) {
           conn.send(new Frame.Reading(piece));
         }

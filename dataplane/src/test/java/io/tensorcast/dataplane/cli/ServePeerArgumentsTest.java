@@ -23,11 +23,11 @@ class ServePeerArgumentsTest {
   }
 
   @Test
-  void defaultsArePeerToPeerOnPodIpWithPodNameAnd4MiPieces() {
+  void defaultsArePeerToPeerOnPodIpWithPodNameAnd1MiPieces() {
     PeerSettings p = parse(Map.of("POD_IP", "10.1.2.3", "POD_NAME", "pod-7")).peer();
     assertThat(p.listen()).isEqualTo(new InetSocketAddress("10.1.2.3", 8472));
     assertThat(p.peerId()).isEqualTo("pod-7");
-    assertThat(p.pieceSize()).isEqualTo(4 * 1024 * 1024);
+    assertThat(p.pieceSize()).isEqualTo(1024 * 1024).isEqualTo(PeerSettings.DEFAULT_PIECE_SIZE);
     assertThat(p.staticPeers()).isNull();
     assertThat(p.membershipWait()).isEqualTo(Duration.ofSeconds(10));
     assertThat(p.peerTimeout()).isEqualTo(Duration.ofSeconds(10));

@@ -344,7 +344,8 @@ class PeerToPeerLoadIT {
     // peers had nothing to exchange until late and most pieces finished together at the end.
     List<String> ids = List.of("c0", "c1", "c2", "c3");
     Map<String, InetSocketAddress> addresses = addresses(ids, 71);
-    proxy.delay(Duration.ofMillis(30)).countInFlightOnly(r -> r.rangeLength().orElse(0L) == PIECE);
+    // Piece reads are runs of one or more whole pieces (headers are shorter than a piece).
+    proxy.delay(Duration.ofMillis(30)).countInFlightOnly(r -> r.rangeLength().orElse(0L) >= PIECE);
     String peers = peersSpec(addresses);
     for (String id : ids) {
       servers.add(
@@ -364,6 +365,54 @@ class PeerToPeerLoadIT {
         .isGreaterThanOrEqualTo(2)
         .isLessThanOrEqualTo(PeerSwarm.sourceReadsInFlight(8, 4) * 4)
         .isLessThanOrEqualTo(8);
+  }
+
+  @Test
+  void sourceReadsAreRunsOfPiecesUpToTheRangeSizeAndEachPieceIsSharedBeforeItsRunEnds()
+      throws Exception {
+    // 64 KiB pieces, --range-size 512 KiB: a member reads up to 8 consecutive pieces of its block
+    // with one ranged request, so the origin sees about as many piece GETs as a plain load with
+    // 512 KiB ranges, not one per piece. The origin sends each body at 256 KiB/s, so a run takes
+    // 2 s; the peer must get its first piece from the reader before any run has ended.
+    List<String> ids = List.of("s0", "s1");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 81);
+    proxy.throttleBodies(256 * 1024).countInFlightOnly(r -> r.rangeLength().orElse(0L) >= PIECE);
+    String peers = peersSpec(addresses);
+    for (String id : ids) {
+      servers.add(
+          startInProcess(
+              id, addresses.get(id), peers, "--range-size", "512Ki", "--concurrency", "2"));
+    }
+    DataPlaneServer s1 = servers.get(1);
+    await("s1 received a piece from s0")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> s1.status().bytesFromPeers() > 0);
+    int runsEnded = proxy.finishedGets();
+    proxy.throttleBodies(0);
+    awaitReady(servers);
+
+    assertThat(runsEnded)
+        .as("piece reads the origin had finished when s1 got its first piece from s0")
+        .isZero();
+    List<FaultInjectingProxy.RecordedRequest> pieceGets =
+        proxy.requests().stream().filter(r -> r.rangeLength().orElse(0L) >= PIECE).toList();
+    long longest = pieceGets.stream().mapToLong(r -> r.rangeLength().orElseThrow()).max().orElse(0);
+    assertThat(longest)
+        .as("longest piece read")
+        .isGreaterThan(PIECE)
+        .isLessThanOrEqualTo(512 * 1024);
+    // Runs also end at file ends and where the two blocks meet: against ~120 requests for one
+    // per piece.
+    assertThat(pieceGets)
+        .as("piece GETs at the origin")
+        .hasSizeLessThanOrEqualTo((int) (total / (512 * 1024) + files.size() + 2));
+    long fromSource = 0;
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+      fromSource += s.status().bytesFromSource();
+    }
+    assertThat(fromSource).isEqualTo(total);
   }
 
   @Test
@@ -614,13 +663,20 @@ class PeerToPeerLoadIT {
 
   @Test
   void membersJoiningMidLoadDoNotReReadWhatTheFirstMemberReadOrIsReading() throws Exception {
-    // Every source request waits 100 ms: m0 alone needs seconds, so the others join mid-load.
+    // Every source request waits 100 ms and reads one piece (--range-size = the piece size): m0
+    // alone needs seconds, so the others join mid-load. With runs of several pieces j0 would have
+    // claimed (READING) all of the small artifact before anyone joined.
     proxy.delay(Duration.ofMillis(100));
     List<String> ids = List.of("j0", "j1", "j2");
     Map<String, InetSocketAddress> addresses = addresses(ids, 51);
     // The newcomers resolve first and wait for a membership before reading any piece.
-    DataPlaneServer b = startInProcess("j1", addresses.get("j1"), null, "--membership-wait", "60s");
-    DataPlaneServer c = startInProcess("j2", addresses.get("j2"), null, "--membership-wait", "60s");
+    String onePiece = String.valueOf(PIECE);
+    DataPlaneServer b =
+        startInProcess(
+            "j1", addresses.get("j1"), null, "--membership-wait", "60s", "--range-size", onePiece);
+    DataPlaneServer c =
+        startInProcess(
+            "j2", addresses.get("j2"), null, "--membership-wait", "60s", "--range-size", onePiece);
     servers.add(b);
     servers.add(c);
     await("the newcomers resolved and wait for a membership")
@@ -633,7 +689,9 @@ class PeerToPeerLoadIT {
             addresses.get("j0"),
             "j0=" + hostPort(addresses.get("j0")),
             "--peer-timeout",
-            "5s");
+            "5s",
+            "--range-size",
+            onePiece);
     servers.add(0, a);
     // Past the first third: after the re-split j0's reads in flight lie in j1's block, and only
     // their READING marks keep j1 from reading them too.

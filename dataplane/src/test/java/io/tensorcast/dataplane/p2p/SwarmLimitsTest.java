@@ -8,14 +8,16 @@ import org.junit.jupiter.api.Test;
 class SwarmLimitsTest {
 
   @Test
-  void theSwarmTogetherReadsWithOneLoadersConcurrency() {
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 1)).isEqualTo(16);
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 2)).isEqualTo(8);
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 3)).isEqualTo(6); // rounded up: 18 in all
+  void theSwarmTogetherReadsWithOneLoadersConcurrencyAndAtMostTwoReadsPerPeer() {
+    assertThat(PeerSwarm.sourceReadsInFlight(16, 1)).isEqualTo(16); // alone: the loader's own
+    assertThat(PeerSwarm.sourceReadsInFlight(8, 0)).isEqualTo(8); // alone
+    assertThat(PeerSwarm.sourceReadsInFlight(16, 2)).isEqualTo(2); // share 8, one peer: 2
+    assertThat(PeerSwarm.sourceReadsInFlight(16, 3)).isEqualTo(4); // share 6, two peers: 4
+    assertThat(PeerSwarm.sourceReadsInFlight(16, 4)).isEqualTo(4); // share 4 under the cap of 6
     assertThat(PeerSwarm.sourceReadsInFlight(16, 8)).isEqualTo(2);
     assertThat(PeerSwarm.sourceReadsInFlight(16, 40)).isEqualTo(1); // never 0
     assertThat(PeerSwarm.sourceReadsInFlight(1, 4)).isEqualTo(1);
-    assertThat(PeerSwarm.sourceReadsInFlight(8, 0)).isEqualTo(8); // alone
+    assertThat(PeerSwarm.sourceReadsInFlight(1, 2)).isEqualTo(1);
   }
 
   @Test

@@ -95,6 +95,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicInteger connections = new AtomicInteger();
   private final AtomicInteger maxConnections = new AtomicInteger();
   private final AtomicInteger inFlightGets = new AtomicInteger();
+  private final AtomicInteger finishedGets = new AtomicInteger();
+  private volatile long bodyBytesPerSecond;
   private final AtomicInteger maxInFlightGets = new AtomicInteger();
 
   private final AtomicInteger cutsLeft = new AtomicInteger();
@@ -166,6 +168,20 @@ public final class FaultInjectingProxy implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Sends each response body at most {@code bytesPerSecond} (per response, in 16 KiB writes); 0 for
+   * no limit.
+   */
+  public FaultInjectingProxy throttleBodies(long bytesPerSecond) {
+    this.bodyBytesPerSecond = bytesPerSecond;
+    return this;
+  }
+
+  /** Counted GETs (see {@link #countInFlightOnly}) whose response was sent in full, so far. */
+  public int finishedGets() {
+    return finishedGets.get();
+  }
+
   /** Waits this long before forwarding each request. */
   public FaultInjectingProxy delay(Duration d) {
     this.delay = d;
@@ -188,6 +204,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
     failuresLeft.set(0);
     ignoreRange = false;
     delay = Duration.ZERO;
+    bodyBytesPerSecond = 0;
+    finishedGets.set(0);
     requests.clear();
     maxConnections.set(connections.get());
     maxInFlightGets.set(inFlightGets.get());
@@ -273,6 +291,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
           () -> {
             if (done.compareAndSet(false, true)) {
               inFlightGets.decrementAndGet();
+              finishedGets.incrementAndGet();
             }
           };
       if (countedGet) {
@@ -395,6 +414,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
       out.write(response.toString().getBytes(StandardCharsets.ISO_8859_1));
       byte[] buffer = new byte[16 * 1024];
       long sent = 0;
+      long started = System.nanoTime();
       while (length < 0 || sent < length) {
         int want = buffer.length;
         if (length >= 0) {
@@ -418,6 +438,20 @@ public final class FaultInjectingProxy implements AutoCloseable {
         sent += n;
         if (method.equals("GET")) {
           bodyBytesForwarded.addAndGet(n);
+        }
+        long rate = bodyBytesPerSecond;
+        if (rate > 0) {
+          out.flush();
+          long due = started + sent * 1_000_000_000L / rate;
+          long wait = due - System.nanoTime();
+          if (wait > 0) {
+            try {
+              Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              throw new IOException("interrupted while throttling", e);
+            }
+          }
         }
       }
       out.flush();

@@ -296,7 +296,7 @@ public final class ClusterDemo implements Callable<Integer> {
             limit: 8Gi
           distribution:
             mode: PeerToPeer
-            pieceSize: 4Mi
+            pieceSize: 1Mi
         """
         .formatted(ARTIFACT, BUCKET, PREFIX, s3Endpoint, replicas);
   }

@@ -248,7 +248,7 @@ run() {
   # seconds apart (up to ~20 s at N = 8), and the plan starts only when every member is up; on a
   # cluster each node allocates on its own CPUs.
   local tu swarm=-
-  tu=$(grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | tail -1)
+  tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | cut -c1-12 | sort | tail -1)
   local first_byte all_loaded
   first_byte=$(secs "$t0")
   all_loaded=$(secs "$t1")

@@ -135,6 +135,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private static final class Peer {
     final String id;
+
+    /** Where this peer stands among equally loaded peers for this member ({@link #tieRank}). */
+    final long rank;
+
     PeerTransport.PeerConnection conn;
     final BitSet has = new BitSet();
     final BitSet bad = new BitSet();
@@ -168,8 +172,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     /** {@link #sendsOn} was closed for asking too much; its remaining frames are dropped. */
     boolean sendsCut;
 
-    Peer(String id) {
+    Peer(String id, long rank) {
       this.id = id;
+      this.rank = rank;
     }
 
     boolean usable() {
@@ -629,7 +634,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     int perPeer = perPeerInFlight(settings.maxInFlight(), maxTotal, usable.size());
     while (sent && total < maxTotal) {
       sent = false;
-      usable.sort((a, b) -> Integer.compare(a.inFlight.size(), b.inFlight.size()));
+      usable.sort(
+          (a, b) ->
+              a.inFlight.size() != b.inFlight.size()
+                  ? Integer.compare(a.inFlight.size(), b.inFlight.size())
+                  : Long.compare(a.rank, b.rank));
       for (Peer p : usable) {
         if (p.inFlight.size() >= perPeer) {
           continue;
@@ -651,6 +660,29 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       }
     }
     notifyAll(); // source workers re-check the plan
+  }
+
+  /**
+   * The order in which member {@code self} asks equally loaded peers: a hash of (self, peer)
+   * (rendezvous order), so each member has its own order. Ties used to fall to the peers map's
+   * iteration order, which is the same on every member: with 8 members everybody asked n1 first,
+   * its uplink was full for the whole load while the others' had room, and its own downloads, whose
+   * acknowledgements leave over that full uplink, came in slowest; it finished 20 s after the rest
+   * (100 Mbit/s, bench/p2p-netns.sh --trace).
+   */
+  static long tieRank(String self, String peer) {
+    long h = 0x9E3779B97F4A7C15L;
+    for (int i = 0; i < self.length(); i++) {
+      h = (h ^ self.charAt(i)) * 0x100000001B3L;
+    }
+    h = (h ^ 0xFF) * 0x100000001B3L;
+    for (int i = 0; i < peer.length(); i++) {
+      h = (h ^ peer.charAt(i)) * 0x100000001B3L;
+    }
+    // SplitMix64's finaliser: every input bit moves every output bit.
+    h = (h ^ (h >>> 30)) * 0xBF58476D1CE4E5B9L;
+    h = (h ^ (h >>> 27)) * 0x94D049BB133111EBL;
+    return h ^ (h >>> 31);
   }
 
   /**
@@ -1071,7 +1103,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   @Override
   public void connected(PeerTransport.PeerConnection conn) {
     synchronized (this) {
-      Peer p = peers.computeIfAbsent(conn.peerId(), Peer::new);
+      Peer p = peers.computeIfAbsent(conn.peerId(), id -> new Peer(id, tieRank(self, id)));
       PeerTransport.PeerConnection old = p.conn;
       if (old != null && old != conn) {
         requeue(p);

@@ -2,6 +2,12 @@ package io.tensorcast.dataplane.p2p;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /** The request and source-read limits a member derives from its flags and the swarm's size. */
@@ -30,5 +36,27 @@ class SwarmLimitsTest {
     assertThat(PeerSwarm.perPeerInFlight(4, total, 7)).isEqualTo(2);
     assertThat(PeerSwarm.perPeerInFlight(4, total, 0)).isEqualTo(4);
     assertThat(PeerSwarm.perPeerInFlight(1, 2, 7)).isEqualTo(1); // a limit of 1 stays 1
+  }
+
+  @Test
+  void membersDoNotAllAskTheSamePeerFirstWhenPeersAreEquallyLoaded() {
+    for (int n : new int[] {4, 8, 16, 32}) {
+      List<String> ids = IntStream.rangeClosed(1, n).mapToObj(i -> "n" + i).toList();
+      Map<String, Integer> firstChoices = new HashMap<>();
+      for (String self : ids) {
+        String first =
+            ids.stream()
+                .filter(p -> !p.equals(self))
+                .min(Comparator.comparingLong(p -> PeerSwarm.tieRank(self, p)))
+                .orElseThrow();
+        firstChoices.merge(first, 1, Integer::sum);
+      }
+      // In the peers map's order every member but n1 asked n1 first (n - 1 of n).
+      assertThat(Collections.max(firstChoices.values()))
+          .as("members asking the same peer first, of %d: %s", n, firstChoices)
+          .isLessThan(n - 1)
+          .isLessThanOrEqualTo(Math.max(3, n / 4));
+    }
+    assertThat(PeerSwarm.tieRank("a", "b")).isNotEqualTo(PeerSwarm.tieRank("b", "a"));
   }
 }

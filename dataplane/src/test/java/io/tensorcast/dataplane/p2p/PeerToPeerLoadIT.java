@@ -143,14 +143,7 @@ class PeerToPeerLoadIT {
     List<String> ids = List.of("m0", "m1", "m2", "m3");
     Map<String, InetSocketAddress> addresses = addresses(ids, 1);
     String peers = peersSpec(addresses);
-    for (String id : ids) {
-      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "5s"));
-    }
-    awaitReady(servers);
-
-    for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
-    }
+    loadAll(ids, addresses, peers, "5s");
     long fromSource = proxy.getBodyBytes();
     assertThat(fromSource)
         .as("bytes read from S3 (counted by the proxy, headers included) vs artifact %d", total)
@@ -260,13 +253,8 @@ class PeerToPeerLoadIT {
     RogueServingPeer busy =
         honestHolder(addresses, "zz-busy", RogueServingPeer.Mode.SLOW, Duration.ofMillis(150));
     String peers = peersSpec(addresses);
-    for (String id : ids.subList(0, 2)) {
-      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "400ms"));
-    }
-    awaitReady(servers);
-
+    loadAll(ids.subList(0, 2), addresses, peers, "400ms");
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
       assertThat(s.status().bytesFromSource())
           .as("%s read piece bytes from the source", s.status().artifactId())
           .isZero();
@@ -285,14 +273,7 @@ class PeerToPeerLoadIT {
     RogueServingPeer trickle =
         honestHolder(addresses, "zz-trickle", RogueServingPeer.Mode.TRICKLE, Duration.ofMillis(80));
     String peers = peersSpec(addresses);
-    for (String id : ids.subList(0, 2)) {
-      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "250ms"));
-    }
-    awaitReady(servers);
-
-    for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
-    }
+    loadAll(ids.subList(0, 2), addresses, peers, "250ms");
     assertThat(trickle.served.get()).as("pieces the trickling holder sent whole").isGreaterThan(3);
     assertThat(
             servers.get(0).status().bytesFromSource() + servers.get(1).status().bytesFromSource())
@@ -940,6 +921,22 @@ class PeerToPeerLoadIT {
     try (java.io.InputStream in = Files.newInputStream(file)) {
       byte[] prefix = in.readNBytes(8);
       return 8 + java.nio.ByteBuffer.wrap(prefix).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+  }
+
+  /**
+   * Starts {@code members} in process with {@code --peer-timeout timeout}, waits until every
+   * started server is Ready and checks each store byte for byte against the corpus.
+   */
+  private void loadAll(
+      List<String> members, Map<String, InetSocketAddress> addresses, String peers, String timeout)
+      throws Exception {
+    for (String id : members) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", timeout));
+    }
+    awaitReady(servers);
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
     }
   }
 

@@ -253,15 +253,7 @@ class LoadRetryIT {
     proxy.delay(Duration.ofMillis(60));
     DataPlaneServer server =
         start("port-taken", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "1s", "1s");
-    await("bytes in the store")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(10))
-        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
-    proxy.failRequests(500, 1_000_000, null);
-    await("waiting to load again")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(5))
-        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    failMidLoadUntilRetrying(server);
     try (ServerSocket thief = new ServerSocket()) {
       // The failed load's swarm lets the port go once closed, just after the wait is announced.
       await("the peer port free")
@@ -289,15 +281,7 @@ class LoadRetryIT {
     proxy.delay(Duration.ofMillis(60));
     String id = "close-second-" + distribution;
     DataPlaneServer server = start(id, "s3://" + BUCKET + "/" + PREFIX, distribution);
-    await("bytes in the store")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(10))
-        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
-    proxy.failRequests(500, 1_000_000, null);
-    await("waiting to load again")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(5))
-        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    failMidLoadUntilRetrying(server);
     proxy.reset();
     proxy.delay(Duration.ofMillis(60));
     await("the second load has bytes in the store")
@@ -451,6 +435,22 @@ class LoadRetryIT {
   }
 
   /** The number of the announced next load while waiting, else 0. */
+  /**
+   * Waits for the first load's first bytes in the store, then makes every source request fail until
+   * the server announces its second load (the caller resets the proxy).
+   */
+  private void failMidLoadUntilRetrying(DataPlaneServer server) {
+    await("bytes in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> server.status(), s -> s.phase() == Phase.Loading && s.bytesLoaded() > 0);
+    proxy.failRequests(500, 1_000_000, null);
+    await("waiting to load again")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> status(server), s -> retryAttempt(s) >= 2);
+  }
+
   private static int retryAttempt(DataPlaneStatus s) {
     if (s.phase() != Phase.Pending || s.message() == null) {
       return 0;

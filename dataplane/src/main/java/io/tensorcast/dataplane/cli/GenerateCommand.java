@@ -1,6 +1,6 @@
 package io.tensorcast.dataplane.cli;
 
-import io.tensorcast.dataplane.testdata.SyntheticModel;
+import io.tensorcast.dataplane.synthetic.SyntheticModel;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;

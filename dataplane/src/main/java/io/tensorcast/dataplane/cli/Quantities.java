@@ -4,7 +4,7 @@ import io.fabric8.kubernetes.api.model.Quantity;
 
 /**
  * Byte sizes written as Kubernetes quantities ({@code 512Mi}, {@code 2Gi}, {@code 1e9}, bytes).
- * Public for {@link io.tensorcast.dataplane.serve.DataPlaneServer}, which parses the memory budget
+ * Public for {@link io.tensorcast.dataplane.pod.DataPlaneServer}, which parses the memory budget
  * when it opens the store.
  */
 public final class Quantities {

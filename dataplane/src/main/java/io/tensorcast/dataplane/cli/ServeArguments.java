@@ -1,13 +1,13 @@
 package io.tensorcast.dataplane.cli;
 
-import io.tensorcast.dataplane.serve.ServeSettings;
+import io.tensorcast.dataplane.pod.ServeSettings;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine;
 
 /**
  * Reads a data-plane container's arguments the way {@code dataplane serve} does, for callers that
- * run the {@link io.tensorcast.dataplane.serve.DataPlaneServer} in their own JVM (the e2e harness's
+ * run the {@link io.tensorcast.dataplane.pod.DataPlaneServer} in their own JVM (the e2e harness's
  * in-process container runtime).
  */
 public final class ServeArguments {

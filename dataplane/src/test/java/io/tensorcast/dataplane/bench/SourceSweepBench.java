@@ -15,7 +15,7 @@ import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testdata.SyntheticModel;
+import io.tensorcast.dataplane.synthetic.SyntheticModel;
 import io.tensorcast.dataplane.testing.HubStandIn;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import java.io.InputStream;

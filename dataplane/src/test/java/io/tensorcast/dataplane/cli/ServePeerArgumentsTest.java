@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSettings;
-import io.tensorcast.dataplane.serve.ServeSettings;
+import io.tensorcast.dataplane.pod.ServeSettings;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -12,7 +12,7 @@ import io.netty.buffer.UnpooledByteBufAllocator;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.cli.ServeArguments;
-import io.tensorcast.dataplane.serve.DataPlaneServer;
+import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.testing.Corpus;
 import io.tensorcast.dataplane.testing.FaultInjectingProxy;

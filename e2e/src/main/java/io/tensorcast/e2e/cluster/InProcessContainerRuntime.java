@@ -1,8 +1,8 @@
 package io.tensorcast.e2e.cluster;
 
 import io.tensorcast.dataplane.cli.ServeArguments;
-import io.tensorcast.dataplane.serve.DataPlaneServer;
-import io.tensorcast.dataplane.serve.ServeSettings;
+import io.tensorcast.dataplane.pod.DataPlaneServer;
+import io.tensorcast.dataplane.pod.ServeSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -13,7 +13,7 @@ import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.dataplane.testdata.SyntheticModel;
+import io.tensorcast.dataplane.synthetic.SyntheticModel;
 import io.tensorcast.dataplane.testing.S3MockServer;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.LocalControlPlane;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.server;
+package io.tensorcast.dataplane.http;
 
 /**
  * How {@link ControlServer} streams a tensor body (a list of store-file segments) to a connection.

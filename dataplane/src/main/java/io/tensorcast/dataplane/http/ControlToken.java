@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.server;
+package io.tensorcast.dataplane.http;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

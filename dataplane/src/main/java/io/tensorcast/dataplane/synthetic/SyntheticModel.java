@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testdata;
+package io.tensorcast.dataplane.synthetic;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;

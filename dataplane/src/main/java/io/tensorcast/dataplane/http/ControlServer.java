@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.server;
+package io.tensorcast.dataplane.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.serve;
+package io.tensorcast.dataplane.pod;
 
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.SourceOptions.StaticCredentials;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.serve;
+package io.tensorcast.dataplane.pod;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Tags;
@@ -8,14 +8,14 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.cli.Quantities;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
+import io.tensorcast.dataplane.http.BodyStreaming;
+import io.tensorcast.dataplane.http.ControlServer;
+import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSwarm;
-import io.tensorcast.dataplane.server.BodyStreaming;
-import io.tensorcast.dataplane.server.ControlServer;
-import io.tensorcast.dataplane.server.ControlToken;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceOptions;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.serve;
+package io.tensorcast.dataplane.pod;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

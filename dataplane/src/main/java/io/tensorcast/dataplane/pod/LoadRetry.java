@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.serve;
+package io.tensorcast.dataplane.pod;
 
 import java.time.Duration;
 import java.util.Objects;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.server;
+package io.tensorcast.dataplane.http;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;

@@ -14,6 +14,8 @@ import io.tensorcast.api.ConsumerVolumes;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.DistributionMode;
+import io.tensorcast.api.v1alpha1.DistributionSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
@@ -352,6 +354,10 @@ class ConsumerVolumeIT {
     spec.getPlacement().setReplicas(1);
     spec.getPlacement().setRdma(RdmaPolicy.Disabled);
     spec.getPlacement().setNodeSelector(Map.of(GROUP_LABEL, ns, "role", "store"));
+    // One copy: no peers to wait for.
+    DistributionSpec distribution = new DistributionSpec();
+    distribution.setMode(DistributionMode.SourceOnly);
+    spec.setDistribution(distribution);
     a.setSpec(spec);
     return a;
   }

@@ -316,6 +316,83 @@ class ChartIT {
   }
 
   /**
+   * The consumer samples ({@code samples/consumers/*.yaml}: vLLM, SGLang, a training Job) pass a
+   * server-side dry run, and each workload mounts a ModelArtifact the samples define through a
+   * {@code csi.tensorcast.io} volume and asks for the nodes carrying that artifact's ready label.
+   */
+  @Test
+  void consumerSamplesPassServerSideDryRunAndNameTheirArtifact(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
+    applyChartCrd(client);
+    Path samples = chartDir().resolve("../../samples").normalize();
+    List<Path> files;
+    try (var list = Files.list(samples.resolve("consumers"))) {
+      files = list.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
+    }
+    assertThat(files)
+        .extracting(p -> p.getFileName().toString())
+        .contains("vllm-deployment.yaml", "sglang-deployment.yaml", "rl-checkpoint-job.yaml");
+    java.util.Set<String> artifacts = new java.util.HashSet<>();
+    for (Path f :
+        List.of(
+            samples.resolve("modelartifact-s3.yaml"), samples.resolve("modelartifact-hf.yaml"))) {
+      artifacts.add(load(client, Files.readString(f)).get(0).getMetadata().getName());
+    }
+    for (Path f : files) {
+      String yaml = Files.readString(f);
+      List<HasMetadata> objects = load(client, yaml);
+      objects.stream()
+          .filter(o -> o.getKind().equals("ModelArtifact"))
+          .forEach(o -> artifacts.add(o.getMetadata().getName()));
+      Result r =
+          kubectl(
+              cluster,
+              yaml,
+              "apply",
+              "--dry-run=server",
+              "--server-side",
+              "--field-manager=chart-it",
+              "-n",
+              ns.name(),
+              "-f",
+              "-");
+      assertThat(r.exit()).as(f + ": " + r.out() + r.err()).isZero();
+      for (HasMetadata o : objects) {
+        io.fabric8.kubernetes.api.model.PodTemplateSpec template =
+            o instanceof Deployment d
+                ? d.getSpec().getTemplate()
+                : o instanceof io.fabric8.kubernetes.api.model.batch.v1.Job j
+                    ? j.getSpec().getTemplate()
+                    : null;
+        if (template == null) {
+          continue;
+        }
+        io.fabric8.kubernetes.api.model.Pod pod = new io.fabric8.kubernetes.api.model.Pod();
+        pod.setMetadata(
+            new io.fabric8.kubernetes.api.model.ObjectMetaBuilder()
+                .withNamespace("default")
+                .build());
+        pod.setSpec(template.getSpec());
+        java.util.Set<String> named = io.tensorcast.api.ConsumerVolumes.modelArtifactsNamed(pod);
+        assertThat(named).as(f + " mounts a sample ModelArtifact").hasSize(1).isSubsetOf(artifacts);
+        String key =
+            io.tensorcast.api.ConsumerVolumes.nodeLabelKey("default", named.iterator().next());
+        assertThat(
+                template
+                    .getSpec()
+                    .getAffinity()
+                    .getNodeAffinity()
+                    .getRequiredDuringSchedulingIgnoredDuringExecution()
+                    .getNodeSelectorTerms()
+                    .get(0)
+                    .getMatchExpressions())
+            .as(f + " asks for nodes with " + key)
+            .anyMatch(e -> key.equals(e.getKey()) && "Exists".equals(e.getOperator()));
+      }
+    }
+  }
+
+  /**
    * Asks the API server's authorizer (SubjectAccessReview through {@code kubectl auth can-i}).
    *
    * @param check verb, resource and optionally a subresource

@@ -254,7 +254,51 @@ class ConsumerVolumeIT {
     assertThat(condition(get("tiny"), "InUse").getMessage())
         .isEqualTo("1 consumer pod(s): first (node " + holder.name() + ")");
 
-    // 7. Deleting the artifact while the consumer runs waits for it, saying so.
+    // 7. A new generation does not replace the copy the running consumer uses.
+    String oldPod = dataPlanePods().get(0).getMetadata().getName();
+    client
+        .resources(ModelArtifact.class)
+        .inNamespace(ns)
+        .withName("tiny")
+        .edit(
+            a -> {
+              a.getSpec().getSource().setExclude(List.of("*.json"));
+              return a;
+            });
+    ModelArtifact held =
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () -> get("tiny"),
+                a ->
+                    a.getStatus() != null
+                        && Long.valueOf(2).equals(a.getStatus().getObservedGeneration())
+                        && "CopyKeptForConsumers".equals(condition(a, "InUse").getReason()));
+    assertThat(condition(held, "InUse").getMessage())
+        .isEqualTo(
+            "copies kept for running consumers until they are gone: node "
+                + holder.name()
+                + " (pod "
+                + oldPod
+                + ", generation 1); consumer pods: first (node "
+                + holder.name()
+                + ")");
+    assertThat(held.getStatus().getReadyNodes()).isEmpty();
+    await()
+        .during(Duration.ofSeconds(4))
+        .atMost(Duration.ofSeconds(8))
+        .until(
+            () ->
+                dataPlanePods().size() == 1
+                    && dataPlanePods().get(0).getMetadata().getName().equals(oldPod)
+                    && dataPlanePods().get(0).getMetadata().getDeletionTimestamp() == null
+                    && "Running".equals(phase(ns, "first")));
+    assertThat(client.nodes().withName(holder.name()).get().getMetadata().getLabels())
+        .as("generation 1's copy is not the current generation's")
+        .doesNotContainKey(label);
+    assertThat(log(ns, "first")).doesNotContain("FAILED");
+
+    // 8. Deleting the artifact while the consumer runs waits for it, saying so.
     client.resources(ModelArtifact.class).inNamespace(ns).withName("tiny").delete();
     ModelArtifact waiting =
         await()
@@ -269,17 +313,6 @@ class ConsumerVolumeIT {
             "deletion waits for 1 consumer pod(s) to go: first (node "
                 + holder.name()
                 + "); delete them or scale their workloads down");
-    await()
-        .atMost(Duration.ofSeconds(15))
-        .until(
-            () ->
-                !client
-                    .nodes()
-                    .withName(holder.name())
-                    .get()
-                    .getMetadata()
-                    .getLabels()
-                    .containsKey(label));
     String logBefore = log(ns, "first");
     await()
         .during(Duration.ofSeconds(6))
@@ -293,7 +326,7 @@ class ConsumerVolumeIT {
                     && dataPlanePods().size() == 1);
     assertThat(log(ns, "first")).doesNotContain("FAILED").startsWith(logBefore);
 
-    // 8. The last consumer goes: its volume is unpublished, then the artifact and its copy go.
+    // 9. The last consumer goes: its volume is unpublished, then the artifact and its copy go.
     client.pods().inNamespace(ns).withName("first").delete();
     await()
         .atMost(Duration.ofSeconds(60))

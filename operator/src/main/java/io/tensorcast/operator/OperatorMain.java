@@ -25,8 +25,9 @@ import org.slf4j.LoggerFactory;
  * <p>RBAC the operator needs (the chart's ClusterRole, checked by e2e's ChartIT): {@code
  * modelartifacts} get/list/watch/patch (JOSDK adds and removes the finalizer by JSON patch), {@code
  * modelartifacts/status} patch (server-side apply), {@code modelartifacts/finalizers} update (the
- * pods' blocking owner references); {@code pods} get/list/watch/create/delete; {@code nodes}
- * get/list/watch. It reads no Secret.
+ * pods' blocking owner references); {@code pods} get/list/watch/create/delete (list/watch over all
+ * pods also finds the artifacts' consumers); {@code nodes} get/list/watch/patch (patch: the
+ * per-artifact ready labels only). It reads no Secret.
  */
 public final class OperatorMain {
   private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);

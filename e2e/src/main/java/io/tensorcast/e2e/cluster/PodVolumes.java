@@ -24,6 +24,10 @@ import java.util.Map;
  *       {@code FileOrCreate}.
  *   <li>{@code emptyDir} (any medium), {@code persistentVolumeClaim} and any other type: an empty
  *       per-pod directory {@code <podDir>/volumes/<name>}, deleted with the pod.
+ *   <li>{@code csi} (inline ephemeral): the kubelet's target path {@code
+ *       nodeRoot/var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount}; only its
+ *       parent is created here, the driver's {@code NodePublishVolume} creates and mounts the
+ *       target (see {@link CsiPlugins}).
  *   <li>{@code configMap} and {@code secret}: that per-pod directory filled with one file per key
  *       (or per {@code items} entry) when the pod starts; not updated afterwards. A missing object
  *       that is not {@code optional} stops the pod from starting with {@code
@@ -32,10 +36,40 @@ import java.util.Map;
  */
 final class PodVolumes {
 
-  private final Map<String, Path> hostDirs;
+  /**
+   * An inline ephemeral CSI volume of a pod, as the kubelet hands it to the driver.
+   *
+   * @param name the volume's name in the pod
+   * @param driver {@code csi.driver}
+   * @param readOnly {@code csi.readOnly}
+   * @param attributes {@code csi.volumeAttributes}
+   * @param target the target path on this machine
+   * @param volumeId the kubelet's handle: {@code csi-} + hex SHA-256 of pod UID + volume name
+   */
+  record CsiVolume(
+      String name,
+      String driver,
+      boolean readOnly,
+      Map<String, String> attributes,
+      Path target,
+      String volumeId) {}
 
-  private PodVolumes(Map<String, Path> hostDirs) {
+  private final Map<String, Path> hostDirs;
+  private final List<CsiVolume> csiVolumes;
+
+  private PodVolumes(Map<String, Path> hostDirs, List<CsiVolume> csiVolumes) {
     this.hostDirs = hostDirs;
+    this.csiVolumes = csiVolumes;
+  }
+
+  /** The pod's CSI volumes, in spec order. */
+  List<CsiVolume> csiVolumes() {
+    return csiVolumes;
+  }
+
+  /** {@code nodeRoot/var/lib/kubelet}: the kubelet's root directory on a simulated node. */
+  static Path kubeletRoot(Path nodeRoot) {
+    return nodeRoot.resolve("var/lib/kubelet");
   }
 
   /** Maps a {@code hostPath} path onto the node's root directory. */
@@ -59,6 +93,7 @@ final class PodVolumes {
       throws ContainerStartException {
     String ns = pod.getMetadata().getNamespace();
     Map<String, Path> dirs = new LinkedHashMap<>();
+    List<CsiVolume> csi = new ArrayList<>();
     List<Volume> volumes =
         pod.getSpec().getVolumes() == null ? List.of() : pod.getSpec().getVolumes();
     for (Volume v : volumes) {
@@ -83,6 +118,30 @@ final class PodVolumes {
             default -> Files.createDirectories(p.getParent());
           }
           dirs.put(v.getName(), p);
+          continue;
+        }
+        if (v.getCsi() != null) {
+          String uid = pod.getMetadata().getUid();
+          Path target =
+              kubeletRoot(nodeRoot)
+                  .resolve("pods")
+                  .resolve(uid)
+                  .resolve("volumes")
+                  .resolve("kubernetes.io~csi")
+                  .resolve(v.getName())
+                  .resolve("mount");
+          Files.createDirectories(target.getParent());
+          dirs.put(v.getName(), target);
+          csi.add(
+              new CsiVolume(
+                  v.getName(),
+                  v.getCsi().getDriver(),
+                  Boolean.TRUE.equals(v.getCsi().getReadOnly()),
+                  v.getCsi().getVolumeAttributes() == null
+                      ? Map.of()
+                      : Map.copyOf(v.getCsi().getVolumeAttributes()),
+                  target,
+                  "csi-" + io.tensorcast.api.StoreLayout.sha256Hex(uid + v.getName())));
           continue;
         }
         Path dir = podDir.resolve("volumes").resolve(v.getName());
@@ -122,7 +181,7 @@ final class PodVolumes {
             e);
       }
     }
-    return new PodVolumes(dirs);
+    return new PodVolumes(dirs, List.copyOf(csi));
   }
 
   private static void writeItems(

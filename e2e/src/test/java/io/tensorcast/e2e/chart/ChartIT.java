@@ -89,6 +89,7 @@ class ChartIT {
             Map.<String, Object>of(
                 "operator.controlTokenSecret", "tensorcast-control",
                 "rdmaDevicePlugin.enabled", "false",
+                "csiDriver.enabled", "false",
                 "operator.nodeSelector.role", "control"))) {
       String release = "tc" + Integer.toHexString(values.hashCode() & 0xfff);
       String yaml = render(release, ns.name(), values);
@@ -108,6 +109,49 @@ class ChartIT {
       assertThat(expected.contains("DaemonSet/" + release + "-rdma-device-plugin"))
           .as("device plugin rendered with values %s", values)
           .isEqualTo(rdma);
+      boolean csi = !values.containsKey("csiDriver.enabled");
+      assertThat(
+              expected.containsAll(
+                  List.of(
+                      "DaemonSet/" + release + "-csi-driver",
+                      "CSIDriver/csi.tensorcast.io",
+                      "ClusterRole/" + release + "-csi-driver")))
+          .as("CSI driver rendered with values %s", values)
+          .isEqualTo(csi);
+      if (csi) {
+        var ds =
+            find(
+                objects,
+                io.fabric8.kubernetes.api.model.apps.DaemonSet.class,
+                release + "-csi-driver");
+        var pod = ds.getSpec().getTemplate().getSpec();
+        var driver = pod.getContainers().get(0);
+        assertThat(driver.getSecurityContext().getPrivileged()).isTrue();
+        assertThat(driver.getArgs())
+            .contains("--store-root=/dev/shm/tensorcast", "--kubelet-root=/var/lib/kubelet");
+        assertThat(driver.getVolumeMounts())
+            .anySatisfy(
+                m -> {
+                  assertThat(m.getMountPath()).isEqualTo("/var/lib/kubelet/pods");
+                  assertThat(m.getMountPropagation()).isEqualTo("Bidirectional");
+                })
+            .anySatisfy(
+                m -> {
+                  assertThat(m.getMountPath()).isEqualTo("/dev/shm/tensorcast");
+                  assertThat(m.getReadOnly()).isTrue();
+                });
+        assertThat(pod.getContainers().get(1).getImage())
+            .matches(
+                "registry\\.k8s\\.io/sig-storage/csi-node-driver-registrar:v\\d+\\.\\d+\\.\\d+");
+        var csiDriver =
+            find(
+                objects,
+                io.fabric8.kubernetes.api.model.storage.CSIDriver.class,
+                "csi.tensorcast.io");
+        assertThat(csiDriver.getSpec().getPodInfoOnMount()).isTrue();
+        assertThat(csiDriver.getSpec().getVolumeLifecycleModes()).containsExactly("Ephemeral");
+        assertThat(csiDriver.getSpec().getAttachRequired()).isFalse();
+      }
 
       Result r =
           kubectl(
@@ -196,6 +240,7 @@ class ChartIT {
         {"watch", "pods"},
         {"list", "nodes"},
         {"watch", "nodes"},
+        {"patch", "nodes"},
       };
       String[][] denied = {
         {"get", "secrets"},
@@ -206,7 +251,8 @@ class ChartIT {
         {"update", "modelartifacts.tensorcast.io"},
         {"patch", "pods"},
         {"update", "pods"},
-        {"patch", "nodes"},
+        {"update", "nodes"},
+        {"delete", "nodes"},
         {"create", "pods", "exec"},
         {"create", "configmaps"},
       };
@@ -223,6 +269,126 @@ class ChartIT {
     } finally {
       client.resource(binding).delete();
       client.resource(role).delete();
+    }
+  }
+
+  @Test
+  void csiDriverRoleReadsArtifactsAndWritesEventsOnly(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
+    applyChartCrd(client);
+    String release = "tccsi" + Integer.toHexString(ns.name().hashCode() & 0xfff);
+    List<HasMetadata> objects = load(client, render(release, ns.name(), Map.of()));
+    ClusterRole role = find(objects, ClusterRole.class, release + "-csi-driver");
+    ServiceAccount sa = find(objects, ServiceAccount.class, release + "-csi-driver");
+    ClusterRoleBinding binding = find(objects, ClusterRoleBinding.class, release + "-csi-driver");
+    try {
+      client.resource(sa).create();
+      client.resource(role).create();
+      client.resource(binding).create();
+      String as = "system:serviceaccount:" + ns.name() + ":" + sa.getMetadata().getName();
+      String[][] allowed = {
+        {"get", "modelartifacts.tensorcast.io"},
+        {"list", "modelartifacts.tensorcast.io"},
+        {"watch", "modelartifacts.tensorcast.io"},
+        {"create", "events"},
+      };
+      String[][] denied = {
+        {"get", "secrets"},
+        {"list", "pods"},
+        {"patch", "modelartifacts.tensorcast.io"},
+        {"patch", "modelartifacts.tensorcast.io", "status"},
+        {"patch", "nodes"},
+        {"create", "pods"},
+      };
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> canI(cluster, as, ns.name(), new String[] {"create", "events"}));
+      for (String[] a : allowed) {
+        assertThat(canI(cluster, as, ns.name(), a)).as("%s may %s", as, List.of(a)).isTrue();
+      }
+      for (String[] d : denied) {
+        assertThat(canI(cluster, as, ns.name(), d)).as("%s may not %s", as, List.of(d)).isFalse();
+      }
+    } finally {
+      client.resource(binding).delete();
+      client.resource(role).delete();
+    }
+  }
+
+  /**
+   * The consumer samples ({@code samples/consumers/*.yaml}: vLLM, SGLang, a training Job) pass a
+   * server-side dry run, and each workload mounts a ModelArtifact the samples define through a
+   * {@code csi.tensorcast.io} volume and asks for the nodes carrying that artifact's ready label.
+   */
+  @Test
+  void consumerSamplesPassServerSideDryRunAndNameTheirArtifact(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
+    applyChartCrd(client);
+    Path samples = chartDir().resolve("../../samples").normalize();
+    List<Path> files;
+    try (var list = Files.list(samples.resolve("consumers"))) {
+      files = list.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
+    }
+    assertThat(files)
+        .extracting(p -> p.getFileName().toString())
+        .contains("vllm-deployment.yaml", "sglang-deployment.yaml", "rl-checkpoint-job.yaml");
+    java.util.Set<String> artifacts = new java.util.HashSet<>();
+    for (Path f :
+        List.of(
+            samples.resolve("modelartifact-s3.yaml"), samples.resolve("modelartifact-hf.yaml"))) {
+      artifacts.add(load(client, Files.readString(f)).get(0).getMetadata().getName());
+    }
+    for (Path f : files) {
+      String yaml = Files.readString(f);
+      List<HasMetadata> objects = load(client, yaml);
+      objects.stream()
+          .filter(o -> o.getKind().equals("ModelArtifact"))
+          .forEach(o -> artifacts.add(o.getMetadata().getName()));
+      Result r =
+          kubectl(
+              cluster,
+              yaml,
+              "apply",
+              "--dry-run=server",
+              "--server-side",
+              "--field-manager=chart-it",
+              "-n",
+              ns.name(),
+              "-f",
+              "-");
+      assertThat(r.exit()).as(f + ": " + r.out() + r.err()).isZero();
+      for (HasMetadata o : objects) {
+        io.fabric8.kubernetes.api.model.PodTemplateSpec template =
+            o instanceof Deployment d
+                ? d.getSpec().getTemplate()
+                : o instanceof io.fabric8.kubernetes.api.model.batch.v1.Job j
+                    ? j.getSpec().getTemplate()
+                    : null;
+        if (template == null) {
+          continue;
+        }
+        io.fabric8.kubernetes.api.model.Pod pod = new io.fabric8.kubernetes.api.model.Pod();
+        pod.setMetadata(
+            new io.fabric8.kubernetes.api.model.ObjectMetaBuilder()
+                .withNamespace("default")
+                .build());
+        pod.setSpec(template.getSpec());
+        java.util.Set<String> named = io.tensorcast.api.ConsumerVolumes.modelArtifactsNamed(pod);
+        assertThat(named).as(f + " mounts a sample ModelArtifact").hasSize(1).isSubsetOf(artifacts);
+        String key =
+            io.tensorcast.api.ConsumerVolumes.nodeLabelKey("default", named.iterator().next());
+        assertThat(
+                template
+                    .getSpec()
+                    .getAffinity()
+                    .getNodeAffinity()
+                    .getRequiredDuringSchedulingIgnoredDuringExecution()
+                    .getNodeSelectorTerms()
+                    .get(0)
+                    .getMatchExpressions())
+            .as(f + " asks for nodes with " + key)
+            .anyMatch(e -> key.equals(e.getKey()) && "Exists".equals(e.getOperator()));
+      }
     }
   }
 

@@ -182,7 +182,16 @@ class ModelArtifactIT {
     Map<String, String> row = row(kubectl("get", "modelartifacts", "-o", "wide"), "tiny");
     assertThat(row)
         .containsOnlyKeys(
-            "NAME", "PHASE", "READY", "SIZE", "PROGRESS", "SOURCE", "FROM-SOURCE", "AGE")
+            "NAME",
+            "PHASE",
+            "READY",
+            "SIZE",
+            "PROGRESS",
+            "SOURCE",
+            "FROM-SOURCE",
+            "CONSUMERS",
+            "AGE")
+        .containsEntry("CONSUMERS", "0")
         .containsEntry("FROM-SOURCE", Long.toString(s.getBytesFromSource()))
         .containsEntry("PHASE", "Ready")
         .containsEntry("READY", "2/2")

@@ -19,6 +19,7 @@ import io.fabric8.kubernetes.api.model.VolumeBuilder;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import io.fabric8.kubernetes.client.utils.Serialization;
+import io.tensorcast.api.StoreLayout;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
 import io.tensorcast.api.v1alpha1.DistributionMode;
@@ -100,8 +101,6 @@ public final class DataPlanePod {
 
   /** Where a pod finds the control token when one is configured. */
   public static final String CONTROL_TOKEN_DIR = "/var/run/secrets/tensorcast/control";
-
-  private static final int MAX_ID = 63;
 
   private DataPlanePod() {}
 
@@ -335,20 +334,10 @@ public final class DataPlanePod {
    * of its SHA-256.
    */
   public static String artifactId(ModelArtifact artifact) {
-    String ns = artifact.getMetadata().getNamespace();
-    String name = artifact.getMetadata().getName();
-    String base = (ns + "-" + name).replace('.', '-');
-    String suffix = "-g" + generation(artifact);
-    if (base.length() + suffix.length() > MAX_ID) {
-      String hash = sha256(ns + "/" + name).substring(0, 8);
-      int keep = MAX_ID - suffix.length() - hash.length() - 1;
-      base = base.substring(0, keep);
-      while (base.endsWith("-")) {
-        base = base.substring(0, base.length() - 1);
-      }
-      base = base + "-" + hash;
-    }
-    return base + suffix;
+    return StoreLayout.artifactId(
+        artifact.getMetadata().getNamespace(),
+        artifact.getMetadata().getName(),
+        generation(artifact));
   }
 
   /**
@@ -359,9 +348,8 @@ public final class DataPlanePod {
   public static String storeRoot(ModelArtifact artifact, OperatorConfig config) {
     String root = config.storeRoot();
     return (root.endsWith("/") ? root : root + "/")
-        + artifact.getMetadata().getNamespace()
-        + "."
-        + artifact.getMetadata().getName();
+        + StoreLayout.artifactDirectory(
+            artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
   }
 
   /** The generation the pod is for ({@code metadata.generation}, 1 if the server gave none). */

@@ -5,6 +5,8 @@ import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Cleaner;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
@@ -19,6 +21,7 @@ import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.ConsumerVolumes;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
@@ -28,11 +31,16 @@ import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.consumers.Consumer;
+import io.tensorcast.operator.consumers.ConsumerHold;
+import io.tensorcast.operator.consumers.Consumers;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
+import io.tensorcast.operator.desired.ReadyNodeLabels;
 import io.tensorcast.operator.metrics.ArtifactMetrics;
 import io.tensorcast.operator.peers.PeerCoordinator;
+import io.tensorcast.operator.status.ConsumerStatus;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
@@ -85,6 +93,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   /** How soon cleanup looks again while the artifact's pods are going away. */
   static final Duration CLEANUP_RECHECK = Duration.ofSeconds(1);
 
+  /**
+   * How soon cleanup looks again while consumers use the artifact (their changes also trigger it).
+   */
+  static final Duration CONSUMER_RECHECK = Duration.ofSeconds(10);
+
   private final OperatorConfig config;
   private final DataPlaneClient dataPlane;
   private final PeerCoordinator peers;
@@ -92,6 +105,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private final Clock clock;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
+  private volatile InformerEventSource<Pod, ModelArtifact> consumerPods;
 
   public ModelArtifactReconciler(OperatorConfig config) {
     this(config, new SimpleMeterRegistry());
@@ -161,16 +175,37 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                     (Node newer, Node older) -> !NodeFacts.of(newer).equals(NodeFacts.of(older)))
                 .build(),
             context);
+    InformerEventSource<Pod, ModelArtifact> consumers =
+        new InformerEventSource<>(
+            InformerEventSourceConfiguration.from(Pod.class, ModelArtifact.class)
+                .withName("consumers")
+                .withSecondaryToPrimaryMapper(
+                    (Pod p) ->
+                        ConsumerVolumes.modelArtifactsNamed(p).stream()
+                            .map(a -> new ResourceID(a, p.getMetadata().getNamespace()))
+                            .collect(Collectors.toSet()))
+                .withOnAddFilter(Consumers::isConsumer)
+                .withOnUpdateFilter(
+                    (Pod newer, Pod older) ->
+                        (Consumers.isConsumer(newer) || Consumers.isConsumer(older))
+                                && !Consumer.of(newer).equals(Consumer.of(older))
+                            || PodPlan.ended(newer) != PodPlan.ended(older))
+                .withOnDeleteFilter(
+                    (Pod p, Boolean unknown) -> !ConsumerVolumes.modelArtifactsNamed(p).isEmpty())
+                .build(),
+            context);
     this.nodes = nodeSource;
     this.allPods = pods;
-    return List.of(pods, nodeSource);
+    this.consumerPods = consumers;
+    return List.of(pods, nodeSource, consumers);
   }
 
   @Override
   public UpdateControl<ModelArtifact> reconcile(
       ModelArtifact artifact, Context<ModelArtifact> context) {
     KubernetesClient client = context.getClient();
-    List<Pod> pods = List.copyOf(context.getSecondaryResources(Pod.class));
+    List<Pod> pods = dataPlanePods(artifact, context);
+    List<Consumer> consumers = consumers(artifact);
 
     List<Violation> violations = SpecValidator.validate(artifact);
     if (!violations.isEmpty()) {
@@ -179,7 +214,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           context,
           pods,
           new Failure(Conditions.REASON_INVALID_SPEC, SpecValidator.describe(violations), true),
-          Optional.empty());
+          Optional.empty(),
+          consumers);
     }
     Optional<Failure> recorded = StatusAggregator.recordedFailure(artifact);
     if (recorded.isPresent()) {
@@ -188,7 +224,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           context,
           pods,
           recorded.get(),
-          StatusAggregator.resolution(artifact, pods, Map.of()));
+          StatusAggregator.resolution(artifact, pods, Map.of()),
+          consumers);
     }
 
     Map<String, DataPlaneStatus> reports = dataPlane.poll(currentPods(artifact, pods));
@@ -197,7 +234,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         StatusAggregator.podFailure(
             artifact, pods, reports, resolution, config.memoryOverheadBytes());
     if (podFailure.isPresent()) {
-      return fail(artifact, context, pods, podFailure.get(), resolution);
+      return fail(artifact, context, pods, podFailure.get(), resolution, consumers);
     }
 
     NodeSelection.Result selection = selectNodes(artifact, pods, resolution);
@@ -207,10 +244,14 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           context,
           pods,
           new Failure(StatusAggregator.REASON_INSUFFICIENT_MEMORY, selection.message(), false),
-          resolution);
+          resolution,
+          consumers);
     }
 
-    PodPlan plan = PodPlan.plan(desiredPods(artifact, selection, resolution), pods);
+    ConsumerHold hold =
+        ConsumerHold.apply(
+            PodPlan.plan(desiredPods(artifact, selection, resolution), pods), consumers);
+    PodPlan plan = hold.plan();
     apply(plan, client);
     boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
 
@@ -227,12 +268,24 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 selection,
                 Optional.empty(),
                 clock.instant()));
+    ConsumerStatus.apply(
+        status,
+        previousConditions(artifact),
+        DataPlanePod.generation(artifact),
+        consumers,
+        hold.held(),
+        false,
+        clock.instant());
+    labelReadyNodes(artifact, status.getReadyNodes(), client);
     metrics.sourceBytes(
         artifact.getMetadata().getNamespace(),
         artifact.getMetadata().getName(),
         status.getBytesFromSource() == null ? 0 : status.getBytesFromSource());
     Duration next =
-        status.getPhase() == ArtifactPhase.Ready && plan.settled() && membershipSettled
+        status.getPhase() == ArtifactPhase.Ready
+                && plan.settled()
+                && membershipSettled
+                && hold.none()
             ? config.readyResync()
             : config.pollInterval();
     return patchIfChanged(artifact, status, context).rescheduleAfter(next);
@@ -271,6 +324,30 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   @Override
   public DeleteControl cleanup(ModelArtifact artifact, Context<ModelArtifact> context) {
     KubernetesClient client = context.getClient();
+    labelReadyNodes(artifact, List.of(), client);
+    List<Consumer> consumers = consumers(artifact);
+    if (!consumers.isEmpty()) {
+      ModelArtifactStatus status =
+          artifact.getStatus() == null
+              ? new ModelArtifactStatus()
+              : io.fabric8.kubernetes.client.utils.Serialization.clone(artifact.getStatus());
+      status.setReadyNodes(List.of());
+      ConsumerStatus.apply(
+          status,
+          previousConditions(artifact),
+          DataPlanePod.generation(artifact),
+          consumers,
+          Map.of(),
+          true,
+          clock.instant());
+      patchIfChanged(artifact, status, context);
+      log.info(
+          "{}: deletion waits for {} consumer pod(s): {}",
+          id(artifact),
+          consumers.size(),
+          consumers.stream().map(Consumer::name).toList());
+      return DeleteControl.noFinalizerRemoval().rescheduleAfter(CONSUMER_RECHECK.toMillis());
+    }
     List<Pod> pods =
         client
             .pods()
@@ -287,6 +364,71 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     apply(PodPlan.deleteAll(pods), client);
     log.info("{}: waiting for {} data-plane pod(s) to go away", id(artifact), pods.size());
     return DeleteControl.noFinalizerRemoval().rescheduleAfter(CLEANUP_RECHECK.toMillis());
+  }
+
+  /** The artifact's data-plane pods (the "pods" informer only, not its consumers). */
+  private List<Pod> dataPlanePods(ModelArtifact artifact, Context<ModelArtifact> context) {
+    return allPods == null
+        ? List.copyOf(context.getSecondaryResources(Pod.class))
+        : List.copyOf(allPods.getSecondaryResources(artifact));
+  }
+
+  /** The artifact's consumer pods; see {@link Consumers}. */
+  private List<Consumer> consumers(ModelArtifact artifact) {
+    return consumerPods == null
+        ? List.of()
+        : Consumers.of(artifact, consumerPods.getSecondaryResources(artifact));
+  }
+
+  private static List<io.fabric8.kubernetes.api.model.Condition> previousConditions(
+      ModelArtifact artifact) {
+    return artifact.getStatus() == null ? List.of() : artifact.getStatus().getConditions();
+  }
+
+  /**
+   * Makes exactly the nodes in {@code readyNodes} carry the artifact's {@link ReadyNodeLabels}
+   * label (value: the generation), by JSON merge patches of the nodes' labels. A failed patch is
+   * logged and tried again on the next pass; it does not fail the reconcile.
+   */
+  private void labelReadyNodes(
+      ModelArtifact artifact, List<String> readyNodes, KubernetesClient client) {
+    if (nodes == null) {
+      return;
+    }
+    String key =
+        ConsumerVolumes.nodeLabelKey(
+            artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
+    Map<String, Optional<String>> changes =
+        ReadyNodeLabels.changes(
+            nodes.list(n -> true).toList(),
+            key,
+            Long.toString(DataPlanePod.generation(artifact)),
+            Set.copyOf(readyNodes == null ? List.of() : readyNodes));
+    changes.forEach(
+        (node, value) -> {
+          Map<String, Object> labels = new java.util.HashMap<>();
+          labels.put(key, value.orElse(null));
+          try {
+            client
+                .nodes()
+                .withName(node)
+                .patch(
+                    PatchContext.of(PatchType.JSON_MERGE),
+                    client
+                        .getKubernetesSerialization()
+                        .asJson(Map.of("metadata", Map.of("labels", labels))));
+            log.info(
+                "{}: node {} label {}{}",
+                id(artifact),
+                node,
+                key,
+                value.map(v -> "=" + v).orElse(" removed"));
+          } catch (KubernetesClientException e) {
+            if (e.getCode() != 404) {
+              log.warn("{}: cannot label node {}: {}", id(artifact), node, e.getMessage());
+            }
+          }
+        });
   }
 
   /** Chooses nodes for the current generation: see {@link NodeSelection}. */
@@ -348,10 +490,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       Context<ModelArtifact> context,
       List<Pod> pods,
       Failure failure,
-      Optional<Resolution> resolution) {
+      Optional<Resolution> resolution,
+      List<Consumer> consumers) {
     peers.forget(id(artifact));
-    PodPlan plan = PodPlan.deleteAll(pods);
-    apply(plan, context.getClient());
+    ConsumerHold hold = ConsumerHold.apply(PodPlan.deleteAll(pods), consumers);
+    apply(hold.plan(), context.getClient());
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
             new StatusAggregator.Input(
@@ -363,6 +506,15 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 null,
                 Optional.of(failure),
                 clock.instant()));
+    ConsumerStatus.apply(
+        status,
+        previousConditions(artifact),
+        DataPlanePod.generation(artifact),
+        consumers,
+        hold.held(),
+        false,
+        clock.instant());
+    labelReadyNodes(artifact, List.of(), context.getClient());
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
     // Memory fit is checked again on a timer: nodes may grow without a node event we filter in.
     return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())

@@ -246,6 +246,14 @@ public final class StatusAggregator {
             ? Optional.empty()
             : current.stream().filter(p -> waitingToRetry(report(p, in.reports()))).findFirst();
     s.setNodes(entries);
+    s.setReadyNodes(
+        entries.stream()
+            .filter(e -> e.getPhase() == ArtifactPhase.Ready)
+            .filter(e -> in.upToDate().contains(e.getPod()))
+            .map(ArtifactNodeStatus::getNode)
+            .sorted()
+            .distinct()
+            .toList());
     s.setBytesFromSource(
         entries.stream()
             .map(ArtifactNodeStatus::getBytesFromSource)

@@ -214,6 +214,7 @@ class StatusAggregatorTest {
     assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Ready);
     assertThat(s.getReady()).isEqualTo("2/2");
     assertThat(s.getReadyReplicas()).isEqualTo(2);
+    assertThat(s.getReadyNodes()).containsExactly("a", "b");
     assertThat(s.getProgress()).isEqualTo("100%");
     assertCondition(s, "Resolved", "True", "SourceResolved");
     assertCondition(s, "Scheduled", "True", "NodesSelected");
@@ -238,6 +239,7 @@ class StatusAggregatorTest {
 
     assertThat(s.getProgress()).isEqualTo("99%");
     assertThat(s.getReady()).isEqualTo("1/2");
+    assertThat(s.getReadyNodes()).as("only where the copy is verified").containsExactly("a");
     assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
   }
 

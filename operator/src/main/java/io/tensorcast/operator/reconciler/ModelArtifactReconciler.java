@@ -37,6 +37,9 @@ import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
+import io.tensorcast.operator.trust.ArtifactKeys;
+import io.tensorcast.operator.trust.MasterKey;
+import io.tensorcast.operator.validation.SourcePolicy;
 import io.tensorcast.operator.validation.SpecValidator;
 import io.tensorcast.operator.validation.Violation;
 import java.time.Clock;
@@ -54,10 +57,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Reconciles a ModelArtifact onto data-plane pods, one per chosen node, and reports their progress
  * in its status. One pass, top to bottom: observe (the artifact's pods and the nodes, from informer
- * caches) → validate the spec → poll the pods' {@code /status} → learn the artifact's size → select
- * nodes → reconcile pods → send peer membership to the pods that need it → aggregate the status →
- * patch it if it changed → come back after {@link OperatorConfig#pollInterval()} while not Ready or
- * while a pod has not applied the membership.
+ * caches) → validate the spec → poll the pods' {@code /status} (with the artifact's admin token) →
+ * learn the artifact's size → select nodes → make sure the artifact's Secret and NetworkPolicy are
+ * in place ({@link ArtifactObjects}) → reconcile pods → send peer membership to the pods that need
+ * it → aggregate the status → patch it if it changed → come back after {@link
+ * OperatorConfig#pollInterval()} while not Ready or while a pod has not applied the membership.
+ *
+ * <p>Trust: the artifact's peer secret and read/admin tokens are derived from the operator's {@link
+ * MasterKey} ({@link ArtifactKeys}); the operator writes them into a Secret it owns and never reads
+ * a Secret back.
  *
  * <p>Size first: while the size of the current generation is unknown, only one pod is created (on
  * the first chosen node); it resolves the source and reports files, tensors, bytes and revision.
@@ -86,6 +94,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   static final Duration CLEANUP_RECHECK = Duration.ofSeconds(1);
 
   private final OperatorConfig config;
+  private final MasterKey masterKey;
+  private final SourcePolicy sourcePolicy;
+  private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final PeerCoordinator peers;
   private final ArtifactMetrics metrics;
@@ -93,26 +104,35 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
 
-  public ModelArtifactReconciler(OperatorConfig config) {
-    this(config, new SimpleMeterRegistry());
+  public ModelArtifactReconciler(OperatorConfig config, MasterKey masterKey) {
+    this(config, masterKey, new SimpleMeterRegistry());
   }
 
   /**
    * @param config operator settings
+   * @param masterKey the key every artifact's Secret values are derived from
    * @param registry where the per-artifact gauges go ({@link ArtifactMetrics})
    */
-  public ModelArtifactReconciler(OperatorConfig config, MeterRegistry registry) {
+  public ModelArtifactReconciler(
+      OperatorConfig config, MasterKey masterKey, MeterRegistry registry) {
     this(
         config,
-        new DataPlaneClient(
-            config.controlPort(), config.statusTimeout(), config.controlTokenFile()),
+        masterKey,
+        new DataPlaneClient(config.controlPort(), config.statusTimeout()),
         registry,
         Clock.systemUTC());
   }
 
   public ModelArtifactReconciler(
-      OperatorConfig config, DataPlaneClient dataPlane, MeterRegistry registry, Clock clock) {
+      OperatorConfig config,
+      MasterKey masterKey,
+      DataPlaneClient dataPlane,
+      MeterRegistry registry,
+      Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
+    this.masterKey = Objects.requireNonNull(masterKey, "masterKey");
+    this.sourcePolicy = SourcePolicy.of(config);
+    this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.peers = new PeerCoordinator(dataPlane, config.peerPort());
     this.metrics = new ArtifactMetrics(registry);
@@ -172,7 +192,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     KubernetesClient client = context.getClient();
     List<Pod> pods = List.copyOf(context.getSecondaryResources(Pod.class));
 
-    List<Violation> violations = SpecValidator.validate(artifact);
+    List<Violation> violations = SpecValidator.validate(artifact, sourcePolicy);
     if (!violations.isEmpty()) {
       return fail(
           artifact,
@@ -191,7 +211,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           StatusAggregator.resolution(artifact, pods, Map.of()));
     }
 
-    Map<String, DataPlaneStatus> reports = dataPlane.poll(currentPods(artifact, pods));
+    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    Map<String, DataPlaneStatus> reports =
+        dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
     Optional<Resolution> resolution = StatusAggregator.resolution(artifact, pods, reports);
     Optional<Failure> podFailure =
         StatusAggregator.podFailure(
@@ -211,8 +233,17 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     }
 
     PodPlan plan = PodPlan.plan(desiredPods(artifact, selection, resolution), pods);
+    Optional<String> conflict = objects.ensure(client, artifact, keys, !plan.create().isEmpty());
+    if (conflict.isPresent()) {
+      return fail(
+          artifact,
+          context,
+          pods,
+          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false),
+          resolution);
+    }
     apply(plan, client);
-    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
+    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution, keys);
 
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
@@ -252,7 +283,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ModelArtifact artifact,
       PodPlan plan,
       Map<String, DataPlaneStatus> reports,
-      Optional<Resolution> resolution) {
+      Optional<Resolution> resolution,
+      ArtifactKeys keys) {
     if (!DataPlanePod.peerToPeer(artifact.getSpec()) || resolution.isEmpty()) {
       peers.forget(id(artifact));
       return true;
@@ -261,7 +293,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         plan.keep().values().stream()
             .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
             .toList();
-    return peers.coordinate(id(artifact), members, reports).settled();
+    return peers.coordinate(id(artifact), members, reports, keys.adminToken()).settled();
   }
 
   /**
@@ -279,6 +311,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .list()
             .getItems();
     peers.forget(id(artifact));
+    objects.forget(id(artifact));
     metrics.remove(artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
     if (pods.isEmpty()) {
       log.info("{}: every data-plane pod is gone; removing the finalizer", id(artifact));
@@ -339,7 +372,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         resolution.map(r -> OptionalLong.of(r.totalBytes())).orElse(OptionalLong.empty());
     return selection.chosen().stream()
         .limit(resolution.isPresent() ? Long.MAX_VALUE : 1)
-        .map(node -> DataPlanePod.desired(artifact, node, size, config))
+        .map(node -> DataPlanePod.desired(artifact, node, size, config, masterKey.id()))
         .toList();
   }
 
@@ -364,8 +397,10 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 Optional.of(failure),
                 clock.instant()));
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
-    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in.
+    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in;
+    // a name conflict likewise, since the operator does not watch Secrets or NetworkPolicies.
     return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())
+            || ArtifactObjects.REASON_NAME_CONFLICT.equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
   }

@@ -175,15 +175,12 @@ final class ArtifactObjects {
     }
   }
 
+  /**
+   * Sends the JSON patch. Through {@code resource(desired)}: fabric8's {@code withName(...).patch}
+   * reads the object first (a GET), which the operator may not do on Secrets.
+   */
   private static void patch(KubernetesClient client, HasMetadata desired, String jsonPatch) {
-    PatchContext ctx = PatchContext.of(PatchType.JSON);
-    String ns = desired.getMetadata().getNamespace();
-    String name = desired.getMetadata().getName();
-    if (desired instanceof Secret) {
-      client.secrets().inNamespace(ns).withName(name).patch(ctx, jsonPatch);
-    } else {
-      client.network().v1().networkPolicies().inNamespace(ns).withName(name).patch(ctx, jsonPatch);
-    }
+    client.resource(desired).patch(PatchContext.of(PatchType.JSON), jsonPatch);
   }
 
   private static String digest(String s) {

@@ -26,7 +26,8 @@ import java.util.function.Function;
  *       #DEFAULT_CONTROL_PORT}.
  *   <li>{@code TENSORCAST_PEER_PORT} ({@code tensorcast.peerPort}): TCP port of the pods' peer
  *       transport, which other data-plane pods of the same artifact connect to (pod IP to pod IP;
- *       allow it between data-plane pods in NetworkPolicies). Default {@value #DEFAULT_PEER_PORT}.
+ *       the artifact's NetworkPolicy admits it only from those pods). Default {@value
+ *       #DEFAULT_PEER_PORT}.
  *   <li>{@code TENSORCAST_METRICS_PORT} ({@code tensorcast.metricsPort}): TCP port of the
  *       operator's own Prometheus endpoint {@code GET /metrics}; 0 turns it off. Default {@value
  *       #DEFAULT_METRICS_PORT}.

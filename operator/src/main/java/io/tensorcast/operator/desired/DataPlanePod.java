@@ -58,7 +58,9 @@ import java.util.OptionalLong;
  *       limit; artifact id {@link #artifactId}; store root {@link #storeRoot} (one store root per
  *       artifact, because a data-plane store holds an exclusive lock on its root); the pod's memory
  *       limit as {@code TENSORCAST_MEMORY_BUDGET}; source credentials as {@code secretKeyRef}s to
- *       {@code spec.source.credentialsSecretRef} (the operator never reads the Secret).
+ *       {@code spec.source.credentialsSecretRef} (the operator never reads the Secret), and {@code
+ *       AWS_EC2_METADATA_DISABLED=true} so that an artifact without credentials cannot borrow the
+ *       node's instance role.
  *   <li>Memory request = limit = {@link #memoryRequestBytes}: the artifact's size plus the
  *       operator's overhead once the size is known. Before that (the first pod, which resolves the
  *       source): {@code spec.memory.limit} plus the overhead when a limit is set (the artifact
@@ -602,6 +604,9 @@ public final class DataPlanePod {
             .endResourceFieldRef()
             .endValueFrom()
             .build());
+    // The node's instance role is not the artifact's to use: without this the AWS SDK's default
+    // chain would fall back to the metadata service and read with the node's credentials.
+    env.add(new EnvVarBuilder().withName("AWS_EC2_METADATA_DISABLED").withValue("true").build());
     CredentialsSecretRef ref = source.getCredentialsSecretRef();
     if (ref != null) {
       String uri = source.getUri();

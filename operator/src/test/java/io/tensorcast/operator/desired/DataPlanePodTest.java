@@ -428,7 +428,10 @@ class DataPlanePodTest {
         .isEqualTo("AWS_SECRET_ACCESS_KEY");
     assertThat(env.get("AWS_SESSION_TOKEN").getValueFrom().getSecretKeyRef().getOptional())
         .isTrue();
-    assertThat(env.values()).allSatisfy(e -> assertThat(e.getValue()).isNull());
+    assertThat(env.get("AWS_EC2_METADATA_DISABLED").getValue()).isEqualTo("true");
+    assertThat(env.values())
+        .filteredOn(e -> !e.getName().equals("AWS_EC2_METADATA_DISABLED"))
+        .allSatisfy(e -> assertThat(e.getValue()).isNull());
   }
 
   @Test

@@ -144,15 +144,18 @@ final class ArtifactObjects {
       return Optional.empty();
     } catch (KubernetesClientException e) {
       if (e.getCode() == 404) {
-        // Deleted between the create and the patch: the next reconcile creates it.
+        // Deleted between the create and the patch: create it now.
+        client.resource(desired).create();
+        log.info("created {}", what);
         return Optional.empty();
       }
       if (e.getCode() == 422 || e.getCode() == 409 || e.getCode() == 500) {
         log.warn(
-            "{} exists and is not owned by ModelArtifact uid {}: {}",
+            "{} exists and is not owned by ModelArtifact uid {}: the guarded patch was refused"
+                + " (HTTP {})",
             what,
             ownerUid,
-            e.getMessage());
+            e.getCode());
         return Optional.of(
             what
                 + " exists and is not this ModelArtifact's (its first owner reference is not uid "

@@ -28,3 +28,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $i := .Values.dataplane.image -}}
 {{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) -}}
 {{- end -}}
+
+{{/* Name of the Secret holding the operator's master key. */}}
+{{- define "tensorcast.masterKeySecret" -}}
+{{- if .Values.operator.masterKey.existingSecret -}}
+{{- .Values.operator.masterKey.existingSecret -}}
+{{- else -}}
+{{- printf "%s-master-key" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}

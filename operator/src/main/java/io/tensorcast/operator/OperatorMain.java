@@ -11,6 +11,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.metrics.MetricsServer;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
+import io.tensorcast.operator.trust.MasterKey;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,8 +54,17 @@ public final class OperatorMain {
         return;
       }
     }
+    MasterKey key;
+    try {
+      key = masterKey(config);
+    } catch (IllegalArgumentException e) {
+      System.err.println(
+          "tensorcast-operator: " + e.getMessage() + " (TENSORCAST_MASTER_KEY_FILE)");
+      System.exit(2);
+      return;
+    }
     KubernetesClient client = new KubernetesClientBuilder().build();
-    Operator operator = create(client, config, Metrics.NOOP, registry);
+    Operator operator = create(client, config, Metrics.NOOP, registry, key);
     Runtime.getRuntime().addShutdownHook(new Thread(operator::stop, "tensorcast-operator-stop"));
     operator.start();
     log.info(
@@ -98,6 +108,19 @@ public final class OperatorMain {
    */
   public static Operator create(
       KubernetesClient client, OperatorConfig config, Metrics metrics, MeterRegistry registry) {
+    return create(client, config, metrics, registry, masterKey(config));
+  }
+
+  /**
+   * {@link #create(KubernetesClient, OperatorConfig, Metrics, MeterRegistry)} with the master key
+   * already loaded.
+   */
+  public static Operator create(
+      KubernetesClient client,
+      OperatorConfig config,
+      Metrics metrics,
+      MeterRegistry registry,
+      MasterKey masterKey) {
     Operator operator =
         new Operator(
             o ->
@@ -106,7 +129,23 @@ public final class OperatorMain {
                     .withUseSSAToPatchPrimaryResource(false)
                     .withStopOnInformerErrorDuringStartup(true)
                     .withMetrics(metrics));
-    operator.register(new ModelArtifactReconciler(config, registry));
+    operator.register(new ModelArtifactReconciler(config, masterKey, registry));
     return operator;
+  }
+
+  /**
+   * The master key of {@code config}: read from {@link OperatorConfig#masterKeyFile()}, else random
+   * for this process (logged as a warning: a restart then replaces every data-plane pod).
+   *
+   * @throws IllegalArgumentException when the file cannot be read or is too short
+   */
+  static MasterKey masterKey(OperatorConfig config) {
+    if (config.masterKeyFile().isPresent()) {
+      return MasterKey.fromFile(config.masterKeyFile().get());
+    }
+    log.warn(
+        "no master key file (TENSORCAST_MASTER_KEY_FILE): using a random key for this process;"
+            + " after a restart every ModelArtifact's Secret is rewritten and its pods replaced");
+    return MasterKey.random();
   }
 }

@@ -45,6 +45,12 @@ public final class Conditions {
   /** The source refused the credentials (or their absence). */
   public static final String REASON_ACCESS_DENIED = "AccessDenied";
 
+  /**
+   * The name of the artifact's own Secret or NetworkPolicy ({@code <name>-tensorcast}) is taken by
+   * an object the artifact does not own; the message names it.
+   */
+  public static final String REASON_NAME_CONFLICT = "NameConflict";
+
   /** The credentials Secret or one of its keys is missing. */
   public static final String REASON_CREDENTIALS_NOT_FOUND = "CredentialsNotFound";
 

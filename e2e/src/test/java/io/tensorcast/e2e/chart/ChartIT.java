@@ -37,8 +37,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * library) and sent to the shared local kube-apiserver: {@code helm lint --strict} passes, every
  * rendered object passes a server-side dry run after the chart's CRD is applied for real, the
  * chart's CRD is the crds jar's, and the operator's RBAC, applied for real, grants what the
- * operator uses and no access to Secrets (asked of the API server's authorizer with {@code kubectl
- * auth can-i}).
+ * operator uses and no read access to Secrets (only create and patch, for each artifact's own
+ * Secret; asked of the API server's authorizer with {@code kubectl auth can-i}).
  */
 @ExtendWith(LocalClusterExtension.class)
 class ChartIT {
@@ -87,7 +87,11 @@ class ChartIT {
         List.of(
             Map.<String, Object>of(),
             Map.<String, Object>of(
-                "operator.controlTokenSecret", "tensorcast-control",
+                "operator.masterKey.existingSecret", "my-master-key",
+                "source.allowedEndpoints[0]", "https://s3.*.amazonaws.com",
+                "source.allowedEndpoints[1]", "https://minio.storage:9000",
+                "networkPolicy.enabled", "false",
+                "dataplane.runAsUser", "20002",
                 "rdmaDevicePlugin.enabled", "false",
                 "csiDriver.enabled", "false",
                 "operator.nodeSelector.role", "control"))) {
@@ -190,35 +194,115 @@ class ChartIT {
       assertThat(d.getSpec().getTemplate().getSpec().getSecurityContext().getRunAsNonRoot())
           .isTrue();
       assertThat(d.getSpec().getReplicas()).isEqualTo(1);
-      if (values.containsKey("operator.controlTokenSecret")) {
+      assertThat(env)
+          .containsEntry(
+              "TENSORCAST_MASTER_KEY_FILE", "/var/run/secrets/tensorcast/master-key/master-key")
+          .doesNotContainKeys("TENSORCAST_CONTROL_TOKEN_SECRET", "TENSORCAST_CONTROL_TOKEN_FILE");
+      assertThat(c.getEnv())
+          .anySatisfy(
+              e -> {
+                assertThat(e.getName()).isEqualTo("TENSORCAST_OPERATOR_NAMESPACE");
+                assertThat(e.getValueFrom().getFieldRef().getFieldPath())
+                    .isEqualTo("metadata.namespace");
+              });
+      assertThat(d.getSpec().getTemplate().getMetadata().getLabels())
+          .containsEntry("app.kubernetes.io/name", "tensorcast-operator");
+      String keySecret =
+          d.getSpec().getTemplate().getSpec().getVolumes().stream()
+              .filter(v -> v.getSecret() != null)
+              .findFirst()
+              .orElseThrow()
+              .getSecret()
+              .getSecretName();
+      if (values.containsKey("operator.masterKey.existingSecret")) {
+        assertThat(keySecret).isEqualTo("my-master-key");
+        assertThat(expected).noneMatch(k -> k.startsWith("Secret/"));
         assertThat(env)
-            .containsEntry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast-control")
             .containsEntry(
-                "TENSORCAST_CONTROL_TOKEN_FILE", "/var/run/secrets/tensorcast/control/token");
-        assertThat(d.getSpec().getTemplate().getSpec().getVolumes())
-            .anyMatch(
-                v ->
-                    v.getSecret() != null
-                        && "tensorcast-control".equals(v.getSecret().getSecretName()));
+                "TENSORCAST_ALLOWED_ENDPOINTS",
+                "https://s3.*.amazonaws.com,https://minio.storage:9000")
+            .containsEntry("TENSORCAST_NETWORK_POLICY", "false")
+            .containsEntry("TENSORCAST_DATAPLANE_USER", "20002");
         assertThat(d.getSpec().getTemplate().getSpec().getNodeSelector())
             .containsEntry("role", "control");
       } else {
-        assertThat(env).doesNotContainKey("TENSORCAST_CONTROL_TOKEN_SECRET");
+        // The key Secret itself is a pre-install hook (not in the rendered manifest):
+        // masterKeyIsMadeOnceAtInstallAndKeptOnUpgrade installs the chart for real.
+        assertThat(keySecret).isEqualTo(release + "-master-key");
+        assertThat(env)
+            .containsEntry("TENSORCAST_ALLOWED_ENDPOINTS", "")
+            .containsEntry("TENSORCAST_NETWORK_POLICY", "true")
+            .containsEntry("TENSORCAST_DATAPLANE_USER", "10001");
       }
     }
   }
 
+  /**
+   * A real {@code helm install} into the local API server runs the chart's pre-install hook, which
+   * makes the operator's master key (64 random characters); {@code helm upgrade} keeps it (a new
+   * key would replace every data-plane pod) and {@code helm uninstall} leaves it.
+   */
   @Test
-  void operatorRoleGrantsWhatTheOperatorUsesAndNoSecrets(
+  void masterKeyIsMadeOnceAtInstallAndKeptOnUpgrade(SharedCluster cluster, TestNamespace ns)
+      throws Exception {
+    applyChartCrd(cluster.client());
+    String release = "tckey" + Integer.toHexString(ns.name().hashCode() & 0xfff);
+    Path kubeconfig = cluster.controlPlane().kubeconfig();
+    try {
+      new Helm(chartDir())
+          .install()
+          .withName(release)
+          .withNamespace(ns.name())
+          .withKubeConfig(kubeconfig)
+          .set("rdmaDevicePlugin.enabled", "false")
+          .call();
+      String key = masterKey(cluster.client(), ns.name(), release);
+      assertThat(key).matches("[A-Za-z0-9]{64}");
+
+      new Helm(chartDir())
+          .upgrade()
+          .withName(release)
+          .withNamespace(ns.name())
+          .withKubeConfig(kubeconfig)
+          .set("rdmaDevicePlugin.enabled", "false")
+          .set("operator.pollInterval", "PT3S")
+          .call();
+      assertThat(masterKey(cluster.client(), ns.name(), release))
+          .as("master key after upgrade")
+          .isEqualTo(key);
+    } finally {
+      Helm.uninstall(release).withNamespace(ns.name()).withKubeConfig(kubeconfig).call();
+    }
+    assertThat(masterKey(cluster.client(), ns.name(), release))
+        .as("master key after uninstall")
+        .matches("[A-Za-z0-9]{64}");
+  }
+
+  private static String masterKey(KubernetesClient client, String namespace, String release) {
+    var secret = client.secrets().inNamespace(namespace).withName(release + "-master-key").get();
+    assertThat(secret).as("Secret %s-master-key", release).isNotNull();
+    return new String(
+        java.util.Base64.getDecoder().decode(secret.getData().get("master-key")),
+        StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void operatorRoleGrantsWhatTheOperatorUsesAndNoSecretReads(
       SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
     applyChartCrd(client);
     String release = "tcrbac" + Integer.toHexString(ns.name().hashCode() & 0xfff);
     List<HasMetadata> objects = load(client, render(release, ns.name(), Map.of()));
     ClusterRole role = find(objects, ClusterRole.class, release + "-operator");
     for (PolicyRule rule : role.getRules()) {
-      assertThat(rule.getResources()).as("rule %s", rule).doesNotContain("secrets", "*");
+      assertThat(rule.getResources()).as("rule %s", rule).doesNotContain("*");
       assertThat(rule.getVerbs()).as("rule %s", rule).doesNotContain("*");
       assertThat(rule.getApiGroups()).as("rule %s", rule).doesNotContain("*");
+      if (rule.getResources().contains("secrets")) {
+        assertThat(rule.getVerbs())
+            .as("rule %s", rule)
+            .containsExactlyInAnyOrder("create", "patch");
+        assertThat(rule.getResourceNames()).as("rule %s", rule).isNullOrEmpty();
+      }
     }
     ServiceAccount sa = find(objects, ServiceAccount.class, release + "-operator");
     ClusterRoleBinding binding = find(objects, ClusterRoleBinding.class, release + "-operator");
@@ -241,11 +325,19 @@ class ChartIT {
         {"list", "nodes"},
         {"watch", "nodes"},
         {"patch", "nodes"},
+        {"create", "secrets"},
+        {"patch", "secrets"},
+        {"create", "networkpolicies.networking.k8s.io"},
+        {"patch", "networkpolicies.networking.k8s.io"},
       };
       String[][] denied = {
         {"get", "secrets"},
         {"list", "secrets"},
         {"watch", "secrets"},
+        {"update", "secrets"},
+        {"delete", "secrets"},
+        {"get", "networkpolicies.networking.k8s.io"},
+        {"delete", "networkpolicies.networking.k8s.io"},
         {"create", "modelartifacts.tensorcast.io"},
         {"delete", "modelartifacts.tensorcast.io"},
         {"update", "modelartifacts.tensorcast.io"},

@@ -1,6 +1,7 @@
 package io.tensorcast.operator.config;
 
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.tensorcast.operator.validation.EndpointAllowlist;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -25,7 +26,8 @@ import java.util.function.Function;
  *       #DEFAULT_CONTROL_PORT}.
  *   <li>{@code TENSORCAST_PEER_PORT} ({@code tensorcast.peerPort}): TCP port of the pods' peer
  *       transport, which other data-plane pods of the same artifact connect to (pod IP to pod IP;
- *       allow it between data-plane pods in NetworkPolicies). Default {@value #DEFAULT_PEER_PORT}.
+ *       the artifact's NetworkPolicy admits it only from those pods). Default {@value
+ *       #DEFAULT_PEER_PORT}.
  *   <li>{@code TENSORCAST_METRICS_PORT} ({@code tensorcast.metricsPort}): TCP port of the
  *       operator's own Prometheus endpoint {@code GET /metrics}; 0 turns it off. Default {@value
  *       #DEFAULT_METRICS_PORT}.
@@ -43,11 +45,24 @@ import java.util.function.Function;
  *       artifact's pods are looked at again without any event. Default 60 s.
  *   <li>{@code TENSORCAST_STATUS_TIMEOUT} ({@code tensorcast.statusTimeout}): bound on one {@code
  *       GET /status} to a pod (connect plus response). Default 2 s.
- *   <li>{@code TENSORCAST_CONTROL_TOKEN_SECRET} ({@code tensorcast.controlTokenSecret}): name of a
- *       Secret, expected in each artifact's namespace with key {@value #CONTROL_TOKEN_KEY}, that
- *       data-plane pods mount and require as a bearer token on {@code /status}. Absent: no token.
- *   <li>{@code TENSORCAST_CONTROL_TOKEN_FILE} ({@code tensorcast.controlTokenFile}): file holding
- *       the same token for the operator's own {@code /status} calls (mount the Secret there).
+ *   <li>{@code TENSORCAST_MASTER_KEY_FILE} ({@code tensorcast.masterKeyFile}): file holding the
+ *       operator's master key (at least 32 bytes; the chart mounts a Secret there), from which
+ *       every ModelArtifact's peer secret and tokens are derived ({@code
+ *       io.tensorcast.operator.trust.ArtifactKeys}). Absent: a random key for the life of the
+ *       process (every restart then replaces all data-plane pods).
+ *   <li>{@code TENSORCAST_ALLOWED_ENDPOINTS} ({@code tensorcast.allowedEndpoints}): source
+ *       endpoints ModelArtifacts may use, separated by commas or white space, e.g. {@code
+ *       https://s3.*.amazonaws.com, https://huggingface.co} ({@link EndpointAllowlist}). Empty: any
+ *       https endpoint (http only with {@code spec.source.insecureEndpoint}).
+ *   <li>{@code TENSORCAST_DATAPLANE_USER} ({@code tensorcast.dataplaneUser}): the non-root uid (and
+ *       gid, and fsGroup) data-plane containers run as. Default {@value #DEFAULT_DATAPLANE_USER}.
+ *   <li>{@code TENSORCAST_NETWORK_POLICY} ({@code tensorcast.networkPolicy}): {@code true}
+ *       (default) creates a NetworkPolicy per ModelArtifact; {@code false} leaves network isolation
+ *       to the cluster admin.
+ *   <li>{@code TENSORCAST_OPERATOR_NAMESPACE} ({@code tensorcast.operatorNamespace}): the
+ *       operator's own namespace (the chart sets it from the downward API); the NetworkPolicies
+ *       admit the control port from operator pods of this namespace only. Absent: operator pods of
+ *       any namespace.
  * </ul>
  *
  * @param dataPlaneImage image reference of the data-plane container
@@ -60,8 +75,11 @@ import java.util.function.Function;
  * @param pollInterval reschedule delay while not Ready
  * @param readyResync reschedule delay while Ready
  * @param statusTimeout bound on one status call
- * @param controlTokenSecret Secret name for the control token, or empty
- * @param controlTokenFile token file for the operator's calls, or empty
+ * @param masterKeyFile file of the master key, or empty for a random one
+ * @param allowedEndpoints source endpoints allowed ({@link EndpointAllowlist#ANY}: all)
+ * @param dataPlaneUser uid of data-plane containers, 1-2147483647
+ * @param networkPolicy whether a NetworkPolicy is created per ModelArtifact
+ * @param operatorNamespace the operator's namespace, if known
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -74,8 +92,11 @@ public record OperatorConfig(
     Duration pollInterval,
     Duration readyResync,
     Duration statusTimeout,
-    Optional<String> controlTokenSecret,
-    Optional<Path> controlTokenFile) {
+    Optional<Path> masterKeyFile,
+    EndpointAllowlist allowedEndpoints,
+    long dataPlaneUser,
+    boolean networkPolicy,
+    Optional<String> operatorNamespace) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -84,8 +105,7 @@ public record OperatorConfig(
   public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
   public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
 
-  /** Key of the control token in the Secret named by {@code controlTokenSecret}. */
-  public static final String CONTROL_TOKEN_KEY = "token";
+  public static final long DEFAULT_DATAPLANE_USER = 10001;
 
   public OperatorConfig {
     Objects.requireNonNull(dataPlaneImage, "dataPlaneImage");
@@ -94,8 +114,9 @@ public record OperatorConfig(
     Objects.requireNonNull(pollInterval, "pollInterval");
     Objects.requireNonNull(readyResync, "readyResync");
     Objects.requireNonNull(statusTimeout, "statusTimeout");
-    Objects.requireNonNull(controlTokenSecret, "controlTokenSecret");
-    Objects.requireNonNull(controlTokenFile, "controlTokenFile");
+    Objects.requireNonNull(masterKeyFile, "masterKeyFile");
+    Objects.requireNonNull(allowedEndpoints, "allowedEndpoints");
+    Objects.requireNonNull(operatorNamespace, "operatorNamespace");
     if (dataPlaneImage.isBlank()) {
       throw new IllegalArgumentException(
           "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
@@ -139,10 +160,11 @@ public record OperatorConfig(
         throw new IllegalArgumentException("durations must be positive, got " + d);
       }
     }
-    if (controlTokenSecret.isPresent() != controlTokenFile.isPresent()) {
+    if (dataPlaneUser < 1 || dataPlaneUser > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
-          "TENSORCAST_CONTROL_TOKEN_SECRET and TENSORCAST_CONTROL_TOKEN_FILE go together: the pods"
-              + " require the token from the Secret, the operator presents it from the file");
+          "data-plane user "
+              + dataPlaneUser
+              + " is not a non-root uid 1-2147483647 (TENSORCAST_DATAPLANE_USER)");
     }
   }
 
@@ -174,8 +196,11 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_POLL_INTERVAL", "tensorcast.pollInterval"),
           Map.entry("TENSORCAST_READY_RESYNC", "tensorcast.readyResync"),
           Map.entry("TENSORCAST_STATUS_TIMEOUT", "tensorcast.statusTimeout"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast.controlTokenSecret"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"));
+          Map.entry("TENSORCAST_MASTER_KEY_FILE", "tensorcast.masterKeyFile"),
+          Map.entry("TENSORCAST_ALLOWED_ENDPOINTS", "tensorcast.allowedEndpoints"),
+          Map.entry("TENSORCAST_DATAPLANE_USER", "tensorcast.dataplaneUser"),
+          Map.entry("TENSORCAST_NETWORK_POLICY", "tensorcast.networkPolicy"),
+          Map.entry("TENSORCAST_OPERATOR_NAMESPACE", "tensorcast.operatorNamespace"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -212,8 +237,17 @@ public record OperatorConfig(
         get.apply("TENSORCAST_STATUS_TIMEOUT")
             .map(v -> duration("TENSORCAST_STATUS_TIMEOUT", v))
             .orElse(Duration.ofSeconds(2)),
-        get.apply("TENSORCAST_CONTROL_TOKEN_SECRET"),
-        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of));
+        get.apply("TENSORCAST_MASTER_KEY_FILE").map(Path::of),
+        get.apply("TENSORCAST_ALLOWED_ENDPOINTS")
+            .map(v -> allowlist("TENSORCAST_ALLOWED_ENDPOINTS", v))
+            .orElse(EndpointAllowlist.ANY),
+        get.apply("TENSORCAST_DATAPLANE_USER")
+            .map(v -> (long) parseInt("TENSORCAST_DATAPLANE_USER", v))
+            .orElse(DEFAULT_DATAPLANE_USER),
+        get.apply("TENSORCAST_NETWORK_POLICY")
+            .map(v -> bool("TENSORCAST_NETWORK_POLICY", v))
+            .orElse(true),
+        get.apply("TENSORCAST_OPERATOR_NAMESPACE"));
   }
 
   /** A copy with another data-plane image. */
@@ -229,8 +263,11 @@ public record OperatorConfig(
         pollInterval,
         readyResync,
         statusTimeout,
-        controlTokenSecret,
-        controlTokenFile);
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace);
   }
 
   /** A copy with another memory overhead. */
@@ -246,8 +283,47 @@ public record OperatorConfig(
         pollInterval,
         readyResync,
         statusTimeout,
-        controlTokenSecret,
-        controlTokenFile);
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace);
+  }
+
+  /** A copy with another endpoint allowlist. */
+  public OperatorConfig withAllowedEndpoints(EndpointAllowlist allowlist) {
+    return new OperatorConfig(
+        dataPlaneImage,
+        imagePullPolicy,
+        controlPort,
+        peerPort,
+        metricsPort,
+        storeRoot,
+        memoryOverheadBytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        masterKeyFile,
+        allowlist,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace);
+  }
+
+  private static EndpointAllowlist allowlist(String name, String value) {
+    try {
+      return EndpointAllowlist.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static boolean bool(String name, String value) {
+    return switch (value.toLowerCase(java.util.Locale.ROOT)) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw new IllegalArgumentException(name + "='" + value + "' is not true or false");
+    };
   }
 
   private static int parseInt(String name, String value) {

@@ -85,6 +85,29 @@ public final class TensorReadPlanner {
     };
   }
 
+  /**
+   * The copies that cut the shard named by {@code tp} out of a full tensor held contiguously
+   * (row-major, starting at byte 0): a writer partition's plan. Source offsets are relative to the
+   * full tensor's first byte, destination offsets to the shard's; ordered by destination.
+   *
+   * @param fullShape shape of the full tensor
+   * @throws TensorIoException {@code INVALID_TARGET} if the split dim is outside the tensor, {@code
+   *     NOT_DIVISIBLE} if the dimension does not split evenly, {@code MISALIGNED_SUB_BYTE} for a
+   *     sub-byte slice off a byte boundary; messages name the tensor and the numbers
+   */
+  public static List<RangeCopy> shardOfFull(
+      String name, Dtype dtype, long[] fullShape, ParallelAxis tp) {
+    StoredTensor whole =
+        new StoredTensor(
+            name,
+            dtype,
+            fullShape,
+            null,
+            List.of(new StoredTensor.Piece(name, 0, new long[fullShape.length], fullShape)));
+    ReadTarget target = ReadTarget.shard(TensorParallelism.of(tp));
+    return planShard(null, whole, target).copies();
+  }
+
   private static TensorReadPlan planShard(StoredLayout layout, StoredTensor t, ReadTarget target) {
     ParallelAxis tp = target.parallelism().tp().orElseThrow();
     long[] g = t.globalShapeRef();

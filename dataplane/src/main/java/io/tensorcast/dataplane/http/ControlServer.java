@@ -126,6 +126,19 @@ public final class ControlServer implements AutoCloseable {
     return start(address, status, registry, token, tensors, null, BodyStreaming.DEFAULTS);
   }
 
+  /**
+   * More routes of a data plane that has them (the read side of written versions: {@code
+   * /v1/writes}, {@code /v1/versions}), behind the same bearer token as {@code /status}. Answers
+   * must be quick (they run on the event loop): long work is started, not waited for.
+   */
+  public interface ExtraRoutes {
+    /** Whether the decoded path is one of these routes. */
+    boolean handles(String path);
+
+    /** The answer to a request whose path {@link #handles} accepts. */
+    FullHttpResponse answer(FullHttpRequest request);
+  }
+
   /** Receives {@code PUT /v1/peers} bodies. */
   @FunctionalInterface
   public interface PeersEndpoint {
@@ -155,6 +168,26 @@ public final class ControlServer implements AutoCloseable {
       PeersEndpoint peers,
       BodyStreaming streaming)
       throws InterruptedException {
+    return start(address, status, registry, token, tensors, peers, streaming, null);
+  }
+
+  /**
+   * Binds the endpoint with consumer reads, the peer membership and more routes.
+   *
+   * @param extra more routes, or null
+   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlToken, TensorEndpoint,
+   *     PeersEndpoint, BodyStreaming)
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlToken token,
+      TensorEndpoint tensors,
+      PeersEndpoint peers,
+      BodyStreaming streaming,
+      ExtraRoutes extra)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(streaming, "streaming");
     Objects.requireNonNull(registry, "registry");
@@ -175,7 +208,7 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
                           .addLast(
                               new Handler(
-                                  status, registry, token, json, tensors, peers, streaming));
+                                  status, registry, token, json, tensors, peers, streaming, extra));
                     }
                   })
               .bind(address)
@@ -210,6 +243,7 @@ public final class ControlServer implements AutoCloseable {
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private SegmentStreamer streaming;
     private final PeersEndpoint peers;
+    private final ExtraRoutes extra;
 
     Handler(
         Supplier<DataPlaneStatus> status,
@@ -218,7 +252,9 @@ public final class ControlServer implements AutoCloseable {
         ObjectMapper json,
         TensorEndpoint tensors,
         PeersEndpoint peers,
-        BodyStreaming bodyStreaming) {
+        BodyStreaming bodyStreaming,
+        ExtraRoutes extra) {
+      this.extra = extra;
       this.peers = peers;
       this.bodyStreaming = bodyStreaming;
       this.status = status;
@@ -373,6 +409,12 @@ public final class ControlServer implements AutoCloseable {
                     + " (limits: request line 4096 bytes, headers 8192 bytes)\n");
         r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
+        return;
+      }
+      if (extra != null && extra.handles(new QueryStringDecoder(req.uri()).path())) {
+        if (authorized(ctx, req)) {
+          write(ctx, req, extra.answer(req));
+        }
         return;
       }
       if (HttpMethod.PUT.equals(req.method())

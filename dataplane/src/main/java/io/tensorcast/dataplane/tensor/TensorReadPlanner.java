@@ -72,17 +72,38 @@ public final class TensorReadPlanner {
               + " (identity must match exactly)");
     }
     long[] g = t.globalShapeRef();
-    return switch (target.mode()) {
-      case FULL ->
-          planBox(
-              t,
-              target,
-              t.whole() ? List.of(t.pieces().get(0)) : t.pieces(),
-              new long[g.length],
-              g);
-      case SHARD -> planShard(layout, t, target);
-      case AS_STORED -> planAsStored(layout, t, target);
-    };
+    TensorReadPlan plan =
+        switch (target.mode()) {
+          case FULL ->
+              planBox(
+                  t,
+                  target,
+                  t.whole() ? List.of(t.pieces().get(0)) : t.pieces(),
+                  new long[g.length],
+                  g);
+          case SHARD -> planShard(layout, t, target);
+          case AS_STORED -> planAsStored(layout, t, target);
+        };
+    if (layout.partial()) {
+      long covered = 0;
+      for (RangeCopy c : plan.copies()) {
+        covered += c.length();
+      }
+      if (covered != plan.totalBytes()) {
+        throw new TensorIoException(
+            Reason.NOT_HELD,
+            "tensor \""
+                + tensorName
+                + "\": "
+                + target
+                + " needs rank files this node does not hold (it holds "
+                + layout.files()
+                + " of tp_size "
+                + layout.tpSize()
+                + "); read it on a node that holds those ranks");
+      }
+    }
+    return plan;
   }
 
   /**
@@ -195,7 +216,30 @@ public final class TensorReadPlanner {
               + (t.splitDim() == null ? 0 : t.splitDim())
               + ")");
     }
-    StoredTensor.Piece piece = t.pieces().get(rank);
+    String wanted =
+        s > 1 || layout.kind() == StoredLayout.Kind.TP_SHARDS
+            ? ShardManifest.rankFileName(rank)
+            : null;
+    StoredTensor.Piece piece = null;
+    for (StoredTensor.Piece p : t.pieces()) {
+      if (wanted == null || p.file().equals(wanted)) {
+        piece = p;
+        break;
+      }
+    }
+    if (piece == null) {
+      throw new TensorIoException(
+          Reason.NOT_HELD,
+          "tensor \""
+              + t.name()
+              + "\": "
+              + target
+              + " names "
+              + wanted
+              + ", which this node does not hold (it holds "
+              + layout.files()
+              + ")");
+    }
     return planBox(t, target, List.of(piece), piece.originRef(), piece.shapeRef());
   }
 

@@ -11,7 +11,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -74,11 +73,12 @@ public record SealRecord(
    * @param path path in the version ({@code manifest.json}, {@code rank_00000.safetensors}, ...)
    * @param size bytes
    * @param sha256 lowercase hex SHA-256 of the whole file
-   * @param header for safetensors files, the first bytes up to the data (8-byte length and JSON
-   *     header), base64; null for others
+   * @param head base64 of the file's first bytes: for a safetensors file its header (the 8-byte
+   *     length and the JSON), for {@code manifest.json} the whole file; null for others. Readers
+   *     plan from it which pieces they need
    */
   @JsonInclude(JsonInclude.Include.NON_NULL)
-  public record FileEntry(String path, long size, String sha256, String header) {
+  public record FileEntry(String path, long size, String sha256, String head) {
     public FileEntry {
       Objects.requireNonNull(path, "path");
       Objects.requireNonNull(sha256, "sha256");
@@ -212,21 +212,5 @@ public record SealRecord(
     } catch (IOException e) {
       throw new IllegalArgumentException("not a valid seal record: " + e.getMessage(), e);
     }
-  }
-
-  /** A copy with other piece hashes (used when the piece size is re-chosen). */
-  SealRecord withPieces(int size, List<String> hashes) {
-    return new SealRecord(
-        name,
-        kind,
-        metadata,
-        layout,
-        tpSize,
-        ranks,
-        files,
-        size,
-        new ArrayList<>(hashes),
-        sealedAt,
-        writer);
   }
 }

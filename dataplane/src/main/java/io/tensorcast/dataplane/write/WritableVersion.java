@@ -683,7 +683,9 @@ public final class WritableVersion {
     List<SealRecord.FileEntry> entriesOut = new ArrayList<>();
     for (Planned f : files) {
       String header = null;
-      if (f.path().endsWith(".safetensors")) {
+      if (f.content() != null) {
+        header = Base64.getEncoder().encodeToString(f.content());
+      } else if (f.path().endsWith(".safetensors")) {
         byte[] prefix = new byte[SafetensorsHeader.LENGTH_PREFIX_BYTES];
         stored.read(f.path(), 0, ByteBuffer.wrap(prefix));
         long len = ByteBuffer.wrap(prefix).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();

@@ -30,6 +30,7 @@ import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.model.AbortMultipartUploadRequest;
 import software.amazon.awssdk.services.s3.model.CompleteMultipartUploadRequest;
 import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
@@ -48,7 +49,8 @@ import software.amazon.awssdk.services.s3.model.UploadPartRequest;
 /**
  * Saves to an S3 bucket or an S3-compatible store ({@code s3://}), and to Alibaba Cloud OSS through
  * its S3-compatible API ({@code oss://}: virtual-hosted addressing, no {@code aws-chunked} bodies,
- * as {@link Sources#ossOptions} sets up for reading). AWS SDK v2, Apache HTTP client.
+ * as {@link Sources#ossOptions} sets up for reading). AWS SDK v2, Apache HTTP client; bodies are
+ * sent plain (no {@code aws-chunked} encoding).
  *
  * <p>A file up to one part is one {@code PutObject}; a larger one a multipart upload of parts
  * uploaded 4 at a time, completed only when every part is in, aborted on failure. Every request
@@ -136,6 +138,9 @@ final class S3Destination implements VersionSaver.Destination {
             .forcePathStyle(options.pathStyle())
             .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
             .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+            // Plain bodies, never aws-chunked: OSS refuses chunked uploads, and over plain http
+            // the SDK would otherwise sign every upload as a chunked stream.
+            .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).build())
             .overrideConfiguration(o -> o.retryStrategy(RetryMode.STANDARD));
     options.endpoint().ifPresent(builder::endpointOverride);
     return new S3Destination(target, uri.bucket(), uri.prefix(), builder.build());

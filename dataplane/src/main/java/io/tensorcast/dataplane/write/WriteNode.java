@@ -99,6 +99,7 @@ public final class WriteNode implements AutoCloseable {
   private final Map<String, String> refused = new HashMap<>();
   private final Map<String, SealRecord> fetched = new HashMap<>();
   private final Map<String, LocalVersion> local = new LinkedHashMap<>();
+  private final Map<String, SaveState> saveStates = new HashMap<>();
   private LocalVersion current;
   private LocalVersion target;
   private String pollProblem;
@@ -116,7 +117,6 @@ public final class WriteNode implements AutoCloseable {
     String message;
     Instant readyAt;
     Instant startedAt = Instant.now();
-    SaveState save;
 
     LocalVersion(VersionUnion union) {
       this.union = union;
@@ -409,7 +409,7 @@ public final class WriteNode implements AutoCloseable {
     }
     LocalVersion lv = new LocalVersion(union);
     synchronized (this) {
-      local.put(name, lv);
+      local.put(name, lv); // replaces an entry a save made before the follower saw the version
       target = lv;
     }
     try {
@@ -579,7 +579,8 @@ public final class WriteNode implements AutoCloseable {
       }
       for (int i = 0; i < ready.size() - settings.retain(); i++) {
         LocalVersion v = ready.get(i);
-        if (v != current && v != target && (v.save == null || !v.save.state().equals("Saving"))) {
+        SaveState sv = saveStates.get(v.name());
+        if (v != current && v != target && (sv == null || !sv.state().equals("Saving"))) {
           drop.add(v);
         }
       }
@@ -663,12 +664,14 @@ public final class WriteNode implements AutoCloseable {
     VersionSaver saver = VersionSaver.prepare(target, settings.env());
     LocalVersion v = lv;
     synchronized (this) {
-      if (v.save != null && v.save.state().equals("Saving")) {
+      SaveState before = saveStates.get(name);
+      if (before != null && before.state().equals("Saving")) {
+        saver.close();
         throw WriteException.conflict(
             "SaveInProgress",
-            "version " + name + " is being saved to " + v.save.uri() + " already");
+            "version " + name + " is being saved to " + before.uri() + " already");
       }
-      v.save = new SaveState(target.uri(), "Saving", null, null, null);
+      saveStates.put(name, new SaveState(target.uri(), "Saving", null, null, null));
     }
     saves.execute(
         () -> {
@@ -687,7 +690,7 @@ public final class WriteNode implements AutoCloseable {
             saver.close();
           }
           synchronized (WriteNode.this) {
-            v.save = done;
+            saveStates.put(name, done);
           }
         });
     ObjectNode o = WriteJson.JSON.createObjectNode();
@@ -790,16 +793,17 @@ public final class WriteNode implements AutoCloseable {
         if (v.readyAt != null) {
           j.put("readyAt", v.readyAt.toString());
         }
-        if (v.save != null) {
+        SaveState save = saveStates.get(v.name());
+        if (save != null) {
           ObjectNode sv = j.putObject("save");
-          sv.put("uri", v.save.uri());
-          sv.put("state", v.save.state());
-          if (v.save.reason() != null) {
-            sv.put("reason", v.save.reason());
-            sv.put("message", v.save.message());
+          sv.put("uri", save.uri());
+          sv.put("state", save.state());
+          if (save.reason() != null) {
+            sv.put("reason", save.reason());
+            sv.put("message", save.message());
           }
-          if (v.save.result() != null) {
-            sv.set("result", v.save.result());
+          if (save.result() != null) {
+            sv.set("result", save.result());
           }
         }
       }

@@ -48,9 +48,13 @@ import org.slf4j.LoggerFactory;
  * relaying members are asked before writers, the least-loaded first, the rarest piece first (ties
  * rotated per member). A piece only writers hold is fetched from a writer by one member, which
  * announces it with READING ("fetching it from its writer now"); the others wait for that member's
- * HAVE and fetch it from there, unless the mark lapses ({@code peerTimeout}). So each byte leaves
- * its writer about once, whatever the number of readers. A request unanswered for the peer timeout
- * by a peer that sends nothing is asked elsewhere.
+ * HAVE and fetch it from there, unless the mark lapses (a fifth of the peer timeout). Marks travel
+ * behind piece data and can arrive late on a busy link, so the writer arbitrates too: it sends a
+ * piece to one member, answers another member that asks for it within the grace with REJECT {@code
+ * "sent to <id>"} (that member then waits for the first one's HAVE), and serves a member that asks
+ * again after the grace (the first may not keep the piece). So each byte leaves its writer about
+ * once, whatever the number of readers. A request unanswered for the peer timeout by a peer that
+ * sends nothing is asked elsewhere.
  *
  * <p>Thread-safe. Metrics (tag {@code artifact}): {@code
  * tensorcast_dataplane_peer_bytes_sent_total} and {@code
@@ -60,6 +64,12 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   private static final Logger log = LoggerFactory.getLogger(OriginSwarm.class);
 
   private static final long TICK_MS = 50;
+
+  /**
+   * The start of a writer's REJECT reason for a piece it sent to another member moments ago: the
+   * requester fetches it from that member ({@code "sent to <id>"}).
+   */
+  public static final String SENT_TO = "sent to ";
 
   /** Where a verified piece goes. */
   @FunctionalInterface
@@ -112,6 +122,13 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   private String failure;
   private ScheduledExecutorService ticker;
   private ExecutorService verifier;
+  private long startedAt;
+
+  /** (Writers) piece → the member it was first sent to and when (nanoTime). */
+  private final Map<Integer, Map.Entry<String, Long>> sentTo = new HashMap<>();
+
+  /** (Writers) "piece member" → when that member was first told to fetch the piece elsewhere. */
+  private final Map<String, Long> deferred = new HashMap<>();
 
   private static final class Peer {
     final String id;
@@ -233,6 +250,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
                 th.setDaemon(true);
                 return th;
               });
+      startedAt = System.nanoTime();
       ticker.scheduleWithFixedDelay(this::tick, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
       if (settings.staticPeers() != null && membership == null) {
         membership = settings.staticPeers();
@@ -413,14 +431,29 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     }
     // Pieces another relaying member is fetching from a writer now: wait for its HAVE.
     BitSet claimed = new BitSet();
+    long grace = grace();
     for (Peer p : usable) {
       p.fetching.forEach(
           (piece, at) -> {
-            if (now - at <= timeout) {
+            if (now - at <= grace) {
               claimed.set(piece);
             }
           });
     }
+    // Until every member has connected (or a grace of a fifth of the peer timeout is over), ask
+    // writers for nothing: a member that has not met the others yet cannot see their READING marks.
+    boolean metEveryone = true;
+    if (membership != null) {
+      for (Membership.Member m : membership.members()) {
+        Peer q = peers.get(m.id());
+        if (!m.id().equals(self)
+            && (q == null || q.conn == null)
+            && (q == null || q.dropped == null)) {
+          metEveryone = false;
+        }
+      }
+    }
+    boolean askWriters = !relays || metEveryone || now - startedAt > timeout / 5;
     Map<Peer, BitSet> candidates = new HashMap<>();
     for (Peer p : usable) {
       BitSet c = (BitSet) p.has.clone();
@@ -428,6 +461,9 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
       c.and(need);
       if (p.writer) {
         c.andNot(claimed);
+        if (!askWriters) {
+          c.clear();
+        }
       }
       candidates.put(p, c);
     }
@@ -471,6 +507,14 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     }
   }
 
+  /**
+   * How long a member waits for a piece another member fetches from a writer before it asks the
+   * writer itself (a fifth of the peer timeout).
+   */
+  private long grace() {
+    return settings.peerTimeout().toNanos() / 5;
+  }
+
   private void broadcast(Frame f, String except) {
     for (Peer q : peers.values()) {
       if (q.conn != null && !q.id.equals(except) && !q.writer) {
@@ -502,6 +546,16 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
       byte[][] h = new byte[map.size()][];
       for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
         h[i] = expected[i];
+      }
+      // Pieces this member is fetching from writers now: the newcomer should not fetch them too.
+      if (relays && !p.writer) {
+        for (Peer q : peers.values()) {
+          if (q.writer) {
+            for (Integer piece : q.inFlight.keySet()) {
+              conn.send(new Frame.Reading(piece));
+            }
+          }
+        }
       }
       conn.send(new Frame.Bitfield(map.size(), (BitSet) present.clone(), h));
       log.info("version {}: peer {} connected{}", swarmId, p.id, p.writer ? " (a writer)" : "");
@@ -559,7 +613,16 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
       } else if (frame instanceof Frame.Reject r) {
         if (p.inFlight.remove(r.piece()) != null) {
           inProgress.clear(r.piece());
-          p.has.clear(r.piece());
+          Peer other =
+              p.writer && r.reason().startsWith(SENT_TO)
+                  ? peers.get(r.reason().substring(SENT_TO.length()))
+                  : null;
+          if (other != null && other != p) {
+            // The writer sent it to that member moments ago: fetch it from there once it has it.
+            other.fetching.put(r.piece(), System.nanoTime());
+          } else {
+            p.has.clear(r.piece());
+          }
         }
       } else if (!(frame instanceof Frame.KeepAlive)) {
         conn.close("unexpected " + FrameCodec.typeName(frame.type()) + " after the handshake");
@@ -626,6 +689,21 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     if (!present.get(piece)) {
       conn.send(new Frame.Reject(piece, "piece not held"));
       return;
+    }
+    if (writers.contains(self) && !p.writer) {
+      // A writer sends each piece once: a second member asking within the grace is pointed at
+      // the first, and served only if it asks again after the grace (the first may not relay).
+      long now = System.nanoTime();
+      Map.Entry<String, Long> first = sentTo.get(piece);
+      if (first == null) {
+        sentTo.put(piece, Map.entry(p.id, now));
+      } else if (!first.getKey().equals(p.id)) {
+        Long asked = deferred.putIfAbsent(piece + " " + p.id, now);
+        if (asked == null || now - asked < grace()) {
+          conn.send(new Frame.Reject(piece, SENT_TO + first.getKey()));
+          return;
+        }
+      }
     }
     PieceMap.Piece pc = map.piece(piece);
     p.queuedSends++;

@@ -649,19 +649,14 @@ public final class WritableVersion {
         futures.add(
             pool.submit(
                 () -> {
-                  MessageDigest whole = MessageDigest.getInstance("SHA-256");
+                  MessageDigest one = MessageDigest.getInstance("SHA-256");
                   for (PieceMap.Piece p : map.pieces()) {
-                    if (!p.path().equals(f.path())) {
-                      continue;
+                    if (p.path().equals(f.path())) {
+                      one.update(stored.readOnly(p.path(), p.offset(), p.length()));
+                      pieceHex[p.index()] = HexFormat.of().formatHex(one.digest());
                     }
-                    ByteBuffer b = stored.readOnly(p.path(), p.offset(), p.length());
-                    whole.update(b.duplicate());
-                    MessageDigest one = MessageDigest.getInstance("SHA-256");
-                    one.update(b);
-                    pieceHex[p.index()] = HexFormat.of().formatHex(one.digest());
                   }
-                  String sha = HexFormat.of().formatHex(whole.digest());
-                  return stored.markComplete(f.path(), sha);
+                  return stored.markComplete(f.path()); // the file's SHA-256, recorded
                 }));
       }
       for (int i = 0; i < files.size(); i++) {

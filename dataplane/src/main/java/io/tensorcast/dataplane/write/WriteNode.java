@@ -619,50 +619,54 @@ public final class WriteNode implements AutoCloseable {
    *     (checked before anything is sent)
    */
   ObjectNode save(String name, ObjectNode request) throws WriteException {
-    LocalVersion lv;
-    synchronized (this) {
-      lv = local.get(name);
-    }
-    if (lv == null && service != null && settings.writers().keySet().equals(Set.of(self))) {
-      // A single writer saves right after sealing, before the follower saw the version.
-      WritableVersion v = service.version(name);
-      SealRecord r = v.sealRecord();
-      if (r != null) {
-        lv = new LocalVersion(new VersionUnion(r, Map.of()));
-        lv.stored = service.sealedArtifact(name).orElse(null);
-        lv.ownPart = true;
-        lv.fullCopy = lv.stored != null;
-        lv.state = lv.stored != null ? "Ready" : "Fetching";
-        synchronized (this) {
-          LocalVersion before = local.putIfAbsent(name, lv);
-          if (before != null) {
-            lv = before;
-          }
-        }
+    SealRecord record = null;
+    StoredArtifact stored = null;
+    Optional<StoredArtifact> sealedHere =
+        service == null ? Optional.empty() : service.sealedArtifact(name);
+    if (sealedHere.isPresent()) {
+      // A writer that sealed every file of the version saves its own part, right after the seal.
+      SealRecord own = service.version(name).sealRecord();
+      VersionUnion u;
+      synchronized (this) {
+        u = known.get(name);
+      }
+      if (settings.writers().keySet().equals(Set.of(self))
+          || (u != null && u.record().files().size() == own.files().size())) {
+        record = u != null ? u.record() : own;
+        stored = sealedHere.get();
       }
     }
-    if (lv == null) {
-      throw new WriteException(
-          404, "NoSuchVersion", "this node holds no version " + name + " (yet)");
-    }
-    if (!lv.state.equals("Ready") || !lv.fullCopy || lv.stored == null) {
-      throw WriteException.conflict(
-          "NotComplete",
-          "version "
-              + name
-              + " is "
-              + lv.state
-              + " on this node"
-              + (lv.fullCopy
-                  ? ""
-                  : ", which holds only part of it ("
-                      + (lv.ownPart ? "its own rank files" : "tp ranks " + settings.want())
-                      + ")")
-              + "; save from a node that holds it complete (--want all, or the single writer)");
+    if (record == null) {
+      LocalVersion lv;
+      synchronized (this) {
+        lv = local.get(name);
+      }
+      if (lv == null) {
+        throw new WriteException(
+            404, "NoSuchVersion", "this node holds no version " + name + " (yet)");
+      }
+      if (!lv.state.equals("Ready") || !lv.fullCopy || lv.stored == null) {
+        throw WriteException.conflict(
+            "NotComplete",
+            "version "
+                + name
+                + " is "
+                + lv.state
+                + " on this node"
+                + (lv.fullCopy
+                    ? ""
+                    : ", which holds only part of it ("
+                        + (lv.ownPart ? "its own rank files" : "tp ranks " + settings.want())
+                        + ")")
+                + "; save from a node that holds it complete (--want all, or the single writer)");
+      }
+      record = lv.union.record();
+      stored = lv.stored;
     }
     SaveTarget target = SaveTarget.parse(request);
     VersionSaver saver = VersionSaver.prepare(target, settings.env());
-    LocalVersion v = lv;
+    SealRecord savedRecord = record;
+    StoredArtifact savedCopy = stored;
     synchronized (this) {
       SaveState before = saveStates.get(name);
       if (before != null && before.state().equals("Saving")) {
@@ -677,7 +681,7 @@ public final class WriteNode implements AutoCloseable {
         () -> {
           SaveState done;
           try {
-            ObjectNode result = saver.save(v.union.record(), v.stored);
+            ObjectNode result = saver.save(savedRecord, savedCopy);
             done = new SaveState(target.uri(), "Saved", null, null, result);
           } catch (WriteException e) {
             log.warn(
@@ -804,6 +808,19 @@ public final class WriteNode implements AutoCloseable {
           }
           if (save.result() != null) {
             sv.set("result", save.result());
+          }
+        }
+      }
+      for (Map.Entry<String, SaveState> e : saveStates.entrySet()) {
+        if (!local.containsKey(e.getKey())) {
+          ObjectNode j = arr.addObject().put("name", e.getKey()).put("state", "Sealed");
+          ObjectNode sv = j.putObject("save");
+          sv.put("uri", e.getValue().uri()).put("state", e.getValue().state());
+          if (e.getValue().reason() != null) {
+            sv.put("reason", e.getValue().reason()).put("message", e.getValue().message());
+          }
+          if (e.getValue().result() != null) {
+            sv.set("result", e.getValue().result());
           }
         }
       }

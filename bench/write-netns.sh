@@ -10,7 +10,8 @@
 # --size-mib checkpoint zero-copy as a TP=2 layout (two rank files) and seals it. Measured:
 #
 #   - T: from the seal (the writer's clock after the seal call returned) to the last reader's
-#     readyAt of that version (its /v1/versions), on one host's clock;
+#     readyAt of that version (its /v1/versions), on one host's clock; and the swarm window, the
+#     last reader's swarm up (copy allocated and page-locked) to the last reader Ready;
 #   - the broadcast bound S/B (every reader must receive S bytes through its own link of rate B;
 #     the writer must send at least S through its link) and T / bound;
 #   - writer upload / S: the writer's peer bytes sent (tensorcast_dataplane_peer_bytes_sent_total)
@@ -163,6 +164,13 @@ S=$(ip netns exec twb-w curl -sf -H "$H" http://10.232.0.10:8471/v1/versions \
 sent=$(ip netns exec twb-w curl -sf http://10.232.0.10:8471/metrics \
   | awk '/^tensorcast_dataplane_peer_bytes_sent_total/ {s += $2} END {printf "%.0f", s}')
 T=$(echo "($last - $sealed) / 1000" | bc -l)
+# The swarm window: the last reader's swarm up (its copy allocated and page-locked) to the last
+# reader Ready, from the readers' log timestamps (HH:MM:SS.mmm): the transfer without the seconds
+# a small VM takes to allocate and mlock N copies at once.
+secs() { local h m rest; IFS=: read -r h m rest <<<"$1"; echo "$h * 3600 + $m * 60 + $rest" | bc -l; }
+up=$(grep -h -m1 'OriginSwarm - version step-1: .* pieces of' "$work"/r*.log | cut -c1-12 | sort | tail -1)
+rd=$(grep -h -m1 'version step-1 is ready here' "$work"/r*.log | cut -c1-12 | sort | tail -1)
+W=$(echo "$(secs "$rd") - $(secs "$up")" | bc -l)
 bound=$(echo "$S * 8 / $B" | bc -l)
 
 base="-"
@@ -194,11 +202,11 @@ if $baseline; then
   done
 fi
 
-printf '\n%-8s %8s %9s %8s %9s %8s %10s %11s %12s %10s\n' readers rate "S MiB" "seal s" "T s" "bound s" "T/bound" \
-  "up/S(peer)" "up/S(link)" "T/T_base"
-printf '%-8s %8s %9.0f %8.2f %9.2f %8.2f %10.2f %11.3f %12.3f %10s\n' "$readers" "$rate" \
+printf '\n%-8s %8s %9s %8s %9s %8s %10s %9s %12s %11s %12s %10s\n' readers rate "S MiB" "seal s" "T s" \
+  "bound s" "T/bound" "swarm s" "swarm/bound" "up/S(peer)" "up/S(link)" "T/T_base"
+printf '%-8s %8s %9.0f %8.2f %9.2f %8.2f %10.2f %9.2f %12.2f %11.3f %12.3f %10s\n' "$readers" "$rate" \
   "$(echo "$S / 1048576" | bc -l)" "$(echo "$seal_ms / 1000" | bc -l)" "$T" "$bound" \
-  "$(echo "$T / $bound" | bc -l)" "$(echo "$sent / $S" | bc -l)" \
+  "$(echo "$T / $bound" | bc -l)" "$W" "$(echo "$W / $bound" | bc -l)" "$(echo "$sent / $S" | bc -l)" \
   "$(echo "($tx1 - $tx0) / $S" | bc -l)" \
   "$([ "$base" = - ] && echo - || printf '%.2f' "$(echo "$T / $base" | bc -l)")"
 [ "$base" = - ] || printf 'baseline (every reader curls the files from the writer node at once): %.2f s\n' "$base"

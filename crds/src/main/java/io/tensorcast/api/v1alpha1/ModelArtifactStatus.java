@@ -84,6 +84,18 @@ public class ModelArtifactStatus {
       "Verified bytes over all nodes divided by replicas x totalBytes, rounded down, e.g. 45%.")
   private String progress;
 
+  @JsonPropertyDescription(
+      "For a written artifact (source.writers): its versions, as its data-plane pods report them.")
+  private WrittenVersionsStatus versions;
+
+  public WrittenVersionsStatus getVersions() {
+    return versions;
+  }
+
+  public void setVersions(WrittenVersionsStatus versions) {
+    this.versions = versions;
+  }
+
   public ArtifactPhase getPhase() {
     return phase;
   }
@@ -230,7 +242,8 @@ public class ModelArtifactStatus {
         && Objects.equals(ready, that.ready)
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
-        && Objects.equals(progress, that.progress);
+        && Objects.equals(progress, that.progress)
+        && Objects.equals(versions, that.versions);
   }
 
   @Override
@@ -251,6 +264,7 @@ public class ModelArtifactStatus {
         ready,
         readyNodes,
         consumers,
-        progress);
+        progress,
+        versions);
   }
 }

@@ -3,7 +3,6 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
-import io.fabric8.generator.annotation.Required;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -68,13 +67,17 @@ public class SourceSpec {
   /** Region names of S3 and OSS: lowercase letters, digits and '-'. */
   public static final String REGION_PATTERN = "^[a-z0-9][a-z0-9-]*$";
 
-  @Required
   @Pattern(URI_PATTERN)
   @JsonPropertyDescription(
       "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
           + " or file:///path (a directory on the node). Everything under the prefix or directory"
-          + " is the artifact, filtered by include/exclude.")
+          + " is the artifact, filtered by include/exclude. Exactly one of uri and writers.")
   private String uri;
+
+  @JsonPropertyDescription(
+      "The artifact is written by pods on the nodes (trainer ranks, prefill servers) instead of"
+          + " loaded from a uri: which pods write it. Exactly one of uri and writers.")
+  private WritersSpec writers;
 
   @JsonPropertyDescription(
       "Hugging Face branch, tag or commit (default main); resolved once to a commit per"
@@ -130,6 +133,14 @@ public class SourceSpec {
 
   public void setUri(String uri) {
     this.uri = uri;
+  }
+
+  public WritersSpec getWriters() {
+    return writers;
+  }
+
+  public void setWriters(WritersSpec writers) {
+    this.writers = writers;
   }
 
   public String getRevision() {
@@ -200,6 +211,7 @@ public class SourceSpec {
   public boolean equals(Object o) {
     return o instanceof SourceSpec that
         && Objects.equals(uri, that.uri)
+        && Objects.equals(writers, that.writers)
         && Objects.equals(revision, that.revision)
         && Objects.equals(endpoint, that.endpoint)
         && Objects.equals(insecureEndpoint, that.insecureEndpoint)
@@ -214,6 +226,7 @@ public class SourceSpec {
   public int hashCode() {
     return Objects.hash(
         uri,
+        writers,
         revision,
         endpoint,
         insecureEndpoint,

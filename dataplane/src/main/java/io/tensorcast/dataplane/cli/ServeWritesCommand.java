@@ -47,6 +47,16 @@ final class ServeWritesCommand implements Callable<Integer> {
       description = "Bearer token of the control endpoint (status, tensors, versions, saves).")
   Path controlTokenFile;
 
+  // As `dataplane serve` takes them from the operator: the artifact Secret's files.
+  @Option(names = "--admin-token-file", description = "Admin bearer token (the operator's).")
+  Path adminTokenFile;
+
+  @Option(names = "--read-token-file", description = "Read bearer token (consumers).")
+  Path readTokenFile;
+
+  @Option(names = "--peer-secret-file", description = "The artifact's peer secret.")
+  Path peerSecretFile;
+
   @Option(names = "--writer", description = "Processes on this node write versions here.")
   boolean writer;
 
@@ -65,8 +75,16 @@ final class ServeWritesCommand implements Callable<Integer> {
   @Option(
       names = "--writers",
       required = true,
-      description = "The artifact's writers: ID=HOST:PORT,... of their control endpoints.")
+      description =
+          "The artifact's writers: ID=HOST:PORT,... of their control endpoints, or their ids alone"
+              + " (ID,...: reached at their peer-membership address on --writer-control-port).")
   String writers;
+
+  @Option(
+      names = "--writer-control-port",
+      defaultValue = "8471",
+      description = "Control port of writers named by id alone (default ${DEFAULT-VALUE}).")
+  int writerControlPort;
 
   @Option(
       names = "--want",
@@ -178,17 +196,26 @@ final class ServeWritesCommand implements Callable<Integer> {
     Map<String, String> w = new LinkedHashMap<>();
     for (String part : writers.split(",")) {
       int eq = part.indexOf('=');
+      if (eq < 0 && !part.isBlank()) {
+        w.put(part.strip(), ""); // resolved from the peer membership
+        continue;
+      }
       if (eq <= 0 || eq == part.length() - 1) {
-        throw new IllegalArgumentException("--writers: '" + part + "' is not ID=HOST:PORT");
+        throw new IllegalArgumentException("--writers: '" + part + "' is not ID or ID=HOST:PORT");
       }
       Membership.address(part.substring(eq + 1).strip(), "--writers " + part.substring(0, eq));
       w.put(part.substring(0, eq).strip(), part.substring(eq + 1).strip());
+    }
+    for (Path f : new Path[] {readTokenFile, peerSecretFile}) {
+      if (f != null && !java.nio.file.Files.isReadable(f)) {
+        throw new IllegalArgumentException("cannot read " + f);
+      }
     }
     String b = store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV);
     return new WriteNodeSettings(
         artifactId,
         control,
-        controlTokenFile,
+        adminTokenFile != null ? adminTokenFile : controlTokenFile,
         store.root,
         b == null || b.isBlank() ? 0 : Quantities.bytes(b, "--budget"),
         store.lockPolicy,
@@ -197,6 +224,7 @@ final class ServeWritesCommand implements Callable<Integer> {
         writeListen == null ? null : Membership.address(writeListen, "--write-listen"),
         peer,
         w,
+        writerControlPort,
         WriteNodeSettings.Want.parse(writer ? "own" : want),
         ServeCommand.duration(followInterval, "--follow-interval"),
         retain,

@@ -295,7 +295,24 @@ public final class WriteNode implements AutoCloseable {
         }
         continue;
       }
-      JsonNode list = getJson(w.getValue(), "/v1/writes");
+      String address = w.getValue();
+      if (address == null || address.isEmpty()) {
+        // Named without an address: its control endpoint is its member address's host at the
+        // control port (what the operator can name before the pods have addresses).
+        Membership m = membership.get();
+        Membership.Member member = null;
+        for (Membership.Member x : m == null ? List.<Membership.Member>of() : m.members()) {
+          if (x.id().equals(id)) {
+            member = x;
+          }
+        }
+        if (member == null) {
+          throw new IOException(
+              "writer " + id + " is not in the peer membership yet (no address to ask it at)");
+        }
+        address = member.address().getHostString() + ":" + settings.writerControlPort();
+      }
+      JsonNode list = getJson(address, "/v1/writes");
       for (JsonNode v : list.path("versions")) {
         String name = v.path("name").asText();
         String key = id + "/" + name + "/" + v.path("digest").asText();
@@ -304,7 +321,7 @@ public final class WriteNode implements AutoCloseable {
           r = fetched.get(key);
         }
         if (r == null) {
-          JsonNode rec = getJson(w.getValue(), "/v1/writes/" + name);
+          JsonNode rec = getJson(address, "/v1/writes/" + name);
           r = SealRecord.parse(WriteJson.JSON.writeValueAsBytes(rec));
           synchronized (this) {
             fetched.put(key, r);
@@ -787,6 +804,8 @@ public final class WriteNode implements AutoCloseable {
                 ? "own"
                 : v.share != null ? settings.want().toString() : v.fullCopy ? "all" : "none");
         j.put("complete", v.fullCopy);
+        ObjectNode meta = j.putObject("metadata");
+        v.union.record().metadata().forEach(meta::put);
         j.put("bytes", v.stored == null ? 0 : v.stored.bytesAllocated());
         if (v.swarm != null) {
           long[] p = v.swarm.progress();

@@ -47,6 +47,7 @@ public record WriteNodeSettings(
     InetSocketAddress writeTcp,
     PeerSettings peer,
     Map<String, String> writers,
+    int writerControlPort,
     Want want,
     Duration followInterval,
     int retain,

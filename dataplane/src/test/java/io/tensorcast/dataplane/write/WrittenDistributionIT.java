@@ -144,6 +144,7 @@ class WrittenDistributionIT {
                   Duration.ofSeconds(5),
                   PeerSettings.DEFAULT_MAX_IN_FLIGHT),
               writers,
+              8471,
               WriteNodeSettings.Want.parse(w ? "own" : id.equals("rc") ? "tp:1/2" : "all"),
               Duration.ofMillis(100),
               2,

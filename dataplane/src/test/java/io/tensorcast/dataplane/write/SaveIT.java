@@ -6,7 +6,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
+import io.tensorcast.dataplane.load.ArtifactLoader;
+import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.load.LoadMetrics;
+import io.tensorcast.dataplane.load.ReadOptions;
+import io.tensorcast.dataplane.source.SourceOptions;
+import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoredArtifact;
@@ -23,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -211,6 +219,30 @@ class SaveIT {
       assertThat(object(c, prefix + "rank_00000.safetensors"))
           .as("the rank file finished before the failure")
           .isEqualTo(file(shards2, "rank_00000.safetensors"));
+      // A loader that reads the prefix now finds rank files without their manifest: refused (and
+      // retried later), never served as plain files.
+      SourceOptions options =
+          SourceOptions.builder()
+              .endpoint(s3.endpoint())
+              .pathStyle(true)
+              .credentials(
+                  new SourceOptions.StaticCredentials(
+                      S3MockServer.ACCESS_KEY, S3MockServer.SECRET_KEY, Optional.empty()))
+              .build();
+      try (var source = Sources.open("s3://" + BUCKET + "/" + prefix, options)) {
+        var loader =
+            new ArtifactLoader(
+                source,
+                store,
+                new ArtifactLoader.Options("half-saved", 0, ReadOptions.DEFAULTS),
+                new LoadMetrics(new SimpleMeterRegistry()));
+        assertThatThrownBy(loader::load)
+            .isInstanceOf(LoadFailure.class)
+            .hasMessageContaining("manifest.json is missing")
+            .extracting(e -> ((LoadFailure) e).reason())
+            .isEqualTo("IncompleteArtifact");
+        assertThat(store.get("half-saved")).isEmpty();
+      }
 
       proxy.reset();
       JsonNode retry =

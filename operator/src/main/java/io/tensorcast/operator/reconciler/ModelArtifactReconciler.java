@@ -55,6 +55,7 @@ import io.tensorcast.operator.written.VersionsClient;
 import io.tensorcast.operator.written.WrittenArtifacts;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -385,7 +386,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     }
     List<String> writerPodNames =
         writers.stream().map(c -> DataPlanePod.podName(artifact, c.name())).toList();
-    List<Pod> desired = new java.util.ArrayList<>();
+    List<Pod> desired = new ArrayList<>();
     for (NodeSelection.Candidate c : writers) {
       desired.add(
           DataPlanePod.desired(
@@ -426,37 +427,15 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .toList();
     Map<String, DataPlaneStatus> reports = dataPlane.poll(members, keys.adminToken());
     peers.coordinate(id(artifact), members, reports, keys.adminToken());
-    Map<String, com.fasterxml.jackson.databind.JsonNode> answers =
-        versionsClient.versions(members, keys.adminToken());
-    List<WrittenArtifacts.PodVersions> views = new java.util.ArrayList<>();
-    Map<String, Map<String, String>> metadata = new java.util.HashMap<>();
-    for (Pod p : members) {
-      var body = answers.get(p.getMetadata().getName());
-      if (body == null) {
-        continue;
-      }
-      Map<String, com.fasterxml.jackson.databind.JsonNode> byName = new java.util.LinkedHashMap<>();
-      for (var v : body.path("versions")) {
-        byName.put(v.path("name").asText(), v);
-        Map<String, String> m = new java.util.HashMap<>();
-        v.path("metadata").fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
-        metadata.putIfAbsent(v.path("name").asText(), m);
-      }
-      views.add(
-          new WrittenArtifacts.PodVersions(
-              p.getMetadata().getName(),
-              writerNodes.contains(PodPlan.node(p))
-                  ? WrittenArtifacts.Role.WRITER
-                  : WrittenArtifacts.Role.READER,
-              body.path("current").isTextual() ? body.path("current").asText() : null,
-              byName));
-    }
+    WrittenArtifacts.Views views =
+        WrittenArtifacts.views(
+            members, versionsClient.versions(members, keys.adminToken()), writerNodes);
     for (WrittenArtifacts.SaveOrder o :
         WrittenArtifacts.saves(
             spec.getSave(),
-            views,
+            views.pods(),
             artifact.getStatus() == null ? null : artifact.getStatus().getVersions(),
-            metadata)) {
+            views.metadata())) {
       Pod target = plan.keep().get(o.pod());
       String refused =
           target == null
@@ -474,7 +453,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       }
     }
     ModelArtifactStatus status =
-        WrittenStatus.build(artifact, writerNodes, readers.size(), views, clock.instant());
+        WrittenStatus.build(artifact, writerNodes, readers.size(), views.pods(), clock.instant());
     return patchIfChanged(artifact, status, context).rescheduleAfter(config.pollInterval());
   }
 

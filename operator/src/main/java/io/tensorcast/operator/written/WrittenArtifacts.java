@@ -12,7 +12,10 @@ import io.tensorcast.api.v1alpha1.VersionsSpec;
 import io.tensorcast.api.v1alpha1.WrittenVersionsStatus;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.DataPlanePod;
+import io.tensorcast.operator.desired.PodPlan;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -225,6 +228,48 @@ public final class WrittenArtifacts {
    */
   public record PodVersions(
       String pod, Role role, String current, Map<String, JsonNode> versions) {}
+
+  /**
+   * The pods' answers to {@code GET /v1/versions}, read.
+   *
+   * @param pods per pod that answered, its view
+   * @param metadata per version, the metadata of the first pod that lists it
+   */
+  public record Views(List<PodVersions> pods, Map<String, Map<String, String>> metadata) {}
+
+  /**
+   * Reads the answers of {@code members} ({@code GET /v1/versions}: {@code current}, {@code
+   * versions[]} with {@code name}, {@code metadata}, ...); a pod without an answer is left out.
+   *
+   * @param writerNodes the nodes of the writer role (a pod there is a {@link Role#WRITER})
+   */
+  public static Views views(
+      List<Pod> members, Map<String, JsonNode> answers, Set<String> writerNodes) {
+    List<PodVersions> views = new ArrayList<>();
+    Map<String, Map<String, String>> metadata = new HashMap<>();
+    for (Pod p : members) {
+      JsonNode body = answers.get(p.getMetadata().getName());
+      if (body == null) {
+        continue;
+      }
+      Map<String, JsonNode> byName = new LinkedHashMap<>();
+      for (JsonNode v : body.path("versions")) {
+        String name = v.path("name").asText();
+        byName.put(name, v);
+        Map<String, String> m = new HashMap<>();
+        v.path("metadata").fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+        metadata.putIfAbsent(name, m);
+      }
+      boolean writer = writerNodes.contains(PodPlan.node(p));
+      views.add(
+          new PodVersions(
+              p.getMetadata().getName(),
+              writer ? Role.WRITER : Role.READER,
+              body.path("current").isTextual() ? body.path("current").asText() : null,
+              byName));
+    }
+    return new Views(views, metadata);
+  }
 
   /** A save to start: which pod saves which version where. */
   public record SaveOrder(String pod, String version, String uri) {}

@@ -4,6 +4,7 @@ import static io.tensorcast.operator.testing.Fixtures.artifact;
 import static io.tensorcast.operator.testing.Fixtures.config;
 import static io.tensorcast.operator.testing.Fixtures.node;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -177,6 +178,32 @@ class WrittenArtifactsTest {
     assertThat(WrittenArtifacts.saveUri(save, "kv-x", Map.of("prefix_sha256", "../etc")))
         .as("a key that is not a plain path segment")
         .isNull();
+  }
+
+  @Test
+  void versionAnswersAreReadPerPodWithTheirRoleAndEachVersionsMetadata() throws Exception {
+    Pod writer = pod("w-1", "n1", "Running", Map.of());
+    Pod reader = pod("r-1", "n2", "Running", Map.of());
+    Pod silent = pod("r-2", "n3", "Running", Map.of());
+    Map<String, JsonNode> answers =
+        Map.of(
+            "w-1",
+            JSON.readTree(
+                "{\"current\":\"kv-aa\",\"versions\":[{\"name\":\"kv-aa\",\"state\":\"Ready\","
+                    + "\"complete\":true,\"metadata\":{\"prefix_sha256\":\"aa11\"}}]}"),
+            "r-1",
+            JSON.readTree(
+                "{\"current\":null,\"versions\":[{\"name\":\"kv-aa\",\"state\":\"Fetching\","
+                    + "\"complete\":false,\"metadata\":{}}]}"));
+    WrittenArtifacts.Views v =
+        WrittenArtifacts.views(List.of(writer, reader, silent), answers, Set.of("n1"));
+    assertThat(v.pods())
+        .extracting(PodVersions::pod, PodVersions::role, PodVersions::current)
+        .as("a pod without an answer is left out")
+        .containsExactly(tuple("w-1", Role.WRITER, "kv-aa"), tuple("r-1", Role.READER, null));
+    assertThat(v.pods().get(1).versions().get("kv-aa").path("state").asText())
+        .isEqualTo("Fetching");
+    assertThat(v.metadata()).containsEntry("kv-aa", Map.of("prefix_sha256", "aa11"));
   }
 
   @Test

@@ -33,6 +33,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
+  @Mixin FormatLimitArgs formatLimits;
 
   @Option(
       names = "--artifact-id",
@@ -182,7 +183,8 @@ final class ServeCommand implements Callable<Integer> {
         peerSettings(env),
         new LoadRetry(
             duration(loadRetryBackoff, "--load-retry-backoff"),
-            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")));
+            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
+        formatLimits.limits());
   }
 
   /** The peer settings, or null for source-only loading. */

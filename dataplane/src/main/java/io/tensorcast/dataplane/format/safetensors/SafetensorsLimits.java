@@ -25,6 +25,13 @@ public record SafetensorsLimits(long maxHeaderBytes, int maxTensors, int maxRank
   public static final long MAX_HEADER_BYTES_ALLOWED = Integer.MAX_VALUE - 8;
 
   /**
+   * The widest bounds any configuration allows: for reading again a header that a load already
+   * validated within its (possibly raised) limits, such as the copy in the store.
+   */
+  public static final SafetensorsLimits WIDEST =
+      new SafetensorsLimits(MAX_HEADER_BYTES_ALLOWED, Integer.MAX_VALUE, 1024);
+
+  /**
    * @throws IllegalArgumentException if a bound is below 1, or the header bound above {@link
    *     #MAX_HEADER_BYTES_ALLOWED}
    */

@@ -16,8 +16,10 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -100,7 +102,20 @@ public final class ShardIndex {
     String directory = slash < 0 ? "" : path.substring(0, slash + 1);
     Map<String, String> weightMap = null;
     OptionalLong totalSize = OptionalLong.empty();
-    try (JsonParser p = JSON.createParser(json)) {
+    String text;
+    try {
+      text =
+          StandardCharsets.UTF_8
+              .newDecoder()
+              .onMalformedInput(CodingErrorAction.REPORT)
+              .onUnmappableCharacter(CodingErrorAction.REPORT)
+              .decode(ByteBuffer.wrap(json))
+              .toString();
+    } catch (CharacterCodingException e) {
+      throw new IndexFormatException(
+          path, INVALID_JSON, "is not valid UTF-8 (" + e.getMessage() + "); JSON files are UTF-8");
+    }
+    try (JsonParser p = JSON.createParser(text)) {
       JsonToken t = p.nextToken();
       if (t != JsonToken.START_OBJECT) {
         throw structure(path, "is not a JSON object" + at(p), p);
@@ -121,9 +136,9 @@ public final class ShardIndex {
             path, INVALID_JSON, "has content after its JSON object" + at(p));
       }
     } catch (JsonProcessingException e) {
-      throw invalidJson(path, json, e);
+      throw invalidJson(path, text, e);
     } catch (IOException e) {
-      throw new UncheckedIOException("reading an in-memory index", e);
+      throw new IndexFormatException(path, INVALID_JSON, "is not valid JSON: " + e.getMessage());
     }
     if (weightMap == null) {
       throw new IndexFormatException(
@@ -242,8 +257,7 @@ public final class ShardIndex {
   }
 
   private static IndexFormatException invalidJson(
-      String path, byte[] json, JsonProcessingException e) {
-    String text = new String(json, StandardCharsets.UTF_8);
+      String path, String text, JsonProcessingException e) {
     var m = CONFLICT_MARKER.matcher(text);
     if (m.find()) {
       int line = 1;

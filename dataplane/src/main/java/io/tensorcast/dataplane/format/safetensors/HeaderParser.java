@@ -10,7 +10,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -141,6 +140,13 @@ final class HeaderParser {
               + printable(json[0]));
     }
 
+    if (json.length > 1 && json[1] == 0) {
+      // Jackson would take "{" followed by NUL bytes for UTF-16 or UTF-32 text.
+      throw fail(
+          INVALID_JSON,
+          null,
+          "header is not valid JSON: a NUL byte at header offset 1 (file offset 9)");
+    }
     Map<String, String> metadata = null;
     List<TensorInfo> tensors = new ArrayList<>();
     try (JsonParser p = JSON.createParser(json)) {
@@ -188,7 +194,7 @@ final class HeaderParser {
       }
       throw fail(INVALID_JSON, null, "header is not valid JSON: " + msg + at(e.getLocation()));
     } catch (IOException e) {
-      throw new UncheckedIOException("reading an in-memory header", e);
+      throw fail(INVALID_JSON, null, "header is not valid JSON: " + e.getMessage());
     }
 
     tensors.sort(OFFSET_ORDER);

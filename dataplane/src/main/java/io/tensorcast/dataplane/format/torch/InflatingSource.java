@@ -3,20 +3,25 @@ package io.tensorcast.dataplane.format.torch;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.zip.ZipException;
 
 /**
  * The bytes of a compressed zip entry as a {@link ByteSource} that may only be read front to back
  * (as the pickle reader reads): inflated while read, never more than the {@code declared} size the
  * central directory gives. When a read reaches that size, one more byte is asked for: if the entry
- * has it, the entry inflates past its declared size and {@link SizeMismatch} is thrown, so a zip
- * bomb costs at most its declared size, not what it inflates to.
+ * has it, the entry inflates past its declared size and {@link BadEntry} is thrown, so a zip bomb
+ * costs at most its declared size, not what it inflates to. Compressed data the inflater cannot
+ * decode is a {@link BadEntry} too; other I/O errors (of the file underneath) pass unchanged.
  */
 final class InflatingSource implements ByteSource {
-  /** The entry inflates to more or fewer bytes than its central directory record declares. */
-  static final class SizeMismatch extends IOException {
+  /**
+   * The entry inflates to more or fewer bytes than its central directory record declares, or its
+   * compressed data is corrupt.
+   */
+  static final class BadEntry extends IOException {
     private static final long serialVersionUID = 1L;
 
-    SizeMismatch(String message) {
+    BadEntry(String message) {
       super(message);
     }
   }
@@ -37,6 +42,22 @@ final class InflatingSource implements ByteSource {
     return declared;
   }
 
+  private int inflate(byte[] into, int length) throws IOException {
+    try {
+      return in.read(into, 0, length);
+    } catch (ZipException e) {
+      BadEntry bad =
+          new BadEntry(
+              entry
+                  + ": its compressed data is corrupt after "
+                  + position
+                  + " bytes: "
+                  + e.getMessage());
+      bad.initCause(e);
+      throw bad;
+    }
+  }
+
   @Override
   public void read(long offset, ByteBuffer dst) throws IOException {
     if (offset != position) {
@@ -47,11 +68,11 @@ final class InflatingSource implements ByteSource {
       throw new IOException(
           entry + ": read of " + dst.remaining() + " bytes at " + offset + " past its end");
     }
-    byte[] chunk = new byte[Math.min(dst.remaining(), 64 * 1024)];
+    byte[] chunk = new byte[Math.max(1, Math.min(dst.remaining(), 64 * 1024))];
     while (dst.hasRemaining()) {
-      int n = in.read(chunk, 0, Math.min(chunk.length, dst.remaining()));
+      int n = inflate(chunk, Math.min(chunk.length, dst.remaining()));
       if (n < 0) {
-        throw new SizeMismatch(
+        throw new BadEntry(
             entry
                 + " inflates to only "
                 + position
@@ -62,8 +83,8 @@ final class InflatingSource implements ByteSource {
       dst.put(chunk, 0, n);
       position += n;
     }
-    if (position == declared && in.read() >= 0) {
-      throw new SizeMismatch(
+    if (position == declared && inflate(chunk, 1) >= 0) {
+      throw new BadEntry(
           entry
               + " inflates to more than the "
               + declared

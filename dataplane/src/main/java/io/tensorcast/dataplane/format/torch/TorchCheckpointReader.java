@@ -374,7 +374,7 @@ public final class TorchCheckpointReader {
             new RestrictedUnpickler(
                     fileName, prefix + "/data.pkl", pickleSource, start, end, limits, loader)
                 .load();
-      } catch (InflatingSource.SizeMismatch e) {
+      } catch (InflatingSource.BadEntry e) {
         TorchFormatException f =
             new TorchFormatException(fileName, INVALID_ARCHIVE, e.getMessage());
         f.initCause(e);

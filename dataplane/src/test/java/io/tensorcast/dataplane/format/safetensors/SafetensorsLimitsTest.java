@@ -174,6 +174,17 @@ class SafetensorsLimitsTest {
     assertThat(e).hasMessageContaining("has a lone surrogate \\uD800 at character 1");
   }
 
+  /** Found by the format fuzzer: "{" and NUL bytes made the JSON reader switch to UTF-32. */
+  @Test
+  void aHeaderThatLooksLikeUtf32IsRefusedAsInvalidJson() {
+    byte[] json = {'{', 0, 0, 0, '!', 0x21, 0, 0, '}'};
+
+    SafetensorsFormatException e = refused(json, 0, SafetensorsLimits.DEFAULT);
+
+    assertThat(e.rule()).isEqualTo(SafetensorsFormatException.INVALID_JSON);
+    assertThat(e).hasMessageContaining("a NUL byte at header offset 1 (file offset 9)");
+  }
+
   @Test
   void deepNestingInAnUnknownFieldIsRefusedAsInvalidJson() {
     String deep = "[".repeat(100_000) + "]".repeat(100_000);

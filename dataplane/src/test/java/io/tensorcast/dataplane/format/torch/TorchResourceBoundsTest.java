@@ -309,6 +309,25 @@ class TorchResourceBoundsTest {
     assertThat(c.tensor("w")).isPresent();
   }
 
+  /** Found by the format fuzzer: a corrupt deflate stream escaped as an I/O error. */
+  @Test
+  void aCompressedPickleWithCorruptDataIsRefusedAsAnInvalidArchive() throws Exception {
+    byte[] pickle = PickleBytes.stateDict("0", 4, 0, new long[] {4}, new long[] {1});
+    byte[] zip =
+        PickleBytes.zipDeflating(
+            Set.of("p/data.pkl"), "p/data.pkl", pickle, "p/data/0", new byte[16], "p/version", "3");
+    // The deflate stream starts right after the first local header (30 bytes + the name).
+    int data = 30 + "p/data.pkl".length();
+    for (int i = data; i < data + 6; i++) {
+      zip[i] = (byte) 0xff;
+    }
+
+    TorchFormatException e = refusal(zip);
+
+    assertThat(e.rule()).isEqualTo(TorchFormatException.INVALID_ARCHIVE);
+    assertThat(e).hasMessageContaining("p/data.pkl: its compressed data is corrupt after 0 bytes");
+  }
+
   @Test
   void moreZipEntriesThanTheLimitAreRefusedBeforeTheDirectoryIsRead() throws Exception {
     Object[] entries = new Object[2 * 30];

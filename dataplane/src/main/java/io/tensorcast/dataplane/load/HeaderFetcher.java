@@ -118,7 +118,7 @@ public final class HeaderFetcher {
         }
       }
       String hint =
-          e.global() == null
+          e.global().isEmpty()
               ? ""
               : "; only pickles torch.load(weights_only=True) accepts are loaded — if consumers do"
                   + " not need this file, leave it out with spec.source.exclude (CLI --exclude) '"

@@ -11,6 +11,7 @@ import io.tensorcast.dataplane.format.torch.TorchStorage;
 import io.tensorcast.dataplane.format.torch.TorchTensor;
 import io.tensorcast.dataplane.source.PathFilter;
 import io.tensorcast.dataplane.source.SourceFile;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -56,9 +57,21 @@ public final class ShardIndexes {
     Map<String, IndexCheck.Shard> shards = new LinkedHashMap<>();
     headers.forEach((path, h) -> shards.put(path, shard(h)));
     checkpoints.forEach((path, c) -> shards.put(path, shard(c)));
+    Map<String, String> declaredBy = new HashMap<>();
     IndexCheck.Artifact artifact =
         new IndexCheck.Artifact(
-            listed::contains, p -> !filter.accepts(p), filter.toString(), shards::get);
+            listed::contains,
+            p -> !filter.accepts(p),
+            filter.toString(),
+            shards::get,
+            name -> {
+              if (declaredBy.isEmpty()) {
+                shards.forEach(
+                    (path, s) ->
+                        s.tensorBytes().keySet().forEach(t -> declaredBy.putIfAbsent(t, path)));
+              }
+              return declaredBy.get(name);
+            });
     for (SourceFile f : files) {
       if (!ShardIndex.isIndexPath(f.path())) {
         continue;

@@ -43,12 +43,14 @@ public final class IndexCheck {
    * @param filters the filters as written, for messages ({@code include=[…] exclude=[…]})
    * @param shards a listed shard's contents, or null when it is neither a safetensors file nor a
    *     torch checkpoint
+   * @param declaredBy the path of a listed file that declares a tensor name, or null (for messages)
    */
   public record Artifact(
       Predicate<String> listed,
       Predicate<String> excluded,
       String filters,
-      Function<String, Shard> shards) {}
+      Function<String, Shard> shards,
+      Function<String, String> declaredBy) {}
 
   private IndexCheck() {}
 
@@ -107,7 +109,8 @@ public final class IndexCheck {
       String path = index.shardPath(e.getValue());
       Long bytes = shards.get(path).tensorBytes().get(e.getKey());
       if (bytes == null) {
-        String actual = declaredIn.get(e.getKey());
+        String actual =
+            declaredIn.getOrDefault(e.getKey(), artifact.declaredBy().apply(e.getKey()));
         throw new IndexFormatException(
             file,
             TENSOR_NOT_IN_SHARD,
@@ -116,9 +119,7 @@ public final class IndexCheck {
                 + "\" to \""
                 + path
                 + "\", which does not declare it"
-                + (actual == null
-                    ? "; no shard of the index does"
-                    : "; it is in \"" + actual + "\""));
+                + (actual == null ? "; no file declares it" : "; it is in \"" + actual + "\""));
       }
       mappedBytes += bytes;
     }

@@ -77,6 +77,24 @@ class ShardIndexTest {
         .hasMessageContaining("at line 2, column");
   }
 
+  /** Found by the format fuzzer: bytes that looked like UCS-4 escaped as an I/O error. */
+  @Test
+  void bytesThatAreNotUtf8AreRefusedAsInvalidJson() {
+    byte[] json = {0, 0, 1, 0, 't', 'a', '"', ':', ' ', '{', '}'};
+
+    IndexFormatException e =
+        catchThrowableOfType(() -> ShardIndex.parse(INDEX, json, 10), IndexFormatException.class);
+    IndexFormatException latin1 =
+        catchThrowableOfType(
+            () -> ShardIndex.parse(INDEX, new byte[] {'{', '"', (byte) 0xe9, '"', '}'}, 10),
+            IndexFormatException.class);
+
+    assertThat(e.rule()).isEqualTo(IndexFormatException.INVALID_JSON);
+    assertThat(e).hasMessageContaining("is not valid JSON");
+    assertThat(latin1.rule()).isEqualTo(IndexFormatException.INVALID_JSON);
+    assertThat(latin1).hasMessageContaining("is not valid UTF-8");
+  }
+
   @Test
   void aRepeatedTensorIsRefused() {
     IndexFormatException e =
@@ -170,7 +188,16 @@ class ShardIndexTest {
 
   private static IndexCheck.Artifact artifact(Set<String> listed, Set<String> excluded) {
     return new IndexCheck.Artifact(
-        listed::contains, excluded::contains, "include=[] exclude=[m-2*]", SHARDS::get);
+        listed::contains,
+        excluded::contains,
+        "include=[] exclude=[m-2*]",
+        SHARDS::get,
+        name ->
+            SHARDS.entrySet().stream()
+                .filter(e -> e.getValue().tensorBytes().containsKey(name))
+                .map(Map.Entry::getKey)
+                .findFirst()
+                .orElse(null));
   }
 
   private static IndexFormatException checkRefused(String json, IndexCheck.Artifact a) {
@@ -227,8 +254,8 @@ class ShardIndexTest {
     assertThat(e.rule()).isEqualTo(IndexFormatException.TENSOR_NOT_IN_SHARD);
     assertThat(e)
         .hasMessageContaining(
-            "maps tensor \"b\" to \"m-1.safetensors\", which does not declare it; no shard of the"
-                + " index does");
+            "maps tensor \"b\" to \"m-1.safetensors\", which does not declare it; it is in"
+                + " \"m-2.safetensors\"");
   }
 
   @Test
@@ -240,7 +267,7 @@ class ShardIndexTest {
     IndexFormatException e =
         checkRefused(
             "{\"weight_map\": {\"a\": \"m-1.safetensors\", \"b\": \"m-2.safetensors\"}}",
-            new IndexCheck.Artifact(BOTH::contains, s -> false, "", shards::get));
+            new IndexCheck.Artifact(BOTH::contains, s -> false, "", shards::get, n -> null));
 
     assertThat(e.rule()).isEqualTo(IndexFormatException.DUPLICATE_TENSOR);
     assertThat(e)
@@ -273,6 +300,6 @@ class ShardIndexTest {
             "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {\"emb\": \"pytorch_model.bin\","
                 + " \"head\": \"pytorch_model.bin\"}}"),
         new IndexCheck.Artifact(
-            Set.of("pytorch_model.bin")::contains, s -> false, "", shards::get));
+            Set.of("pytorch_model.bin")::contains, s -> false, "", shards::get, n -> null));
   }
 }

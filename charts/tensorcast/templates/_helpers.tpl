@@ -28,3 +28,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $i := .Values.dataplane.image -}}
 {{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) -}}
 {{- end -}}
+
+{{/* The data plane's format limits as name=value pairs separated by commas, sorted by name. */}}
+{{- define "tensorcast.formatLimits" -}}
+{{- $pairs := list -}}
+{{- range $name, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%v" $name $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+

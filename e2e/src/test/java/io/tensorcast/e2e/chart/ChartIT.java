@@ -89,7 +89,9 @@ class ChartIT {
             Map.<String, Object>of(
                 "operator.controlTokenSecret", "tensorcast-control",
                 "rdmaDevicePlugin.enabled", "false",
-                "operator.nodeSelector.role", "control"))) {
+                "operator.nodeSelector.role", "control",
+                "dataplane.formatLimits.max-zip-ratio", "200",
+                "dataplane.formatLimits.max-tensors", "2000000"))) {
       String release = "tc" + Integer.toHexString(values.hashCode() & 0xfff);
       String yaml = render(release, ns.name(), values);
       List<HasMetadata> objects = load(cluster.client(), yaml);
@@ -158,8 +160,11 @@ class ChartIT {
                         && "tensorcast-control".equals(v.getSecret().getSecretName()));
         assertThat(d.getSpec().getTemplate().getSpec().getNodeSelector())
             .containsEntry("role", "control");
+        assertThat(env)
+            .containsEntry("TENSORCAST_FORMAT_LIMITS", "max-tensors=2000000,max-zip-ratio=200");
       } else {
         assertThat(env).doesNotContainKey("TENSORCAST_CONTROL_TOKEN_SECRET");
+        assertThat(env).doesNotContainKey("TENSORCAST_FORMAT_LIMITS");
       }
     }
   }

@@ -1,11 +1,14 @@
 package io.tensorcast.operator.config;
 
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.tensorcast.api.wire.FormatLimitFlags;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 /**
@@ -48,6 +51,11 @@ import java.util.function.Function;
  *       data-plane pods mount and require as a bearer token on {@code /status}. Absent: no token.
  *   <li>{@code TENSORCAST_CONTROL_TOKEN_FILE} ({@code tensorcast.controlTokenFile}): file holding
  *       the same token for the operator's own {@code /status} calls (mount the Secret there).
+ *   <li>{@code TENSORCAST_FORMAT_LIMITS} ({@code tensorcast.formatLimits}): bounds of the data
+ *       plane's format readers, passed to every data-plane pod as {@code --name=value} flags:
+ *       {@code name=value} pairs separated by commas, e.g. {@code
+ *       max-tensors=2000000,max-header-bytes=200Mi} (names: {@link FormatLimitFlags#NAMES}).
+ *       Default: none, the data plane's defaults apply.
  * </ul>
  *
  * @param dataPlaneImage image reference of the data-plane container
@@ -62,6 +70,7 @@ import java.util.function.Function;
  * @param statusTimeout bound on one status call
  * @param controlTokenSecret Secret name for the control token, or empty
  * @param controlTokenFile token file for the operator's calls, or empty
+ * @param formatLimits format-reader bounds for the data-plane pods, flag name → value, sorted
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -75,7 +84,8 @@ public record OperatorConfig(
     Duration readyResync,
     Duration statusTimeout,
     Optional<String> controlTokenSecret,
-    Optional<Path> controlTokenFile) {
+    Optional<Path> controlTokenFile,
+    Map<String, String> formatLimits) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -96,6 +106,10 @@ public record OperatorConfig(
     Objects.requireNonNull(statusTimeout, "statusTimeout");
     Objects.requireNonNull(controlTokenSecret, "controlTokenSecret");
     Objects.requireNonNull(controlTokenFile, "controlTokenFile");
+    formatLimits = Collections.unmodifiableMap(new TreeMap<>(formatLimits));
+    for (Map.Entry<String, String> e : formatLimits.entrySet()) {
+      FormatLimitFlags.parse(e.getKey() + "=" + e.getValue()); // checks name and value
+    }
     if (dataPlaneImage.isBlank()) {
       throw new IllegalArgumentException(
           "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
@@ -175,7 +189,8 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_READY_RESYNC", "tensorcast.readyResync"),
           Map.entry("TENSORCAST_STATUS_TIMEOUT", "tensorcast.statusTimeout"),
           Map.entry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast.controlTokenSecret"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"));
+          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"),
+          Map.entry("TENSORCAST_FORMAT_LIMITS", "tensorcast.formatLimits"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -213,7 +228,8 @@ public record OperatorConfig(
             .map(v -> duration("TENSORCAST_STATUS_TIMEOUT", v))
             .orElse(Duration.ofSeconds(2)),
         get.apply("TENSORCAST_CONTROL_TOKEN_SECRET"),
-        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of));
+        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of),
+        formatLimits(get.apply("TENSORCAST_FORMAT_LIMITS").orElse(null)));
   }
 
   /** A copy with another data-plane image. */
@@ -230,7 +246,8 @@ public record OperatorConfig(
         readyResync,
         statusTimeout,
         controlTokenSecret,
-        controlTokenFile);
+        controlTokenFile,
+        formatLimits);
   }
 
   /** A copy with another memory overhead. */
@@ -247,7 +264,16 @@ public record OperatorConfig(
         readyResync,
         statusTimeout,
         controlTokenSecret,
-        controlTokenFile);
+        controlTokenFile,
+        formatLimits);
+  }
+
+  private static Map<String, String> formatLimits(String value) {
+    try {
+      return FormatLimitFlags.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("TENSORCAST_FORMAT_LIMITS: " + e.getMessage(), e);
+    }
   }
 
   private static int parseInt(String name, String value) {

@@ -28,6 +28,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
+import io.tensorcast.api.wire.FormatLimitFlags;
 import io.tensorcast.operator.config.OperatorConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -69,6 +70,8 @@ import java.util.OptionalLong;
  *       OperatorConfig#peerPort()}); the peer flags of the P2P contract ({@code --peer-id}, {@code
  *       --piece-size}, {@code --distribution}), so a change of {@code spec.distribution} changes
  *       the args and the pod is replaced.
+ *   <li>The format-reader bounds of the operator's configuration ({@link
+ *       OperatorConfig#formatLimits()}) as {@code --max-…=value} flags, sorted by name.
  *   <li>{@code IPC_LOCK} capability (page-locking); one {@value TensorcastConstants#RDMA_RESOURCE}
  *       when RDMA is used on that node (policy not Disabled and the node advertises the resource);
  *       the store root as a hostPath volume at the same path; readiness {@code GET /readyz} and
@@ -450,6 +453,7 @@ public final class DataPlanePod {
       a.add("--control-token-file");
       a.add(CONTROL_TOKEN_DIR + "/" + OperatorConfig.CONTROL_TOKEN_KEY);
     }
+    a.addAll(FormatLimitFlags.args(config.formatLimits()));
     return a;
   }
 

@@ -301,6 +301,7 @@ public final class TorchCheckpointReader {
                   MALFORMED_PICKLE,
                   "storage key/numel of " + PickleText.describe(pid) + " mistyped");
             }
+            checkKey(fileName, key);
             TorchStorage known = storages.get(key);
             if (known != null) {
               if (known.dtype() != dtype) {
@@ -494,6 +495,24 @@ public final class TorchCheckpointReader {
               + ":1, over the limit of "
               + limits.maxZipRatio()
               + ":1 (--max-zip-ratio)");
+    }
+  }
+
+  /** Longest storage key accepted: torch's are decimal numbers. */
+  static final int MAX_KEY_LENGTH = 1024;
+
+  private static void checkKey(String fileName, String key) throws TorchFormatException {
+    if (key.length() > MAX_KEY_LENGTH) {
+      throw new TorchFormatException(
+          fileName,
+          MALFORMED_PICKLE,
+          "storage key "
+              + PickleText.describe(key)
+              + " has "
+              + key.length()
+              + " characters; torch's keys are short numbers (at most "
+              + MAX_KEY_LENGTH
+              + " accepted)");
     }
   }
 
@@ -731,6 +750,7 @@ public final class TorchCheckpointReader {
               + PickleText.describe(pid)
               + " is not ('storage', type, key, location, numel, view)");
     }
+    checkKey(fileName, rootKey);
     TorchDtype dtype = dtypeOf(fileName, pid.get(1));
     try {
       Math.multiplyExact(numel, (long) dtype.elementSize());
@@ -747,6 +767,7 @@ public final class TorchCheckpointReader {
         && v.get(0) instanceof String viewKey
         && v.get(1) instanceof Long off
         && v.get(2) instanceof Long viewSize) {
+      checkKey(fileName, viewKey);
       return new LegacyPid(dtype, rootKey, numel, viewKey, off, viewSize);
     }
     throw new TorchFormatException(

@@ -36,9 +36,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
- * safetensors headers and torch checkpoint structures) → admit (size against the limit and the
- * store's budget, before any byte is read) → load (parallel ranged reads straight into the store's
- * mappings) → verify (structure and digests of the bytes in the store) → Ready.
+ * safetensors headers and torch checkpoint structures within the {@link FormatLimits}, check index
+ * files against them) → admit (size against the limit and the store's budget, before any byte is
+ * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
+ * digests of the bytes in the store) → Ready.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated

@@ -251,6 +251,7 @@ public final class TorchCheckpointReader {
           smallRecord(fileName, zip, limits, records.get(p + "version")).map(String::trim);
 
       ZipArchiveEntry pkl = records.get(p + "data.pkl");
+      InputStream inflating = null;
       ByteSource pickleSource;
       long start;
       long end;
@@ -275,8 +276,8 @@ public final class TorchCheckpointReader {
               fileName, INVALID_ARCHIVE, "data.pkl runs past the end of the file");
         }
       } else {
-        pickleSource =
-            new InflatingSource(inputStream(fileName, zip, pkl), pkl.getSize(), pkl.getName());
+        inflating = inputStream(fileName, zip, pkl);
+        pickleSource = new InflatingSource(inflating, pkl.getSize(), pkl.getName());
         start = 0;
         end = pkl.getSize();
       }
@@ -380,6 +381,10 @@ public final class TorchCheckpointReader {
             new TorchFormatException(fileName, INVALID_ARCHIVE, e.getMessage());
         f.initCause(e);
         throw f;
+      } finally {
+        if (inflating != null) {
+          inflating.close(); // ends the inflater's native memory now, not at collection
+        }
       }
       List<TorchTensor> tensors = new ArrayList<>();
       Object root = new TreeWalker(fileName, limits, tensors, storages.values()).walk(raw);

@@ -33,6 +33,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
+  @Mixin FormatLimitArgs formatLimits;
 
   @Option(
       names = "--artifact-id",
@@ -204,7 +205,8 @@ final class ServeCommand implements Callable<Integer> {
         peerSettings(env),
         new LoadRetry(
             duration(loadRetryBackoff, "--load-retry-backoff"),
-            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")));
+            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
+        formatLimits.limits());
   }
 
   private Path controlTokenFile() {

@@ -86,14 +86,6 @@ final class ServeCommand implements Callable<Integer> {
   Path peerSecretFile;
 
   @Option(
-      names = "--allow-insecure-endpoint",
-      description =
-          "Allow credentials (AWS keys, a Hub token) to go to a plain http:// endpoint: for an"
-              + " in-cluster store without TLS. Off: such an endpoint is refused"
-              + " (InsecureEndpoint).")
-  boolean allowInsecureEndpoint;
-
-  @Option(
       names = "--peer-listen",
       description =
           "HOST:PORT of the peer transport (default $POD_IP:8472, else 0.0.0.0:8472); 'off'"
@@ -223,7 +215,7 @@ final class ServeCommand implements Callable<Integer> {
         new LoadRetry(
             duration(loadRetryBackoff, "--load-retry-backoff"),
             duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
-        allowInsecureEndpoint,
+        source.allowInsecureEndpoint,
         source.revision);
   }
 

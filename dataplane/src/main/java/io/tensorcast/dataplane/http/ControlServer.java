@@ -206,22 +206,25 @@ public final class ControlServer implements AutoCloseable {
     group.shutdownGracefully().awaitUninterruptibly();
   }
 
-  /** Logs refused requests: at most one line per second, with the number left out meanwhile. */
+  /**
+   * Logs refused requests: at most one line per second for each kind of refusal (no token, the read
+   * token where admin is needed), with the number left out meanwhile.
+   */
   private static final class RefusalLog {
-    private long lastAt;
-    private long skipped;
+    private final java.util.Map<String, long[]> byKind = new java.util.HashMap<>();
 
-    synchronized void refused(String line) {
+    synchronized void refused(String kind, String line) {
       long now = System.nanoTime();
-      if (now - lastAt >= 1_000_000_000L || lastAt == 0) {
+      long[] state = byKind.computeIfAbsent(kind, k -> new long[] {now - 2_000_000_000L, 0});
+      if (now - state[0] >= 1_000_000_000L) {
         log.warn(
             "control endpoint: {}{}",
             line,
-            skipped > 0 ? " (" + skipped + " more refused in the last second)" : "");
-        lastAt = now;
-        skipped = 0;
+            state[1] > 0 ? " (" + state[1] + " more refused like this in the last second)" : "");
+        state[0] = now;
+        state[1] = 0;
       } else {
-        skipped++;
+        state[1]++;
       }
     }
   }
@@ -358,6 +361,7 @@ public final class ControlServer implements AutoCloseable {
                     + "; it needs the admin token\n");
       }
       refusalLog.refused(
+          has.name(),
           ctx.channel().remoteAddress()
               + ": "
               + req.method()

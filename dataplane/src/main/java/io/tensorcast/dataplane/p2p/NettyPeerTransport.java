@@ -674,7 +674,8 @@ public final class NettyPeerTransport implements PeerTransport {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      if (connection == null && cause.getCause() instanceof FrameException fe) {
+      Throwable frameError = cause instanceof FrameException ? cause : cause.getCause();
+      if (connection == null && frameError instanceof FrameException fe) {
         refused(
             "handshake",
             "refusing the peer at " + ctx.channel().remoteAddress() + ": " + fe.getMessage());

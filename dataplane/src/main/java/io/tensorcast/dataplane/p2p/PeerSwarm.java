@@ -1304,7 +1304,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         p.synced = true;
         p.everSynced = true;
       } else if (frame instanceof Frame.Reading r) {
-        if (checkIndex(conn, r.piece(), "READING") && !p.has.get(r.piece())) {
+        // Only the piece's reader keeps others from reading it: marks from anyone else would let
+        // a member hold every piece back by renewing marks for pieces it never reads.
+        if (checkIndex(conn, r.piece(), "READING")
+            && !p.has.get(r.piece())
+            && p.id.equals(readerOf(r.piece()))) {
           p.reading.put(r.piece(), System.nanoTime());
         }
       } else if (frame instanceof Frame.Request r) {

@@ -17,7 +17,8 @@ import java.util.Set;
  * <ul>
  *   <li>Credentials (AWS keys, a Hub token) go only to {@code https://} endpoints, unless the
  *       endpoint is explicitly an in-cluster store without TLS ({@code --allow-insecure-endpoint},
- *       which the operator sets from the spec): {@code InsecureEndpoint}.
+ *       which the operator sets from {@code spec.source.insecureEndpoint}): {@code
+ *       InsecureEndpoint}.
  *   <li>Never an endpoint, or a redirect, whose host is or resolves to a link-local address
  *       (169.254.0.0/16, fe80::/10; cloud metadata services live there: 169.254.169.254,
  *       fd00:ec2::254 on AWS, 100.100.100.200 on Alibaba Cloud) or is a metadata host name ({@code
@@ -63,8 +64,8 @@ public final class EndpointPolicy {
               + endpoint
               + "' is plain http and this source sends credentials (AWS keys or a Hub token),"
               + " which anyone on the path could read; use https, or allow it explicitly for an"
-              + " in-cluster store without TLS (--allow-insecure-endpoint; on a ModelArtifact the"
-              + " spec field that says the endpoint is in-cluster plain http)",
+              + " in-cluster store without TLS (--allow-insecure-endpoint; on a ModelArtifact"
+              + " spec.source.insecureEndpoint: true)",
           false);
     }
   }

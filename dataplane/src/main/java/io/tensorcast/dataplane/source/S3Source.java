@@ -540,7 +540,8 @@ public final class S3Source implements ArtifactSource {
           + (head.sseCustomerAlgorithm() != null ? "SSE-C" : "SSE-KMS")
           + " encryption";
     }
-    java.util.Map<String, java.util.List<String>> headers = head.sdkHttpResponse().headers();
+    java.util.Map<String, java.util.List<String>> headers =
+        head.sdkHttpResponse() == null ? java.util.Map.of() : head.sdkHttpResponse().headers();
     String ossType = header(headers, "x-oss-object-type");
     if (ossType != null && !ossType.equalsIgnoreCase("Normal")) {
       return "its ETag is not the content's MD5 for an OSS " + ossType + " object";

@@ -211,7 +211,9 @@ public final class OperatorScaleBench implements Callable<Integer> {
                 LockPolicy.REQUIRED,
                 null,
                 null,
-                LoadRetry.DEFAULTS);
+                LoadRetry.DEFAULTS,
+                true, // S3Mock: plain http on loopback
+                null);
         servers.add(DataPlaneServer.start(s));
       }
       long deadline = System.nanoTime() + timeout.toNanos();

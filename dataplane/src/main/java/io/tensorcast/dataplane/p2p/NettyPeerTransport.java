@@ -249,7 +249,17 @@ public final class NettyPeerTransport implements PeerTransport {
                     d.channel = f.channel();
                     f.channel().closeFuture().addListener(c -> retryLater(d));
                   } else {
-                    log.debug("connecting to {} at {} failed: {}", d.peerId, d.address, f.cause());
+                    if (f.cause() instanceof java.net.BindException && from != null) {
+                      log.warn(
+                          "cannot dial {} from this member's published address {}: {}; peers"
+                              + " refuse connections from any other address",
+                          d.peerId,
+                          from.getAddress().getHostAddress(),
+                          f.cause().getMessage());
+                    } else {
+                      log.debug(
+                          "connecting to {} at {} failed: {}", d.peerId, d.address, f.cause());
+                    }
                     retryLater(d);
                   }
                 });

@@ -144,7 +144,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private View lastView;
 
   /** Members and live members the readers were last computed for ({@link #promoteClaims}). */
-  private Set<String> lastReaders = Set.of();
+  private List<List<String>> lastReaders = List.of();
 
   private final Map<Integer, Long> starvedSince = new HashMap<>();
 
@@ -645,8 +645,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     View view = view(now);
     lastView = view;
-    Set<String> readersKey = new TreeSet<>(view.live());
-    readersKey.addAll(view.plan().members());
+    List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
     if (!readersKey.equals(lastReaders)) {
       lastReaders = readersKey;
       promoteClaims(view.plan());

@@ -55,7 +55,8 @@ import org.slf4j.LoggerFactory;
  *   <li>Idle: no frame received for {@code idleTimeout} closes the connection; after a third of it
  *       without sending, a KEEPALIVE is sent.
  *   <li>Dialled peers are reconnected after a failure or close with exponential back-off (100 ms
- *       doubling to 5 s, reset after a successful handshake).
+ *       doubling to 5 s or a quarter of the idle timeout, whichever is less; reset after a
+ *       successful handshake).
  *   <li>Receive memory: the decoder holds at most one frame ({@link FrameCodec#maxFrameLength}
  *       after the handshake, {@value FrameCodec#PRE_AUTH_MAX_FRAME} bytes before); a PIECE's
  *       payload stays a slice of it until the listener releases it.
@@ -282,13 +283,22 @@ public final class NettyPeerTransport implements PeerTransport {
     return new InetSocketAddress(me.address().getAddress(), 0);
   }
 
+  /**
+   * The longest wait between dials: 5 s, but at most a quarter of the idle (peer) timeout, so a
+   * member that starts listening later than this one is connected well before the peer timeout
+   * would count it lost and re-split its block (a block re-read by its reader once it is back).
+   */
+  private long maxBackoffMs() {
+    return Math.max(BACKOFF_MIN_MS, Math.min(BACKOFF_MAX_MS, idleTimeout.toMillis() / 4));
+  }
+
   private void retryLater(Dial d) {
     d.channel = null;
     if (closed || !d.wanted || dials.get(d.peerId) != d) {
       return;
     }
     long delay = d.backoffMs;
-    d.backoffMs = Math.min(BACKOFF_MAX_MS, d.backoffMs * 2);
+    d.backoffMs = Math.min(maxBackoffMs(), d.backoffMs * 2);
     try {
       group.schedule(() -> connect(d), delay, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {

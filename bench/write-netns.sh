@@ -102,6 +102,8 @@ for k in $(seq 1 "$readers"); do attach "twb-r$k" "10.232.0.$((10 + k))" "h-r$k"
 # --- data planes ----------------------------------------------------------------------------
 echo bench-write-token-0123456789 >"$work/write.token"
 echo bench-control-token-0123456789 >"$work/control.token"
+echo bench-read-token-0123456789 >"$work/read.token"
+head -c 32 /dev/urandom | base64 >"$work/peer.secret"
 H="Authorization: Bearer bench-control-token-0123456789"
 peers="w=10.232.0.10:8472"
 for k in $(seq 1 "$readers"); do peers+=",r$k=10.232.0.$((10 + k)):8472"; done
@@ -110,7 +112,8 @@ node() {  # namespace id address extra-args...
   shift 3
   ip netns exec "$ns" java -Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m -jar "$jar" serve-writes \
     --artifact-id "bench-$id" --store-root "$store/$id" --lock-policy BEST_EFFORT \
-    --listen "$addr:8471" --control-token-file "$work/control.token" \
+    --listen "$addr:8471" --admin-token-file "$work/control.token" \
+    --read-token-file "$work/read.token" --peer-secret-file "$work/peer.secret" \
     --peer-id "$id" --peer-listen "$addr:8472" --peers "$peers" --piece-size "$piece" \
     --writers w=10.232.0.10:8471 --follow-interval 200ms "$@" >"$work/$id.log" 2>&1 &
   pids+=($!)

@@ -37,3 +37,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-master-key" .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The data plane's format limits as name=value pairs separated by commas, sorted by name. */}}
+{{- define "tensorcast.formatLimits" -}}
+{{- $pairs := list -}}
+{{- range $name, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%v" $name $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+

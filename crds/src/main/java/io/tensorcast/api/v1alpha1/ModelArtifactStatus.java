@@ -85,6 +85,19 @@ public class ModelArtifactStatus {
   private String progress;
 
   @JsonPropertyDescription(
+      "How the files of the Ready copies were verified (from a Ready pod's report): counts per"
+          + " level, SourceDigest or ReaderPieceHashes, and the files at the weaker level.")
+  private ArtifactVerification verification;
+
+  public ArtifactVerification getVerification() {
+    return verification;
+  }
+
+  public void setVerification(ArtifactVerification verification) {
+    this.verification = verification;
+  }
+
+  @JsonPropertyDescription(
       "For a written artifact (source.writers): its versions, as its data-plane pods report them.")
   private WrittenVersionsStatus versions;
 
@@ -243,6 +256,7 @@ public class ModelArtifactStatus {
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
         && Objects.equals(progress, that.progress)
+        && Objects.equals(verification, that.verification)
         && Objects.equals(versions, that.versions);
   }
 
@@ -265,6 +279,7 @@ public class ModelArtifactStatus {
         readyNodes,
         consumers,
         progress,
+        verification,
         versions);
   }
 }

@@ -1,6 +1,9 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.http.ControlAuth;
+import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.dataplane.p2p.PeerSecret;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.write.WriteNode;
@@ -43,18 +46,29 @@ final class ServeWritesCommand implements Callable<Integer> {
   String listen;
 
   @Option(
-      names = "--control-token-file",
-      description = "Bearer token of the control endpoint (status, tensors, versions, saves).")
-  Path controlTokenFile;
-
-  // As `dataplane serve` takes them from the operator: the artifact Secret's files.
-  @Option(names = "--admin-token-file", description = "Admin bearer token (the operator's).")
+      names = "--admin-token-file",
+      required = true,
+      description =
+          "File holding the admin bearer token of the control endpoint (PUT /v1/peers, POST"
+              + " /v1/versions/{v}/save, and every read).")
   Path adminTokenFile;
 
-  @Option(names = "--read-token-file", description = "Read bearer token (consumers).")
+  @Option(
+      names = "--read-token-file",
+      required = true,
+      description =
+          "File holding the read bearer token (GET /status, /v1/tensors, /v1/writes,"
+              + " /v1/versions); also what this node presents to the writers' control endpoints,"
+              + " so every node of the artifact holds the same one.")
   Path readTokenFile;
 
-  @Option(names = "--peer-secret-file", description = "The artifact's peer secret.")
+  @Option(
+      names = "--peer-secret-file",
+      required = true,
+      description =
+          "File holding the artifact's peer secret (base64 of >= 32 random bytes, e.g. `head -c 32"
+              + " /dev/urandom | base64`, the same on every node): members prove it before any"
+              + " piece moves, and writers tag their seal records with it.")
   Path peerSecretFile;
 
   @Option(names = "--writer", description = "Processes on this node write versions here.")
@@ -161,6 +175,14 @@ final class ServeWritesCommand implements Callable<Integer> {
     return 0;
   }
 
+  private static ControlToken token(Path file, String option) {
+    try {
+      return new ControlToken(file);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
+    }
+  }
+
   WriteNodeSettings settings(Map<String, String> env) {
     String podIp = env.get("POD_IP");
     String host = podIp == null || podIp.isBlank() ? "0.0.0.0" : podIp;
@@ -182,6 +204,22 @@ final class ServeWritesCommand implements Callable<Integer> {
       throw new IllegalArgumentException(
           "--piece-size must be between 1 byte and 64Mi, got " + pieceSize);
     }
+    PeerSecret secret;
+    try {
+      secret = PeerSecret.fromFile(peerSecretFile);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--peer-secret-file: " + e.getMessage(), e);
+    }
+    ControlAuth auth;
+    try {
+      auth =
+          new ControlAuth(
+              token(readTokenFile, "--read-token-file"),
+              token(adminTokenFile, "--admin-token-file"));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "--read-token-file and --admin-token-file: " + e.getMessage(), e);
+    }
     PeerSettings peer =
         new PeerSettings(
             id,
@@ -192,7 +230,8 @@ final class ServeWritesCommand implements Callable<Integer> {
             peers == null || peers.isBlank() ? null : Membership.parseStatic(peers),
             java.time.Duration.ZERO,
             ServeCommand.duration(peerTimeout, "--peer-timeout"),
-            PeerSettings.DEFAULT_MAX_IN_FLIGHT);
+            PeerSettings.DEFAULT_MAX_IN_FLIGHT,
+            secret);
     Map<String, String> w = new LinkedHashMap<>();
     for (String part : writers.split(",")) {
       int eq = part.indexOf('=');
@@ -206,16 +245,11 @@ final class ServeWritesCommand implements Callable<Integer> {
       Membership.address(part.substring(eq + 1).strip(), "--writers " + part.substring(0, eq));
       w.put(part.substring(0, eq).strip(), part.substring(eq + 1).strip());
     }
-    for (Path f : new Path[] {readTokenFile, peerSecretFile}) {
-      if (f != null && !java.nio.file.Files.isReadable(f)) {
-        throw new IllegalArgumentException("cannot read " + f);
-      }
-    }
     String b = store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV);
     return new WriteNodeSettings(
         artifactId,
         control,
-        adminTokenFile != null ? adminTokenFile : controlTokenFile,
+        auth,
         store.root,
         b == null || b.isBlank() ? 0 : Quantities.bytes(b, "--budget"),
         store.lockPolicy,

@@ -56,9 +56,17 @@ import org.slf4j.LoggerFactory;
  * once, whatever the number of readers. A request unanswered for the peer timeout by a peer that
  * sends nothing is asked elsewhere.
  *
+ * <p>Trust is that of {@link PeerSwarm}: the transport admits only members of the current
+ * membership at their published addresses that prove the artifact's peer secret ({@link
+ * PeerHandshake}), every frame after the handshake is sealed, and a piece whose tag does not match
+ * its payload is dropped with its sender. Without a peer secret the swarm does not start. A member
+ * that leaves the membership, or moves, is disconnected.
+ *
  * <p>Thread-safe. Metrics (tag {@code artifact}): {@code
- * tensorcast_dataplane_peer_bytes_sent_total} and {@code
- * tensorcast_dataplane_peer_bytes_received_total}, shared with {@link PeerSwarm}.
+ * tensorcast_dataplane_peer_bytes_sent_total}, {@code
+ * tensorcast_dataplane_peer_bytes_received_total} and {@code
+ * tensorcast_dataplane_peer_connections_refused_total} (tag {@code reason}), shared with {@link
+ * PeerSwarm}.
  */
 public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(OriginSwarm.class);
@@ -106,6 +114,8 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   private final PeerSettings settings;
   private final Counter bytesSent;
   private final Counter bytesReceived;
+  private final MeterRegistry registry;
+  private final Tags tags;
   private final byte[] helloDigest;
   private final int salt;
 
@@ -194,7 +204,8 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     this.settings = Objects.requireNonNull(settings, "settings");
     this.self = settings.peerId();
     this.salt = self.hashCode();
-    Tags tags = Tags.of("artifact", metricsTag);
+    this.registry = Objects.requireNonNull(registry, "registry");
+    this.tags = Tags.of("artifact", metricsTag);
     this.bytesSent =
         Counter.builder("tensorcast.dataplane.peer.bytes.sent")
             .tags(tags)
@@ -224,14 +235,35 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   /**
    * Starts the transport and the scheduler.
    *
+   * @throws IllegalStateException without a peer secret ({@link PeerSettings#secret()}): the peer
+   *     port could not tell members from strangers
    * @throws RuntimeException when the listen address cannot be bound
    */
   public void start() throws InterruptedException {
+    if (settings.secret() == null) {
+      throw new IllegalStateException(
+          "version "
+              + swarmId
+              + ": no peer secret (--peer-secret-file); a written version is shared only between"
+              + " members that prove the artifact's secret");
+    }
     Frame.Hello hello =
         new Frame.Hello(
-            FrameCodec.VERSION, swarmId, self, map.pieceSize(), map.size(), helloDigest);
+            FrameCodec.VERSION,
+            swarmId,
+            self,
+            "",
+            map.pieceSize(),
+            map.size(),
+            helloDigest,
+            new byte[Frame.NONCE_BYTES]);
     PeerTransport t =
-        NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
+        NettyPeerTransport.start(
+            settings.listen(),
+            hello,
+            settings.peerTimeout(),
+            this,
+            new NettyPeerTransport.Auth(settings.secret(), this::membership));
     AtomicInteger n = new AtomicInteger();
     synchronized (this) {
       transport = t;
@@ -273,16 +305,50 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     return transport == null ? null : transport.listenAddress();
   }
 
-  /** Applies a membership; returns false when its epoch is the current one. */
+  /**
+   * Applies a membership; returns false when its epoch is the current one. Connections of members
+   * that left it, or whose published address changed, are closed.
+   */
   public boolean applyMembership(Membership m) {
+    List<PeerTransport.PeerConnection> leaving = new ArrayList<>();
     synchronized (this) {
       if (membership != null && membership.epoch().equals(m.epoch())) {
         return false;
       }
+      Membership old = membership;
       membership = m;
+      for (Peer p : peers.values()) {
+        if (p.conn == null) {
+          continue;
+        }
+        Membership.Member now = m.member(p.id);
+        Membership.Member before = old == null ? null : old.member(p.id);
+        if (now == null || (before != null && !before.address().equals(now.address()))) {
+          leaving.add(p.conn);
+        }
+      }
+      notifyAll();
+    }
+    for (PeerTransport.PeerConnection c : leaving) {
+      c.close("not a member at the address it authenticated with in membership " + m.epoch());
     }
     redial();
     return true;
+  }
+
+  /** The membership applied last, or null: what the transport admits peers by. */
+  synchronized Membership membership() {
+    return membership;
+  }
+
+  @Override
+  public void refused(String kind) {
+    Counter.builder("tensorcast.dataplane.peer.connections.refused")
+        .tags(tags.and("reason", kind))
+        .description(
+            "Connections to the peer port refused before or during the authenticated handshake")
+        .register(registry)
+        .increment();
   }
 
   private void redial() {
@@ -712,6 +778,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
         files.resolve(pc.path()),
         pc.offset(),
         pc.length(),
+        expected[piece],
         () -> {
           bytesSent.increment(pc.length());
           synchronized (this) {
@@ -741,7 +808,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
       v = verifier;
     }
     try {
-      v.execute(() -> verifyAndStore(p, f));
+      v.execute(() -> verifyAndStore(p, conn, f));
     } catch (RejectedExecutionException | NullPointerException e) {
       f.payload().release();
       synchronized (this) {
@@ -750,7 +817,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     }
   }
 
-  private void verifyAndStore(Peer p, Frame.Piece f) {
+  private void verifyAndStore(Peer p, PeerTransport.PeerConnection conn, Frame.Piece f) {
     int piece = f.piece();
     ByteBuf buf = f.payload();
     try {
@@ -761,7 +828,9 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
             "sent " + buf.readableBytes() + " bytes for piece " + piece + " of " + pc.length();
       } else {
         byte[] actual = sha256(buf.nioBuffer());
-        if (!Arrays.equals(actual, expected[piece])) {
+        if (!conn.authentic(f, actual)) {
+          problem = "piece " + piece + " carries a tag that does not match its bytes";
+        } else if (!Arrays.equals(actual, expected[piece])) {
           problem =
               "piece "
                   + piece

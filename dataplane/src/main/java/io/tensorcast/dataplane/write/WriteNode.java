@@ -18,10 +18,13 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
 import io.tensorcast.dataplane.http.BodyStreaming;
+import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlServer;
 import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.OriginSwarm;
+import io.tensorcast.dataplane.p2p.PeerHandshake;
+import io.tensorcast.dataplane.p2p.PeerSecret;
 import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
@@ -33,13 +36,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -67,10 +70,23 @@ import org.slf4j.LoggerFactory;
  * /metrics}, {@code /v1/tensors} and {@code PUT /v1/peers}: {@code GET /v1/writes} (versions sealed
  * here), {@code GET /v1/writes/{v}} (a seal record: what readers fetch to plan), {@code GET
  * /v1/versions} (the versions this node keeps, their state and saves), {@code POST
- * /v1/versions/{v}/save} (start a save; 202).
+ * /v1/versions/{v}/save} (start a save; 202). The reads need the read or admin token, a save the
+ * admin token ({@link ControlAuth}).
+ *
+ * <p>Trust: a node asks a writer's control endpoint for its seal records with the read token and
+ * uses a record only when its {@value #RECORD_TAG_HEADER} verifies with the artifact's peer secret
+ * for that writer's id ({@link PeerHandshake#recordTag}); the record's piece hashes are then the
+ * only hashes a piece of the version is checked against, and the version's swarm admits only
+ * members that prove the same secret.
  */
 public final class WriteNode implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(WriteNode.class);
+
+  /**
+   * The header of a seal record's answer that carries its tag ({@link PeerHandshake#recordTag}),
+   * lowercase hex.
+   */
+  public static final String RECORD_TAG_HEADER = "X-Tensorcast-Record-Tag";
 
   private final WriteNodeSettings settings;
   private final PrometheusMeterRegistry registry =
@@ -197,9 +213,7 @@ public final class WriteNode implements AutoCloseable {
             settings.listen(),
             this::status,
             registry,
-            settings.controlTokenFile() == null
-                ? null
-                : new ControlToken(settings.controlTokenFile()),
+            settings.controlAuth(),
             tensors,
             body -> {
               Membership m = Membership.parseJson(body);
@@ -321,8 +335,18 @@ public final class WriteNode implements AutoCloseable {
           r = fetched.get(key);
         }
         if (r == null) {
-          JsonNode rec = getJson(address, "/v1/writes/" + name);
-          r = SealRecord.parse(WriteJson.JSON.writeValueAsBytes(rec));
+          r = fetchRecord(id, address, name);
+          if (!r.writer().equals(id) || !r.name().equals(name)) {
+            throw new IOException(
+                "writer "
+                    + id
+                    + " answered for version "
+                    + name
+                    + " with the seal record of writer "
+                    + r.writer()
+                    + ", version "
+                    + r.name());
+          }
           synchronized (this) {
             fetched.put(key, r);
           }
@@ -363,16 +387,51 @@ public final class WriteNode implements AutoCloseable {
   }
 
   private JsonNode getJson(String hostPort, String path) throws IOException, InterruptedException {
+    return WriteJson.JSON.readTree(get(hostPort, path).body());
+  }
+
+  /**
+   * Fetches writer {@code writerId}'s seal record of {@code version} and checks its tag ({@link
+   * PeerHandshake#recordTag}): a record not tagged with the artifact's peer secret for that writer
+   * is refused, whoever answered at the writer's address.
+   */
+  private SealRecord fetchRecord(String writerId, String hostPort, String version)
+      throws IOException, InterruptedException {
+    HttpResponse<byte[]> r = get(hostPort, "/v1/writes/" + version);
+    String tag = r.headers().firstValue(RECORD_TAG_HEADER).orElse("");
+    byte[] presented;
+    try {
+      presented = HexFormat.of().parseHex(tag);
+    } catch (IllegalArgumentException e) {
+      presented = new byte[0];
+    }
+    PeerSecret secret = settings.peer().secret();
+    if (!PeerHandshake.verify(
+        PeerHandshake.recordTag(secret.key(), writerId, r.body()), presented)) {
+      secret.recheckNow();
+      throw new IOException(
+          "the seal record of version "
+              + version
+              + " from writer "
+              + writerId
+              + " at "
+              + hostPort
+              + (tag.isEmpty() ? " has no " : " has a wrong ")
+              + RECORD_TAG_HEADER
+              + " (not tagged with the artifact's peer secret, fingerprint "
+              + secret.fingerprint()
+              + "); not used");
+    }
+    return SealRecord.parse(r.body());
+  }
+
+  private HttpResponse<byte[]> get(String hostPort, String path)
+      throws IOException, InterruptedException {
     HttpRequest.Builder b =
         HttpRequest.newBuilder(URI.create("http://" + hostPort + path))
             .timeout(Duration.ofSeconds(10))
+            .header("Authorization", "Bearer " + settings.controlAuth().read().value())
             .GET();
-    if (settings.controlTokenFile() != null) {
-      b.header(
-          "Authorization",
-          "Bearer "
-              + Files.readString(settings.controlTokenFile(), StandardCharsets.UTF_8).strip());
-    }
     HttpResponse<byte[]> r = http.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
     if (r.statusCode() != 200) {
       throw new IOException(
@@ -384,7 +443,7 @@ public final class WriteNode implements AutoCloseable {
               + ": "
               + new String(r.body(), StandardCharsets.UTF_8));
     }
-    return WriteJson.JSON.readTree(r.body());
+    return r;
   }
 
   /** Starts on the newest known version, finishes a complete one, drops what is not retained. */
@@ -851,12 +910,18 @@ public final class WriteNode implements AutoCloseable {
 
   /** The control endpoint's routes of written versions. */
   private final class Routes implements ControlServer.ExtraRoutes {
+    /** Reads of seal records and versions with the read token; a save with the admin token. */
     @Override
-    public boolean handles(String path) {
-      return path.equals("/v1/writes")
-          || path.startsWith("/v1/writes/")
-          || path.equals("/v1/versions")
-          || path.startsWith("/v1/versions/");
+    public ControlAuth.Scope scope(HttpMethod method, String path) {
+      if (!path.equals("/v1/writes")
+          && !path.startsWith("/v1/writes/")
+          && !path.equals("/v1/versions")
+          && !path.startsWith("/v1/versions/")) {
+        return null;
+      }
+      return HttpMethod.GET.equals(method) || HttpMethod.HEAD.equals(method)
+          ? ControlAuth.Scope.READ
+          : ControlAuth.Scope.ADMIN;
     }
 
     @Override
@@ -887,7 +952,15 @@ public final class WriteNode implements AutoCloseable {
           if (r == null) {
             throw WriteException.conflict("NotSealed", "version " + name + " is not sealed yet");
           }
-          return json(200, WriteJson.JSON.readTree(r.toJson()));
+          byte[] body = r.toJson();
+          FullHttpResponse resp = bytes(200, body);
+          resp.headers()
+              .set(
+                  RECORD_TAG_HEADER,
+                  HexFormat.of()
+                      .formatHex(
+                          PeerHandshake.recordTag(settings.peer().secret().key(), self, body)));
+          return resp;
         }
         if (req.method().equals(HttpMethod.GET) && path.equals("/v1/versions")) {
           return json(200, versionsJson());
@@ -903,7 +976,7 @@ public final class WriteNode implements AutoCloseable {
         throw new WriteException(404, "NotFound", "no route " + req.method() + " " + path);
       } catch (WriteException e) {
         return json(e.status(), WriteJson.error(e, null));
-      } catch (IOException | RuntimeException e) {
+      } catch (RuntimeException e) {
         return json(
             500, WriteJson.error(new WriteException(500, "InternalError", e.toString(), e), null));
       }
@@ -917,6 +990,10 @@ public final class WriteNode implements AutoCloseable {
     } catch (IOException e) {
       bytes = "{}".getBytes(StandardCharsets.UTF_8);
     }
+    return bytes(status, bytes);
+  }
+
+  private static FullHttpResponse bytes(int status, byte[] bytes) {
     FullHttpResponse r =
         new DefaultFullHttpResponse(
             HttpVersion.HTTP_1_1,

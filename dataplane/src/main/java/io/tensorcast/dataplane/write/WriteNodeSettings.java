@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.write;
 
+import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.store.LockPolicy;
 import java.net.InetSocketAddress;
@@ -17,14 +18,16 @@ import java.util.function.Function;
  *
  * @param artifactId the node's id for status and metrics (the ModelArtifact generation's id)
  * @param listen control endpoint address
- * @param controlTokenFile bearer token of the control endpoint, or null for none (tests)
+ * @param controlAuth the control endpoint's read and admin tokens (the read token is also what this
+ *     node presents to the writers' control endpoints: every pod of the artifact holds it)
  * @param storeRoot the page-locked store's root
  * @param budgetBytes the store's budget in bytes; 0 = measured
  * @param lockPolicy whether failing to {@code mlock} is an error
  * @param writer whether processes on this node write versions here (the put API is served)
  * @param writeTokenFile the write token's file (required for a writer)
  * @param writeTcp a TCP address for the put API besides its unix socket, or null
- * @param peer peer transport settings (id, listen address, piece size, static peers, timeouts)
+ * @param peer peer transport settings (id, listen address, piece size, static peers, timeouts, the
+ *     peer secret: required, it authenticates members and the writers' seal records)
  * @param writers the writers of the artifact: member id to control endpoint {@code host:port} (this
  *     node included when it writes)
  * @param want what this node keeps of each version
@@ -38,7 +41,7 @@ import java.util.function.Function;
 public record WriteNodeSettings(
     String artifactId,
     InetSocketAddress listen,
-    Path controlTokenFile,
+    ControlAuth controlAuth,
     Path storeRoot,
     long budgetBytes,
     LockPolicy lockPolicy,
@@ -60,7 +63,13 @@ public record WriteNodeSettings(
     Objects.requireNonNull(listen, "listen");
     Objects.requireNonNull(storeRoot, "storeRoot");
     Objects.requireNonNull(lockPolicy, "lockPolicy");
+    Objects.requireNonNull(controlAuth, "controlAuth");
     Objects.requireNonNull(peer, "peer");
+    if (peer.secret() == null) {
+      throw new IllegalArgumentException(
+          "a written artifact needs its peer secret (--peer-secret-file): members prove it before"
+              + " any piece moves, and the writers' seal records are tagged with it");
+    }
     writers = Map.copyOf(writers);
     Objects.requireNonNull(want, "want");
     Objects.requireNonNull(followInterval, "followInterval");

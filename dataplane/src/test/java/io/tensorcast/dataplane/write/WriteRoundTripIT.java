@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.write;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -20,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +45,7 @@ import org.junit.jupiter.api.Timeout;
 class WriteRoundTripIT {
   private static final String WRITE_TOKEN = "write-token-0123456789";
   private static final String CONTROL_TOKEN = "control-token-0123456789";
+  private static final String READ_TOKEN = "read-token-0123456789";
   private static final Path PYTHON = Path.of("/usr/bin/python3");
 
   private final HttpClient http = HttpClient.newHttpClient();
@@ -75,6 +78,11 @@ class WriteRoundTripIT {
     work = Files.createTempDirectory("tensorcast-roundtrip-");
     Files.writeString(work.resolve("write.token"), WRITE_TOKEN);
     Files.writeString(work.resolve("control.token"), CONTROL_TOKEN);
+    Files.writeString(work.resolve("read.token"), READ_TOKEN);
+    Files.writeString(
+        work.resolve("peer.secret"),
+        Base64.getEncoder()
+            .encodeToString("the round trip's peer secret, 32+ bytes".getBytes(UTF_8)));
   }
 
   @AfterEach
@@ -167,8 +175,12 @@ class WriteRoundTripIT {
             "256Mi",
             "--listen",
             ip + ":" + control,
-            "--control-token-file",
+            "--admin-token-file",
             work.resolve("control.token").toString(),
+            "--read-token-file",
+            work.resolve("read.token").toString(),
+            "--peer-secret-file",
+            work.resolve("peer.secret").toString(),
             "--peer-id",
             id,
             "--peer-listen",

@@ -94,7 +94,9 @@ class ChartIT {
                 "dataplane.runAsUser", "20002",
                 "rdmaDevicePlugin.enabled", "false",
                 "csiDriver.enabled", "false",
-                "operator.nodeSelector.role", "control"))) {
+                "operator.nodeSelector.role", "control",
+                "dataplane.formatLimits.max-zip-ratio", "200",
+                "dataplane.formatLimits.max-tensors", "2000000"))) {
       String release = "tc" + Integer.toHexString(values.hashCode() & 0xfff);
       String yaml = render(release, ns.name(), values);
       List<HasMetadata> objects = load(cluster.client(), yaml);
@@ -225,6 +227,8 @@ class ChartIT {
             .containsEntry("TENSORCAST_DATAPLANE_USER", "20002");
         assertThat(d.getSpec().getTemplate().getSpec().getNodeSelector())
             .containsEntry("role", "control");
+        assertThat(env)
+            .containsEntry("TENSORCAST_FORMAT_LIMITS", "max-tensors=2000000,max-zip-ratio=200");
       } else {
         // The key Secret itself is a pre-install hook (not in the rendered manifest):
         // masterKeyIsMadeOnceAtInstallAndKeptOnUpgrade installs the chart for real.
@@ -233,6 +237,7 @@ class ChartIT {
             .containsEntry("TENSORCAST_ALLOWED_ENDPOINTS", "")
             .containsEntry("TENSORCAST_NETWORK_POLICY", "true")
             .containsEntry("TENSORCAST_DATAPLANE_USER", "10001");
+        assertThat(env).doesNotContainKey("TENSORCAST_FORMAT_LIMITS");
       }
     }
   }

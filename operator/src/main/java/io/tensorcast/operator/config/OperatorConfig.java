@@ -1,12 +1,15 @@
 package io.tensorcast.operator.config;
 
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.tensorcast.api.wire.FormatLimitFlags;
 import io.tensorcast.operator.validation.EndpointAllowlist;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 /**
@@ -62,7 +65,14 @@ import java.util.function.Function;
  *   <li>{@code TENSORCAST_OPERATOR_NAMESPACE} ({@code tensorcast.operatorNamespace}): the
  *       operator's own namespace (the chart sets it from the downward API); the NetworkPolicies
  *       admit the control port from operator pods of this namespace only. Absent: operator pods of
- *       any namespace.
+ *       any namespace. data-plane pods mount and require as a bearer token on {@code /status}.
+ *       Absent: no token. the same token for the operator's own {@code /status} calls (mount the
+ *       Secret there).
+ *   <li>{@code TENSORCAST_FORMAT_LIMITS} ({@code tensorcast.formatLimits}): bounds of the data
+ *       plane's format readers, passed to every data-plane pod as {@code --name=value} flags:
+ *       {@code name=value} pairs separated by commas, e.g. {@code
+ *       max-tensors=2000000,max-header-bytes=200Mi} (names: {@link FormatLimitFlags#NAMES}).
+ *       Default: none, the data plane's defaults apply.
  * </ul>
  *
  * @param dataPlaneImage image reference of the data-plane container
@@ -80,6 +90,7 @@ import java.util.function.Function;
  * @param dataPlaneUser uid of data-plane containers, 1-2147483647
  * @param networkPolicy whether a NetworkPolicy is created per ModelArtifact
  * @param operatorNamespace the operator's namespace, if known
+ * @param formatLimits format-reader bounds for the data-plane pods, flag name → value, sorted
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -96,7 +107,8 @@ public record OperatorConfig(
     EndpointAllowlist allowedEndpoints,
     long dataPlaneUser,
     boolean networkPolicy,
-    Optional<String> operatorNamespace) {
+    Optional<String> operatorNamespace,
+    Map<String, String> formatLimits) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -117,6 +129,10 @@ public record OperatorConfig(
     Objects.requireNonNull(masterKeyFile, "masterKeyFile");
     Objects.requireNonNull(allowedEndpoints, "allowedEndpoints");
     Objects.requireNonNull(operatorNamespace, "operatorNamespace");
+    formatLimits = Collections.unmodifiableMap(new TreeMap<>(formatLimits));
+    for (Map.Entry<String, String> e : formatLimits.entrySet()) {
+      FormatLimitFlags.parse(e.getKey() + "=" + e.getValue()); // checks name and value
+    }
     if (dataPlaneImage.isBlank()) {
       throw new IllegalArgumentException(
           "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
@@ -200,7 +216,8 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_ALLOWED_ENDPOINTS", "tensorcast.allowedEndpoints"),
           Map.entry("TENSORCAST_DATAPLANE_USER", "tensorcast.dataplaneUser"),
           Map.entry("TENSORCAST_NETWORK_POLICY", "tensorcast.networkPolicy"),
-          Map.entry("TENSORCAST_OPERATOR_NAMESPACE", "tensorcast.operatorNamespace"));
+          Map.entry("TENSORCAST_OPERATOR_NAMESPACE", "tensorcast.operatorNamespace"),
+          Map.entry("TENSORCAST_FORMAT_LIMITS", "tensorcast.formatLimits"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -247,7 +264,8 @@ public record OperatorConfig(
         get.apply("TENSORCAST_NETWORK_POLICY")
             .map(v -> bool("TENSORCAST_NETWORK_POLICY", v))
             .orElse(true),
-        get.apply("TENSORCAST_OPERATOR_NAMESPACE"));
+        get.apply("TENSORCAST_OPERATOR_NAMESPACE"),
+        formatLimits(get.apply("TENSORCAST_FORMAT_LIMITS").orElse(null)));
   }
 
   /** A copy with another data-plane image. */
@@ -267,7 +285,8 @@ public record OperatorConfig(
         allowedEndpoints,
         dataPlaneUser,
         networkPolicy,
-        operatorNamespace);
+        operatorNamespace,
+        formatLimits);
   }
 
   /** A copy with another memory overhead. */
@@ -287,7 +306,8 @@ public record OperatorConfig(
         allowedEndpoints,
         dataPlaneUser,
         networkPolicy,
-        operatorNamespace);
+        operatorNamespace,
+        formatLimits);
   }
 
   /** A copy with another endpoint allowlist. */
@@ -307,7 +327,8 @@ public record OperatorConfig(
         allowlist,
         dataPlaneUser,
         networkPolicy,
-        operatorNamespace);
+        operatorNamespace,
+        formatLimits);
   }
 
   private static EndpointAllowlist allowlist(String name, String value) {
@@ -324,6 +345,14 @@ public record OperatorConfig(
       case "false" -> false;
       default -> throw new IllegalArgumentException(name + "='" + value + "' is not true or false");
     };
+  }
+
+  private static Map<String, String> formatLimits(String value) {
+    try {
+      return FormatLimitFlags.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("TENSORCAST_FORMAT_LIMITS: " + e.getMessage(), e);
+    }
   }
 
   private static int parseInt(String name, String value) {

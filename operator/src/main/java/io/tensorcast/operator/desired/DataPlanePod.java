@@ -29,6 +29,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SaveSpec;
 import io.tensorcast.api.v1alpha1.SourceSpec;
+import io.tensorcast.api.wire.FormatLimitFlags;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.written.WrittenArtifacts;
 import java.nio.charset.StandardCharsets;
@@ -92,6 +93,8 @@ import java.util.OptionalLong;
  *   <li>The master key's id ({@link io.tensorcast.operator.trust.MasterKey#id()}) in annotation
  *       {@link #ANNOTATION_KEY_ID} and in the spec digest: pods whose Secret came from another
  *       master key are replaced.
+ *   <li>The format-reader bounds of the operator's configuration ({@link
+ *       OperatorConfig#formatLimits()}) as {@code --max-…=value} flags, sorted by name.
  * </ul>
  */
 public final class DataPlanePod {
@@ -597,6 +600,7 @@ public final class DataPlanePod {
     a.add(TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_READ_TOKEN);
     a.add("--admin-token-file");
     a.add(TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_ADMIN_TOKEN);
+    a.addAll(FormatLimitFlags.args(config.formatLimits()));
     return a;
   }
 

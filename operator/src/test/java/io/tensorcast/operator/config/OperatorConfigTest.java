@@ -106,4 +106,37 @@ class OperatorConfigTest {
             () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_METRICS_PORT", "70000")::get))
         .hasMessageContaining("(TENSORCAST_METRICS_PORT)");
   }
+
+  @Test
+  void formatLimitsAreReadSortedAndCheckedByName() {
+    OperatorConfig c =
+        OperatorConfig.fromLookup(
+            Map.of(
+                    "TENSORCAST_FORMAT_LIMITS",
+                    " max-zip-ratio=200 , max-header-bytes=200Mi,max-tensors=2000000")
+                ::get);
+
+    assertThat(c.formatLimits())
+        .containsExactly(
+            Map.entry("max-header-bytes", "200Mi"),
+            Map.entry("max-tensors", "2000000"),
+            Map.entry("max-zip-ratio", "200"));
+    assertThat(OperatorConfig.defaults().formatLimits()).isEmpty();
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(Map.of("TENSORCAST_FORMAT_LIMITS", "max-tensor=5")::get))
+        .hasMessageContaining(
+            "TENSORCAST_FORMAT_LIMITS: 'max-tensor' is not a format limit; the limits are"
+                + " max-header-bytes, max-tensors");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of("TENSORCAST_FORMAT_LIMITS", "max-tensors=2Mi")::get))
+        .hasMessageContaining("max-tensors='2Mi' is not a positive integer");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of("TENSORCAST_FORMAT_LIMITS", "max-rank=4; rm -rf /")::get))
+        .hasMessageContaining("max-rank='4; rm -rf /' is not a positive integer");
+  }
 }

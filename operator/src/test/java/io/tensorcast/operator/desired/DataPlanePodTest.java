@@ -256,6 +256,23 @@ class DataPlanePodTest {
   }
 
   @Test
+  void formatLimitsOfTheConfigurationAreFlagsOfTheDataPlane() {
+    ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
+    OperatorConfig cfg =
+        OperatorConfig.fromLookup(
+            Map.of("TENSORCAST_FORMAT_LIMITS", "max-tensors=2000000,max-header-bytes=200Mi")::get);
+
+    List<String> args =
+        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg, KEY_ID)).getArgs();
+    List<String> defaults =
+        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID))
+            .getArgs();
+
+    assertThat(args).endsWith("--max-header-bytes=200Mi", "--max-tensors=2000000");
+    assertThat(defaults).noneMatch(arg -> arg.startsWith("--max-"));
+  }
+
+  @Test
   void peerPortIsDeclaredAndDistributionShowsInArgs() {
     ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
     a.getSpec().getDistribution().setPieceSize(new Quantity("256Ki"));

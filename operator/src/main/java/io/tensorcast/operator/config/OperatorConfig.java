@@ -3,6 +3,7 @@ package io.tensorcast.operator.config;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -48,6 +49,28 @@ import java.util.function.Function;
  *       data-plane pods mount and require as a bearer token on {@code /status}. Absent: no token.
  *   <li>{@code TENSORCAST_CONTROL_TOKEN_FILE} ({@code tensorcast.controlTokenFile}): file holding
  *       the same token for the operator's own {@code /status} calls (mount the Secret there).
+ *   <li>{@code TENSORCAST_HEALTH_PORT} ({@code tensorcast.healthPort}): TCP port of the operator's
+ *       probes {@code GET /healthz} and {@code GET /readyz}; 0 turns them off. Default {@value
+ *       #DEFAULT_HEALTH_PORT}.
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_LEASE} ({@code tensorcast.leaderElection.lease}): name of
+ *       the {@code coordination.k8s.io} Lease the operator replicas elect a leader with; only the
+ *       leader reconciles. Absent: no leader election (run one replica).
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_NAMESPACE} ({@code tensorcast.leaderElection.namespace}):
+ *       namespace of that Lease. Absent: the namespace of the operator's service account (in a pod,
+ *       its own namespace).
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_LEASE_DURATION} ({@code
+ *       tensorcast.leaderElection.leaseDuration}): how long a Lease not renewed stays the leader's;
+ *       a standby takes over at most this long after the leader stopped renewing. Renew deadline is
+ *       2/3 of it, retry period 2/15 of it. Default 15 s (10 s, 2 s).
+ *   <li>{@code TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS} ({@code
+ *       tensorcast.dataplane.imagePullSecrets}): comma-separated names of Secrets of type {@code
+ *       kubernetes.io/dockerconfigjson} the data-plane pods pull their image with; each must exist
+ *       in every ModelArtifact's namespace. Default none.
+ *   <li>{@code TENSORCAST_DATAPLANE_PRIORITY_CLASS} ({@code tensorcast.dataplane.priorityClass}):
+ *       PriorityClass of the data-plane pods. Default none (the cluster's default priority).
+ *   <li>{@code TENSORCAST_DATAPLANE_CPU_REQUEST} ({@code tensorcast.dataplane.cpuRequest}): CPU
+ *       request of the data-plane container, a Kubernetes quantity such as {@code 500m}; no CPU
+ *       limit is set (loading is bursty). Default none.
  * </ul>
  *
  * @param dataPlaneImage image reference of the data-plane container
@@ -62,6 +85,9 @@ import java.util.function.Function;
  * @param statusTimeout bound on one status call
  * @param controlTokenSecret Secret name for the control token, or empty
  * @param controlTokenFile token file for the operator's calls, or empty
+ * @param healthPort operator's probe port, 0 (off) or 1-65535
+ * @param leaderElection Lease settings, or empty for no leader election
+ * @param dataPlanePod pull secrets, priority class and CPU request of the data-plane pods
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -75,7 +101,10 @@ public record OperatorConfig(
     Duration readyResync,
     Duration statusTimeout,
     Optional<String> controlTokenSecret,
-    Optional<Path> controlTokenFile) {
+    Optional<Path> controlTokenFile,
+    int healthPort,
+    Optional<LeaderElection> leaderElection,
+    DataPlanePodSettings dataPlanePod) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -83,6 +112,88 @@ public record OperatorConfig(
   public static final int DEFAULT_METRICS_PORT = 8080;
   public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
   public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
+  public static final int DEFAULT_HEALTH_PORT = 8081;
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(15);
+
+  /** Kubernetes object names (DNS-1123 subdomain, RFC 1123), at most 253 characters. */
+  private static final java.util.regex.Pattern OBJECT_NAME =
+      java.util.regex.Pattern.compile(
+          "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+
+  /**
+   * Leader election among operator replicas through a {@code coordination.k8s.io/v1} Lease.
+   *
+   * @param lease name of the Lease, a DNS-1123 subdomain
+   * @param namespace namespace of the Lease; empty for the service account's namespace
+   * @param leaseDuration how long a Lease not renewed stays the holder's, positive
+   */
+  public record LeaderElection(String lease, Optional<String> namespace, Duration leaseDuration) {
+    public LeaderElection {
+      Objects.requireNonNull(lease, "lease");
+      Objects.requireNonNull(namespace, "namespace");
+      Objects.requireNonNull(leaseDuration, "leaseDuration");
+      objectName("TENSORCAST_LEADER_ELECTION_LEASE", lease);
+      namespace.ifPresent(n -> objectName("TENSORCAST_LEADER_ELECTION_NAMESPACE", n));
+      if (leaseDuration.compareTo(Duration.ofSeconds(1)) < 0) {
+        throw new IllegalArgumentException(
+            "lease duration "
+                + leaseDuration
+                + " is shorter than 1 s (TENSORCAST_LEADER_ELECTION_LEASE_DURATION)");
+      }
+    }
+
+    /** How long the leader keeps trying to renew before it gives up: 2/3 of the lease. */
+    public Duration renewDeadline() {
+      return leaseDuration.multipliedBy(2).dividedBy(3);
+    }
+
+    /** How often candidates try to acquire and the leader to renew: 2/15 of the lease. */
+    public Duration retryPeriod() {
+      return leaseDuration.multipliedBy(2).dividedBy(15);
+    }
+  }
+
+  /**
+   * What the data-plane pods get besides the artifact's own needs.
+   *
+   * @param imagePullSecrets names of pull Secrets, in every artifact's namespace; may be empty
+   * @param priorityClassName PriorityClass of the pods, if any
+   * @param cpuRequest CPU request of the data-plane container (a quantity such as 500m), if any
+   */
+  public record DataPlanePodSettings(
+      List<String> imagePullSecrets,
+      Optional<String> priorityClassName,
+      Optional<Quantity> cpuRequest) {
+    public DataPlanePodSettings {
+      imagePullSecrets = List.copyOf(imagePullSecrets);
+      Objects.requireNonNull(priorityClassName, "priorityClassName");
+      Objects.requireNonNull(cpuRequest, "cpuRequest");
+      imagePullSecrets.forEach(n -> objectName("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", n));
+      priorityClassName.ifPresent(n -> objectName("TENSORCAST_DATAPLANE_PRIORITY_CLASS", n));
+      cpuRequest.ifPresent(
+          q -> {
+            java.math.BigDecimal cores;
+            try {
+              cores = Quantity.getAmountInBytes(q);
+            } catch (RuntimeException e) {
+              throw new IllegalArgumentException(
+                  "TENSORCAST_DATAPLANE_CPU_REQUEST='"
+                      + q
+                      + "' is not a Kubernetes quantity (e.g. 500m or 2)",
+                  e);
+            }
+            if (cores.signum() <= 0) {
+              throw new IllegalArgumentException(
+                  "TENSORCAST_DATAPLANE_CPU_REQUEST='" + q + "' must be more than 0");
+            }
+          });
+    }
+
+    /** None of the settings. */
+    public static DataPlanePodSettings none() {
+      return new DataPlanePodSettings(List.of(), Optional.empty(), Optional.empty());
+    }
+  }
 
   /** Key of the control token in the Secret named by {@code controlTokenSecret}. */
   public static final String CONTROL_TOKEN_KEY = "token";
@@ -96,6 +207,8 @@ public record OperatorConfig(
     Objects.requireNonNull(statusTimeout, "statusTimeout");
     Objects.requireNonNull(controlTokenSecret, "controlTokenSecret");
     Objects.requireNonNull(controlTokenFile, "controlTokenFile");
+    Objects.requireNonNull(leaderElection, "leaderElection");
+    Objects.requireNonNull(dataPlanePod, "dataPlanePod");
     if (dataPlaneImage.isBlank()) {
       throw new IllegalArgumentException(
           "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
@@ -125,6 +238,16 @@ public record OperatorConfig(
           "metrics port "
               + metricsPort
               + " is outside 0 (off) and 1-65535 (TENSORCAST_METRICS_PORT)");
+    }
+    if (healthPort < 0 || healthPort > 65535) {
+      throw new IllegalArgumentException(
+          "health port " + healthPort + " is outside 0 (off) and 1-65535 (TENSORCAST_HEALTH_PORT)");
+    }
+    if (healthPort != 0 && healthPort == metricsPort) {
+      throw new IllegalArgumentException(
+          "health port and metrics port are both "
+              + healthPort
+              + "; they must differ (TENSORCAST_HEALTH_PORT, TENSORCAST_METRICS_PORT)");
     }
     if (!storeRoot.startsWith("/")) {
       throw new IllegalArgumentException(
@@ -175,7 +298,17 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_READY_RESYNC", "tensorcast.readyResync"),
           Map.entry("TENSORCAST_STATUS_TIMEOUT", "tensorcast.statusTimeout"),
           Map.entry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast.controlTokenSecret"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"));
+          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"),
+          Map.entry("TENSORCAST_HEALTH_PORT", "tensorcast.healthPort"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_LEASE", "tensorcast.leaderElection.lease"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_NAMESPACE", "tensorcast.leaderElection.namespace"),
+          Map.entry(
+              "TENSORCAST_LEADER_ELECTION_LEASE_DURATION",
+              "tensorcast.leaderElection.leaseDuration"),
+          Map.entry(
+              "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "tensorcast.dataplane.imagePullSecrets"),
+          Map.entry("TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast.dataplane.priorityClass"),
+          Map.entry("TENSORCAST_DATAPLANE_CPU_REQUEST", "tensorcast.dataplane.cpuRequest"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -213,7 +346,41 @@ public record OperatorConfig(
             .map(v -> duration("TENSORCAST_STATUS_TIMEOUT", v))
             .orElse(Duration.ofSeconds(2)),
         get.apply("TENSORCAST_CONTROL_TOKEN_SECRET"),
-        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of));
+        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of),
+        get.apply("TENSORCAST_HEALTH_PORT")
+            .map(v -> parseInt("TENSORCAST_HEALTH_PORT", v))
+            .orElse(DEFAULT_HEALTH_PORT),
+        get.apply("TENSORCAST_LEADER_ELECTION_LEASE")
+            .map(
+                lease ->
+                    new LeaderElection(
+                        lease,
+                        get.apply("TENSORCAST_LEADER_ELECTION_NAMESPACE"),
+                        get.apply("TENSORCAST_LEADER_ELECTION_LEASE_DURATION")
+                            .map(v -> duration("TENSORCAST_LEADER_ELECTION_LEASE_DURATION", v))
+                            .orElse(DEFAULT_LEASE_DURATION))),
+        new DataPlanePodSettings(
+            get.apply("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS")
+                .map(
+                    v ->
+                        java.util.Arrays.stream(v.split(","))
+                            .map(String::strip)
+                            .filter(n -> !n.isEmpty())
+                            .toList())
+                .orElse(List.of()),
+            get.apply("TENSORCAST_DATAPLANE_PRIORITY_CLASS"),
+            get.apply("TENSORCAST_DATAPLANE_CPU_REQUEST").map(Quantity::new)));
+  }
+
+  private static void objectName(String variable, String value) {
+    if (value.length() > 253 || !OBJECT_NAME.matcher(value).matches()) {
+      throw new IllegalArgumentException(
+          variable
+              + "='"
+              + value
+              + "' is not a Kubernetes object name (lowercase letters, digits, '-' and '.',"
+              + " at most 253 characters)");
+    }
   }
 
   /** A copy with another data-plane image. */
@@ -230,7 +397,10 @@ public record OperatorConfig(
         readyResync,
         statusTimeout,
         controlTokenSecret,
-        controlTokenFile);
+        controlTokenFile,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
   }
 
   /** A copy with another memory overhead. */
@@ -247,7 +417,30 @@ public record OperatorConfig(
         readyResync,
         statusTimeout,
         controlTokenSecret,
-        controlTokenFile);
+        controlTokenFile,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
+  }
+
+  /** A copy with other leader-election settings (empty: none). */
+  public OperatorConfig withLeaderElection(Optional<LeaderElection> election) {
+    return new OperatorConfig(
+        dataPlaneImage,
+        imagePullPolicy,
+        controlPort,
+        peerPort,
+        metricsPort,
+        storeRoot,
+        memoryOverheadBytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        controlTokenSecret,
+        controlTokenFile,
+        healthPort,
+        election,
+        dataPlanePod);
   }
 
   private static int parseInt(String name, String value) {

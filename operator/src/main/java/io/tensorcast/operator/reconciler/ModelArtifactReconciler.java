@@ -378,6 +378,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
    */
   private UpdateControl<ModelArtifact> patchIfChanged(
       ModelArtifact artifact, ModelArtifactStatus status, Context<ModelArtifact> context) {
+    metrics.status(artifact.getMetadata().getNamespace(), artifact.getMetadata().getName(), status);
     if (Objects.equals(artifact.getStatus(), status)) {
       return UpdateControl.noUpdate();
     }

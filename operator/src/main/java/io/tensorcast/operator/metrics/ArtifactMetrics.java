@@ -28,6 +28,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@value #PHASE} ({@code tensorcast_operator_artifact_phase}), one series per phase (tag
  *       {@code phase}): 1 for the artifact's {@code status.phase}, 0 for the others, so alerts on
  *       Failed and on Loading for too long need no status scraping.
+ *   <li>{@value #PEER_TO_PEER} ({@code tensorcast_operator_artifact_peer_to_peer}): 1 when {@code
+ *       spec.distribution.mode} is PeerToPeer, 0 for SourceOnly (where every replica reads the
+ *       whole artifact from the source by design).
  * </ul>
  *
  * <p>The gauges are registered on an artifact's first status and removed when the artifact is
@@ -44,6 +47,9 @@ public final class ArtifactMetrics {
   /** Micrometer name of the phase gauges. */
   public static final String PHASE = "tensorcast.operator.artifact.phase";
 
+  /** Micrometer name of the distribution-mode gauge. */
+  public static final String PEER_TO_PEER = "tensorcast.operator.artifact.peer.to.peer";
+
   private final MeterRegistry registry;
   private final Map<Key, Entry> entries = new ConcurrentHashMap<>();
 
@@ -51,7 +57,11 @@ public final class ArtifactMetrics {
 
   private record Entry(AtomicLong sourceBytes, Gauge gauge) {}
 
-  private record Facts(AtomicLong size, AtomicReference<ArtifactPhase> phase, List<Gauge> gauges) {}
+  private record Facts(
+      AtomicLong size,
+      AtomicReference<ArtifactPhase> phase,
+      AtomicLong peerToPeer,
+      List<Gauge> gauges) {}
 
   private final Map<Key, Facts> facts = new ConcurrentHashMap<>();
 
@@ -80,16 +90,20 @@ public final class ArtifactMetrics {
   }
 
   /**
-   * Sets the size and phase gauges of {@code namespace/name} from a status the operator computed,
-   * registering them on first use.
+   * Sets the size, phase and distribution gauges of {@code namespace/name} from a status the
+   * operator computed for it, registering them on first use.
+   *
+   * @param peerToPeer whether the artifact's distribution mode is PeerToPeer
    */
-  public void status(String namespace, String name, ModelArtifactStatus status) {
+  public void status(
+      String namespace, String name, boolean peerToPeer, ModelArtifactStatus status) {
     Facts f =
         facts.computeIfAbsent(
             new Key(namespace, name),
             k -> {
               AtomicLong size = new AtomicLong();
               AtomicReference<ArtifactPhase> phase = new AtomicReference<>();
+              AtomicLong p2p = new AtomicLong();
               Tags tags = Tags.of("namespace", namespace, "name", name);
               List<Gauge> gauges = new ArrayList<>();
               gauges.add(
@@ -105,10 +119,16 @@ public final class ArtifactMetrics {
                         .tags(tags.and("phase", p.name()))
                         .register(registry));
               }
-              return new Facts(size, phase, gauges);
+              gauges.add(
+                  Gauge.builder(PEER_TO_PEER, p2p, AtomicLong::doubleValue)
+                      .description("1 when the ModelArtifact's distribution mode is PeerToPeer")
+                      .tags(tags)
+                      .register(registry));
+              return new Facts(size, phase, p2p, gauges);
             });
     f.size().set(status.getTotalBytes() == null ? 0 : status.getTotalBytes());
     f.phase().set(status.getPhase());
+    f.peerToPeer().set(peerToPeer ? 1 : 0);
   }
 
   /** Removes the gauges of {@code namespace/name}. */

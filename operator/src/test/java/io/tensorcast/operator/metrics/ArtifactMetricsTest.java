@@ -53,9 +53,9 @@ class ArtifactMetricsTest {
     status.setPhase(ArtifactPhase.Loading);
     status.setTotalBytes(2048L);
 
-    metrics.status("team-a", "llama", status);
+    metrics.status("team-a", "llama", true, status);
     status.setPhase(ArtifactPhase.Failed);
-    metrics.status("team-a", "llama", status);
+    metrics.status("team-a", "llama", false, status);
 
     String scrape = registry.scrape();
     assertThat(scrape)
@@ -67,6 +67,9 @@ class ArtifactMetricsTest {
         .contains(
             "tensorcast_operator_artifact_phase{name=\"llama\",namespace=\"team-a\",phase=\"Loading\"}"
                 + " 0.0");
+    assertThat(scrape)
+        .contains(
+            "tensorcast_operator_artifact_peer_to_peer{name=\"llama\",namespace=\"team-a\"} 0.0");
     assertThat(scrape.lines().filter(l -> l.startsWith("tensorcast_operator_artifact_phase{")))
         .hasSize(ArtifactPhase.values().length);
 

@@ -154,7 +154,7 @@ public final class OperatorMain {
                                   l.leaseDuration(),
                                   l.renewDeadline(),
                                   l.retryPeriod(),
-                                  null,
+                                  l.identity().orElse(null),
                                   null,
                                   exitOnLostLease)));
             });

@@ -126,12 +126,15 @@ public record OperatorConfig(
    * @param lease name of the Lease, a DNS-1123 subdomain
    * @param namespace namespace of the Lease; empty for the service account's namespace
    * @param leaseDuration how long a Lease not renewed stays the holder's, positive
+   * @param identity this replica's holder identity; empty for {@code HOSTNAME} or a random UUID
    */
-  public record LeaderElection(String lease, Optional<String> namespace, Duration leaseDuration) {
+  public record LeaderElection(
+      String lease, Optional<String> namespace, Duration leaseDuration, Optional<String> identity) {
     public LeaderElection {
       Objects.requireNonNull(lease, "lease");
       Objects.requireNonNull(namespace, "namespace");
       Objects.requireNonNull(leaseDuration, "leaseDuration");
+      Objects.requireNonNull(identity, "identity");
       objectName("TENSORCAST_LEADER_ELECTION_LEASE", lease);
       namespace.ifPresent(n -> objectName("TENSORCAST_LEADER_ELECTION_NAMESPACE", n));
       if (leaseDuration.compareTo(Duration.ofSeconds(1)) < 0) {
@@ -305,6 +308,7 @@ public record OperatorConfig(
           Map.entry(
               "TENSORCAST_LEADER_ELECTION_LEASE_DURATION",
               "tensorcast.leaderElection.leaseDuration"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_IDENTITY", "tensorcast.leaderElection.identity"),
           Map.entry(
               "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "tensorcast.dataplane.imagePullSecrets"),
           Map.entry("TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast.dataplane.priorityClass"),
@@ -358,7 +362,8 @@ public record OperatorConfig(
                         get.apply("TENSORCAST_LEADER_ELECTION_NAMESPACE"),
                         get.apply("TENSORCAST_LEADER_ELECTION_LEASE_DURATION")
                             .map(v -> duration("TENSORCAST_LEADER_ELECTION_LEASE_DURATION", v))
-                            .orElse(DEFAULT_LEASE_DURATION))),
+                            .orElse(DEFAULT_LEASE_DURATION),
+                        get.apply("TENSORCAST_LEADER_ELECTION_IDENTITY"))),
         new DataPlanePodSettings(
             get.apply("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS")
                 .map(

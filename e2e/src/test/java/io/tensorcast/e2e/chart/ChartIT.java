@@ -15,6 +15,8 @@ import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.api.model.rbac.RoleBinding;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.openshift.api.model.monitoring.v1.PodMonitor;
@@ -573,10 +575,15 @@ class ChartIT {
     }
     ServiceAccount sa = find(objects, ServiceAccount.class, release + "-operator");
     ClusterRoleBinding binding = find(objects, ClusterRoleBinding.class, release + "-operator");
+    Role leaseRole = find(objects, Role.class, release + "-operator-leader-election");
+    RoleBinding leaseBinding =
+        find(objects, RoleBinding.class, release + "-operator-leader-election");
     try {
       client.resource(sa).create();
       client.resource(role).create();
       client.resource(binding).create();
+      client.resource(leaseRole).create();
+      client.resource(leaseBinding).create();
       String as = "system:serviceaccount:" + ns.name() + ":" + sa.getMetadata().getName();
       String[][] allowed = {
         {"list", "modelartifacts.tensorcast.io"},
@@ -591,6 +598,9 @@ class ChartIT {
         {"watch", "pods"},
         {"list", "nodes"},
         {"watch", "nodes"},
+        {"get", "leases.coordination.k8s.io"},
+        {"create", "leases.coordination.k8s.io"},
+        {"update", "leases.coordination.k8s.io"},
       };
       String[][] denied = {
         {"get", "secrets"},
@@ -604,6 +614,7 @@ class ChartIT {
         {"patch", "nodes"},
         {"create", "pods", "exec"},
         {"create", "configmaps"},
+        {"delete", "leases.coordination.k8s.io"},
       };
       // The authorizer may lag the binding by a moment: wait until the first allowed check passes.
       await()
@@ -615,6 +626,10 @@ class ChartIT {
       for (String[] d : denied) {
         assertThat(canI(cluster, as, ns.name(), d)).as("%s may not %s", as, List.of(d)).isFalse();
       }
+      assertThat(
+              canI(cluster, as, "default", new String[] {"update", "leases.coordination.k8s.io"}))
+          .as("Lease access outside the release namespace")
+          .isFalse();
     } finally {
       client.resource(binding).delete();
       client.resource(role).delete();

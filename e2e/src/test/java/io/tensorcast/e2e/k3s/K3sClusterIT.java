@@ -33,6 +33,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -64,9 +65,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * removes its pods and frees the store on both nodes.
  *
  * <p>Needs a Docker engine (and the registry for rancher/k3s and eclipse-temurin). Without one the
- * whole class is reported as skipped, with the reason, on the console ("[SKIPPED] K3sClusterIT")
- * and in the failsafe report; {@code ./tensorcast test} lists skipped tests after the build, so it
- * is never counted as passed. See README, "The k3s suite".
+ * every test is reported as skipped, with the reason, on the console ("[SKIPPED] K3sClusterIT") and
+ * in the failsafe report; {@code ./tensorcast test} lists skipped tests after the build, so it is
+ * never counted as passed. See README, "The k3s suite".
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 15, unit = java.util.concurrent.TimeUnit.MINUTES)
@@ -87,16 +88,18 @@ class K3sClusterIT {
   static KubernetesClient client;
   static Map<String, Path> model;
 
+  /** Why the suite cannot run here (no Docker engine), or null. */
+  static String skipReason;
+
   @BeforeAll
   static void startCluster() throws Exception {
-    String reason = dockerUnavailableReason();
-    if (reason != null) {
+    skipReason = dockerUnavailableReason();
+    if (skipReason != null) {
       System.out.println(
           "[SKIPPED] K3sClusterIT: "
-              + reason
-              + " - the k3s suite did not run (README, \"The k3s"
-              + " suite\", says how to run it)");
-      Assumptions.abort("no Docker engine: " + reason);
+              + skipReason
+              + " - the k3s suite did not run (README, \"The k3s suite\", says how to run it)");
+      return;
     }
     String operatorImage = build("operator", "tensorcast-operator.jar", List.of());
     String dataplaneImage =
@@ -207,6 +210,15 @@ class K3sClusterIT {
                 .build())
         .create();
     model = seed();
+  }
+
+  /**
+   * Aborts each test, not the class, without a Docker engine: JUnit then reports every test as
+   * skipped with the reason (an abort in {@code @BeforeAll} is reported as zero tests run).
+   */
+  @BeforeEach
+  void requireDocker() {
+    Assumptions.assumeTrue(skipReason == null, () -> "k3s suite skipped: " + skipReason);
   }
 
   @AfterAll

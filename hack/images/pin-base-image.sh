@@ -16,7 +16,7 @@ else
   exit 2
 fi
 [[ $digest =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "pin-base-image: no digest for $image: '$digest'" >&2; exit 1; }
-for f in operator/Dockerfile dataplane/Dockerfile rdma-device-plugin/Dockerfile; do
+for f in operator/Dockerfile dataplane/Dockerfile rdma-device-plugin/Dockerfile csi-driver/Dockerfile; do
   sed -i "s|^ARG BASE_IMAGE=.*|ARG BASE_IMAGE=${image}@${digest}|" "$f"
   echo "$f: ${image}@${digest}"
 done

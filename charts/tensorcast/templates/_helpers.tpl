@@ -18,6 +18,11 @@
 {{- printf "%s-rdma-device-plugin" (include "tensorcast.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* Name of the CSI node driver's objects (DaemonSet, ServiceAccount, ClusterRole, binding). */}}
+{{- define "tensorcast.csi.fullname" -}}
+{{- printf "%s-csi-driver" (include "tensorcast.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* Labels every object carries besides its selector labels (which hold the instance). */}}
 {{- define "tensorcast.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
@@ -35,6 +40,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* Selector labels of the RDMA device plugin's pods. */}}
 {{- define "tensorcast.rdma.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "tensorcast.name" . }}-rdma-device-plugin
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Selector labels of the CSI node driver's pods. */}}
+{{- define "tensorcast.csi.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tensorcast.name" . }}-csi-driver
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -65,6 +76,34 @@ empty). Call with (dict "root" $ "repository" R "tag" T).
 {{- if $registry -}}{{ printf "%s/%s" $registry $image }}{{- else -}}{{ $image }}{{- end -}}
 {{- end -}}
 
+{{/* CSI node driver image: csiDriver.image (a full reference) or the default one. */}}
+{{- define "tensorcast.csi.image" -}}
+{{- $image := .Values.csiDriver.image | default (printf "tensorcast/csi-driver:%s" .Chart.AppVersion) -}}
+{{- $registry := .Values.global.imageRegistry | default "" | trimSuffix "/" -}}
+{{- if $registry -}}{{ printf "%s/%s" $registry $image }}{{- else -}}{{ $image }}{{- end -}}
+{{- end -}}
+
+{{/*
+node-driver-registrar image: csiDriver.registrarImage, a full reference such as
+registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.10.1. With global.imageRegistry set, that
+registry takes the place of the reference's own (its first path element when that names a host:
+it holds a "." or ":" or is "localhost"), so a mirror serves sig-storage/... under its own name.
+*/}}
+{{- define "tensorcast.csi.registrarImage" -}}
+{{- $image := .Values.csiDriver.registrarImage -}}
+{{- $registry := .Values.global.imageRegistry | default "" | trimSuffix "/" -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" $image -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $image = join "/" (rest $parts) -}}
+{{- end -}}
+{{- printf "%s/%s" $registry $image -}}
+{{- else -}}
+{{- $image -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 imagePullSecrets of a pod: global.imagePullSecrets followed by the component's own list.
 Call with (dict "root" $ "own" LIST); renders nothing when both are empty.
@@ -90,3 +129,22 @@ imagePullSecrets:
 {{- define "tensorcast.pdb.apiVersion" -}}
 {{- if semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version -}}policy/v1{{- else -}}policy/v1beta1{{- end -}}
 {{- end -}}
+
+{{/* Name of the Secret holding the operator's master key. */}}
+{{- define "tensorcast.masterKeySecret" -}}
+{{- if .Values.operator.masterKey.existingSecret -}}
+{{- .Values.operator.masterKey.existingSecret -}}
+{{- else -}}
+{{- printf "%s-master-key" (include "tensorcast.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The data plane's format limits as name=value pairs separated by commas, sorted by name. */}}
+{{- define "tensorcast.formatLimits" -}}
+{{- $pairs := list -}}
+{{- range $name, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%v" $name $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+

@@ -13,6 +13,7 @@ import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.health.HealthServer;
 import io.tensorcast.operator.metrics.MetricsServer;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
+import io.tensorcast.operator.trust.MasterKey;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,10 +30,12 @@ import org.slf4j.LoggerFactory;
  * <p>RBAC the operator needs (the chart's ClusterRole, checked by e2e's ChartIT): {@code
  * modelartifacts} get/list/watch/patch (JOSDK adds and removes the finalizer by JSON patch), {@code
  * modelartifacts/status} patch (server-side apply), {@code modelartifacts/finalizers} update (the
- * pods' blocking owner references); {@code pods} get/list/watch/create/delete; {@code nodes}
- * get/list/watch; with leader election {@code coordination.k8s.io} {@code leases} get/create/update
- * in the Lease's namespace (JOSDK checks them with a SelfSubjectRulesReview at start). It reads no
- * Secret.
+ * pods' blocking owner references); {@code pods} get/list/watch/create/delete (list/watch over all
+ * pods also finds the artifacts' consumers); {@code nodes} get/list/watch/patch (patch: the
+ * per-artifact ready labels only); {@code secrets} and {@code networkpolicies} create/patch (each
+ * artifact's own); with leader election {@code coordination.k8s.io} {@code leases}
+ * get/create/update in the Lease's namespace (JOSDK checks them with a SelfSubjectRulesReview at
+ * start). It reads no Secret.
  */
 public final class OperatorMain {
   private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);
@@ -58,8 +61,17 @@ public final class OperatorMain {
         return;
       }
     }
+    MasterKey key;
+    try {
+      key = masterKey(config);
+    } catch (IllegalArgumentException e) {
+      System.err.println(
+          "tensorcast-operator: " + e.getMessage() + " (TENSORCAST_MASTER_KEY_FILE)");
+      System.exit(2);
+      return;
+    }
     KubernetesClient client = new KubernetesClientBuilder().build();
-    Operator operator = create(client, config, Metrics.NOOP, registry, true);
+    Operator operator = create(client, config, Metrics.NOOP, registry, key, true);
     if (config.healthPort() != 0) {
       try {
         HealthServer.start(config.healthPort(), operator);
@@ -117,13 +129,14 @@ public final class OperatorMain {
    */
   public static Operator create(
       KubernetesClient client, OperatorConfig config, Metrics metrics, MeterRegistry registry) {
-    return create(client, config, metrics, registry, false);
+    return create(client, config, metrics, registry, masterKey(config), false);
   }
 
   /**
-   * The operator of {@link #create(KubernetesClient, OperatorConfig, Metrics, MeterRegistry)}. With
-   * {@link OperatorConfig#leaderElection()} set, only the replica holding the Lease reconciles; the
-   * others keep their informers warm and take over when the Lease expires.
+   * The operator of {@link #create(KubernetesClient, OperatorConfig, Metrics, MeterRegistry)}, with
+   * the master key already loaded. With {@link OperatorConfig#leaderElection()} set, only the
+   * replica holding the Lease reconciles; the others keep their informers warm and take over when
+   * the Lease expires. Every replica must hold the same master key.
    *
    * @param exitOnLostLease whether losing the Lease ends the JVM (JOSDK's default, so that a
    *     replica that lost leadership never reconciles next to the new leader); {@code false} for
@@ -134,6 +147,7 @@ public final class OperatorMain {
       OperatorConfig config,
       Metrics metrics,
       MeterRegistry registry,
+      MasterKey masterKey,
       boolean exitOnLostLease) {
     Operator operator =
         new Operator(
@@ -158,7 +172,23 @@ public final class OperatorMain {
                                   null,
                                   exitOnLostLease)));
             });
-    operator.register(new ModelArtifactReconciler(config, registry));
+    operator.register(new ModelArtifactReconciler(config, masterKey, registry));
     return operator;
+  }
+
+  /**
+   * The master key of {@code config}: read from {@link OperatorConfig#masterKeyFile()}, else random
+   * for this process (logged as a warning: a restart then replaces every data-plane pod).
+   *
+   * @throws IllegalArgumentException when the file cannot be read or is too short
+   */
+  static MasterKey masterKey(OperatorConfig config) {
+    if (config.masterKeyFile().isPresent()) {
+      return MasterKey.fromFile(config.masterKeyFile().get());
+    }
+    log.warn(
+        "no master key file (TENSORCAST_MASTER_KEY_FILE): using a random key for this process;"
+            + " after a restart every ModelArtifact's Secret is rewritten and its pods replaced");
+    return MasterKey.random();
   }
 }

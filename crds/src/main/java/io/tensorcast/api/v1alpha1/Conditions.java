@@ -10,7 +10,9 @@ package io.tensorcast.api.v1alpha1;
  * this generation; {@link #SCHEDULED} every replica has a node and a pod; {@link #LOADED} every
  * byte is present and verified on every chosen node; {@link #READY} the artifact can be used (what
  * {@code kubectl wait --for=condition=Ready} and Argo CD look at); {@link #DEGRADED} it is usable
- * but something is wrong (a replica lost, a peer failing).
+ * but something is wrong (a replica lost, a peer failing); {@link #IN_USE} consumer pods use the
+ * artifact through its CSI volume, so its copies are not removed under them (the message names the
+ * pods).
  */
 public final class Conditions {
 
@@ -20,6 +22,7 @@ public final class Conditions {
   public static final String LOADED = "Loaded";
   public static final String READY = "Ready";
   public static final String DEGRADED = "Degraded";
+  public static final String IN_USE = "InUse";
 
   // Statuses (the Kubernetes condition status values).
   public static final String TRUE = "True";
@@ -42,6 +45,12 @@ public final class Conditions {
   /** The source refused the credentials (or their absence). */
   public static final String REASON_ACCESS_DENIED = "AccessDenied";
 
+  /**
+   * The name of the artifact's own Secret or NetworkPolicy ({@code <name>-tensorcast}) is taken by
+   * an object the artifact does not own; the message names it.
+   */
+  public static final String REASON_NAME_CONFLICT = "NameConflict";
+
   /** The credentials Secret or one of its keys is missing. */
   public static final String REASON_CREDENTIALS_NOT_FOUND = "CredentialsNotFound";
 
@@ -53,6 +62,27 @@ public final class Conditions {
 
   /** A file is malformed or unsafe (bad header, pickle asking for code, escaping path). */
   public static final String REASON_INVALID_ARTIFACT = "InvalidArtifact";
+
+  /**
+   * A data-plane pod refused a safetensors file: it breaks a rule of the format or a bound of the
+   * reader (header size, tensors, rank); the message names the file, the rule and the numbers.
+   */
+  public static final String REASON_INVALID_SAFETENSORS = "InvalidSafetensors";
+
+  /**
+   * A data-plane pod refused a torch checkpoint: a pickle that needs code, a malformed archive, or
+   * a bound of the reader (memo reuse, objects, zip ratio, ...); the message names the file, the
+   * rule and the numbers.
+   */
+  public static final String REASON_INVALID_TORCH_CHECKPOINT = "InvalidTorchCheckpoint";
+
+  /**
+   * A data-plane pod refused an index file ({@code model.safetensors.index.json}, {@code
+   * pytorch_model.bin.index.json}): not JSON, a shard missing or filtered out, a tensor not in its
+   * shard, a wrong {@code total_size}; the message names the file and the position or name, and how
+   * to leave the index out.
+   */
+  public static final String REASON_INVALID_INDEX = "InvalidIndex";
 
   // Reasons: scheduling (Scheduled).
   /** Every replica has a chosen node and a data-plane pod. */
@@ -92,6 +122,22 @@ public final class Conditions {
 
   /** Nothing is wrong (Degraded=False). */
   public static final String REASON_HEALTHY = "Healthy";
+
+  // Reasons: consumers (InUse).
+  /** No pod uses the artifact through a CSI volume. */
+  public static final String REASON_NO_CONSUMERS = "NoConsumers";
+
+  /** Pods use the artifact; the message names them and their nodes. */
+  public static final String REASON_CONSUMER_PODS = "ConsumerPods";
+
+  /**
+   * Pods on a node still use a copy the operator would otherwise replace (an older generation, a
+   * changed pod): that copy is kept until they are gone; the message names node, pods and copy.
+   */
+  public static final String REASON_COPY_KEPT_FOR_CONSUMERS = "CopyKeptForConsumers";
+
+  /** The artifact is being deleted and waits for the pods that use it to go. */
+  public static final String REASON_DELETION_WAITS_FOR_CONSUMERS = "DeletionWaitsForConsumers";
 
   private Conditions() {}
 }

@@ -39,7 +39,16 @@ import io.tensorcast.api.PrinterColumnOrder;
     name = "AGE",
     jsonPath = ".metadata.creationTimestamp",
     type = AdditionalPrinterColumn.Type.DATE)
-@PrinterColumnOrder({"READY", "PHASE", "PROGRESS", "SIZE", "SOURCE", "FROM-SOURCE", "AGE"})
+@PrinterColumnOrder({
+  "READY",
+  "PHASE",
+  "PROGRESS",
+  "SIZE",
+  "SOURCE",
+  "FROM-SOURCE",
+  "CONSUMERS",
+  "AGE"
+})
 @ValidationRule(
     value = "size(self.metadata.name) <= 63",
     message =

@@ -27,7 +27,7 @@ public class ModelArtifactStatus {
 
   @SchemaFrom(type = ConditionSchema[].class)
   @JsonPropertyDescription(
-      "Conditions of types Resolved, Scheduled, Loaded, Ready and Degraded, with CamelCase"
+      "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded and InUse, with CamelCase"
           + " reasons; lastTransitionTime changes only when status changes.")
   private List<Condition> conditions = new ArrayList<>();
 
@@ -68,6 +68,18 @@ public class ModelArtifactStatus {
   @PrinterColumn(name = "READY")
   @JsonPropertyDescription("readyReplicas/replicas for people, e.g. 2/3.")
   private String ready;
+
+  @JsonPropertyDescription(
+      "Nodes where this generation's copy is Ready, sorted; each carries the node label"
+          + " modelartifact.tensorcast.io/<namespace>.<name> (cut and hashed past 63 characters)"
+          + " with the generation as value, for consumers' node affinity.")
+  private List<String> readyNodes = new ArrayList<>();
+
+  @PrinterColumn(name = "CONSUMERS", priority = 1)
+  @JsonPropertyDescription(
+      "Pods of this namespace, not Succeeded or Failed, with a csi.tensorcast.io volume naming"
+          + " this artifact (see the InUse condition for their names).")
+  private Integer consumers;
 
   @PrinterColumn(name = "PROGRESS")
   @JsonPropertyDescription(
@@ -186,6 +198,22 @@ public class ModelArtifactStatus {
     this.progress = progress;
   }
 
+  public List<String> getReadyNodes() {
+    return readyNodes;
+  }
+
+  public void setReadyNodes(List<String> readyNodes) {
+    this.readyNodes = readyNodes;
+  }
+
+  public Integer getConsumers() {
+    return consumers;
+  }
+
+  public void setConsumers(Integer consumers) {
+    this.consumers = consumers;
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof ModelArtifactStatus that
@@ -202,6 +230,8 @@ public class ModelArtifactStatus {
         && Objects.equals(replicas, that.replicas)
         && Objects.equals(readyReplicas, that.readyReplicas)
         && Objects.equals(ready, that.ready)
+        && Objects.equals(readyNodes, that.readyNodes)
+        && Objects.equals(consumers, that.consumers)
         && Objects.equals(progress, that.progress);
   }
 
@@ -221,6 +251,8 @@ public class ModelArtifactStatus {
         replicas,
         readyReplicas,
         ready,
+        readyNodes,
+        consumers,
         progress);
   }
 }

@@ -101,10 +101,19 @@ public class SourceSpec {
   @Pattern(ENDPOINT_PATTERN)
   @Size(max = 2048)
   @JsonPropertyDescription(
-      "Endpoint URL of an S3-compatible or OSS server, e.g. https://oss-cn-hangzhou.aliyuncs.com"
-          + " or http://minio.storage:9000. Empty means the provider's public endpoint for the"
-          + " region.")
+      "Endpoint URL of an S3-compatible or OSS server or a Hugging Face Hub mirror, e.g."
+          + " https://oss-cn-hangzhou.aliyuncs.com or https://minio.storage:9000. Empty means the"
+          + " provider's public endpoint for the region (the Hub: https://huggingface.co). Must"
+          + " be https unless insecureEndpoint is true; link-local and cloud metadata addresses"
+          + " are refused, and the operator may allow only some endpoints.")
   private String endpoint;
+
+  @JsonPropertyDescription(
+      "Declares that endpoint is an in-cluster store spoken to over plain http (e.g."
+          + " http://minio.storage:9000): requests, and the credentials of"
+          + " credentialsSecretRef, then travel unencrypted. Refused for hf:// (the Hub and its"
+          + " mirrors are reached over https). Default false: only https endpoints.")
+  private Boolean insecureEndpoint;
 
   @Pattern(REGION_PATTERN)
   @Size(max = 64)
@@ -161,6 +170,14 @@ public class SourceSpec {
     this.endpoint = endpoint;
   }
 
+  public Boolean getInsecureEndpoint() {
+    return insecureEndpoint;
+  }
+
+  public void setInsecureEndpoint(Boolean insecureEndpoint) {
+    this.insecureEndpoint = insecureEndpoint;
+  }
+
   public String getRegion() {
     return region;
   }
@@ -207,6 +224,7 @@ public class SourceSpec {
         && Objects.equals(uri, that.uri)
         && Objects.equals(revision, that.revision)
         && Objects.equals(endpoint, that.endpoint)
+        && Objects.equals(insecureEndpoint, that.insecureEndpoint)
         && Objects.equals(region, that.region)
         && Objects.equals(pathStyle, that.pathStyle)
         && Objects.equals(credentialsSecretRef, that.credentialsSecretRef)
@@ -217,6 +235,14 @@ public class SourceSpec {
   @Override
   public int hashCode() {
     return Objects.hash(
-        uri, revision, endpoint, region, pathStyle, credentialsSecretRef, include, exclude);
+        uri,
+        revision,
+        endpoint,
+        insecureEndpoint,
+        region,
+        pathStyle,
+        credentialsSecretRef,
+        include,
+        exclude);
   }
 }

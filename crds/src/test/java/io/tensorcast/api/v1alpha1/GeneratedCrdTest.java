@@ -75,6 +75,7 @@ class GeneratedCrdTest {
             tuple("SIZE", ".status.size", "string", 0),
             tuple("SOURCE", ".spec.source.uri", "string", 1),
             tuple("FROM-SOURCE", ".status.bytesFromSource", "integer", 1),
+            tuple("CONSUMERS", ".status.consumers", "integer", 1),
             tuple("AGE", ".metadata.creationTimestamp", "date", 0));
   }
 

@@ -33,6 +33,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
+  @Mixin FormatLimitArgs formatLimits;
 
   @Option(
       names = "--artifact-id",
@@ -52,6 +53,28 @@ final class ServeCommand implements Callable<Integer> {
               + " and PUT /v1/peers require (a mounted Secret key; re-read when it changes)."
               + " /healthz, /readyz and /metrics stay open.")
   Path tokenFile;
+
+  // Interim: the operator's per-artifact Secret files. Until the peer handshake and token scopes
+  // exist, the admin token is the control token and the other two files are only checked.
+  @Option(
+      names = "--admin-token-file",
+      description = "File holding the admin bearer token (for now: same as --control-token-file).")
+  Path adminTokenFile;
+
+  @Option(
+      names = "--read-token-file",
+      description = "File holding the read bearer token (for now: checked to be readable).")
+  Path readTokenFile;
+
+  @Option(
+      names = "--peer-secret-file",
+      description = "File holding the artifact's peer secret (for now: checked to be readable).")
+  Path peerSecretFile;
+
+  @Option(
+      names = "--allow-insecure-endpoint",
+      description = "The endpoint is an in-cluster plain-http store (for now: accepted).")
+  boolean allowInsecureEndpoint;
 
   @Option(
       names = "--peer-listen",
@@ -178,11 +201,21 @@ final class ServeCommand implements Callable<Integer> {
         store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV),
         store.memoryLimitBytes(),
         store.lockPolicy,
-        tokenFile,
+        controlTokenFile(),
         peerSettings(env),
         new LoadRetry(
             duration(loadRetryBackoff, "--load-retry-backoff"),
-            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")));
+            duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
+        formatLimits.limits());
+  }
+
+  private Path controlTokenFile() {
+    for (Path f : new Path[] {readTokenFile, peerSecretFile}) {
+      if (f != null && !java.nio.file.Files.isReadable(f)) {
+        throw new IllegalArgumentException("cannot read " + f);
+      }
+    }
+    return adminTokenFile != null ? adminTokenFile : tokenFile;
   }
 
   /** The peer settings, or null for source-only loading. */

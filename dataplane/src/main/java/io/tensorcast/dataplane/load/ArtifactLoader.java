@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.load;
 
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.ByteSource;
@@ -35,9 +36,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
- * safetensors headers and torch checkpoint structures) → admit (size against the limit and the
- * store's budget, before any byte is read) → load (parallel ranged reads straight into the store's
- * mappings) → verify (structure and digests of the bytes in the store) → Ready.
+ * safetensors headers and torch checkpoint structures within the {@link FormatLimits}, check index
+ * files against them) → admit (size against the limit and the store's budget, before any byte is
+ * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
+ * digests of the bytes in the store) → Ready.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
@@ -58,14 +60,22 @@ public final class ArtifactLoader {
    * @param artifactId store identifier (DNS-1123 label)
    * @param memoryLimitBytes refuse an artifact larger than this; 0 for no limit
    * @param read options of the parallel ranged reader
+   * @param limits bounds of the format readers (headers, pickles, zip, index files)
    */
-  public record Options(String artifactId, long memoryLimitBytes, ReadOptions read) {
+  public record Options(
+      String artifactId, long memoryLimitBytes, ReadOptions read, FormatLimits limits) {
     public Options {
       Objects.requireNonNull(artifactId, "artifactId");
       Objects.requireNonNull(read, "read");
+      Objects.requireNonNull(limits, "limits");
       if (memoryLimitBytes < 0) {
         throw new IllegalArgumentException("memoryLimitBytes must be >= 0");
       }
+    }
+
+    /** With the default {@link FormatLimits}. */
+    public Options(String artifactId, long memoryLimitBytes, ReadOptions read) {
+      this(artifactId, memoryLimitBytes, read, FormatLimits.DEFAULT);
     }
   }
 
@@ -125,6 +135,17 @@ public final class ArtifactLoader {
           kept != null ? headersInStore(kept, files) : readHeaders(files);
       Map<String, TorchCheckpoint> checkpoints =
           kept != null ? checkpointsInStore(kept, files) : readCheckpoints(files);
+      ShardIndexes.validate(
+          files,
+          source.filter(),
+          headers,
+          checkpoints,
+          options.limits(),
+          kept != null
+              ? f -> bytesInStore(kept, f, 0, Math.toIntExact(f.size()))
+              : f ->
+                  HeaderFetcher.fetchBytes(
+                      source, f, options.read().maxAttempts(), state::retried));
       state.resolved(
           files,
           headers,
@@ -280,7 +301,13 @@ public final class ArtifactLoader {
     List<Optional<TorchCheckpoint>> checkpoints =
         inParallel(
             pt,
-            f -> HeaderFetcher.fetchTorch(source, f, options.read().maxAttempts(), state::retried));
+            f ->
+                HeaderFetcher.fetchTorch(
+                    source,
+                    f,
+                    options.limits().torch(),
+                    options.read().maxAttempts(),
+                    state::retried));
     for (int i = 0; i < pt.size(); i++) {
       Optional<TorchCheckpoint> c = checkpoints.get(i);
       if (c.isPresent()) {
@@ -330,7 +357,7 @@ public final class ArtifactLoader {
   }
 
   /** The torch checkpoints of a complete copy, read and validated from the store's bytes. */
-  private static Map<String, TorchCheckpoint> checkpointsInStore(
+  private Map<String, TorchCheckpoint> checkpointsInStore(
       StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
     Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
     for (SourceFile f : files) {
@@ -344,10 +371,11 @@ public final class ArtifactLoader {
     return out;
   }
 
-  private static Optional<TorchCheckpoint> checkpointInStore(StoredArtifact stored, SourceFile f)
+  private Optional<TorchCheckpoint> checkpointInStore(StoredArtifact stored, SourceFile f)
       throws LoadFailure {
     return HeaderFetcher.readTorch(
         f,
+        options.limits().torch(),
         new ByteSource() {
           @Override
           public long size() {
@@ -366,7 +394,8 @@ public final class ArtifactLoader {
   }
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
-    return HeaderFetcher.fetch(source, f, options.read().maxAttempts(), state::retried);
+    return HeaderFetcher.fetch(
+        source, f, options.limits().safetensors(), options.read().maxAttempts(), state::retried);
   }
 
   private void admit(long total) throws LoadFailure {
@@ -419,7 +448,7 @@ public final class ArtifactLoader {
   }
 
   /** The safetensors headers of a complete copy, read and validated from the store's bytes. */
-  private static Map<String, SafetensorsHeader> headersInStore(
+  private Map<String, SafetensorsHeader> headersInStore(
       StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
     Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
     for (SourceFile f : files) {
@@ -435,23 +464,26 @@ public final class ArtifactLoader {
    *
    * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule broken
    */
-  private static SafetensorsHeader headerInStore(StoredArtifact stored, SourceFile file)
+  private SafetensorsHeader headerInStore(StoredArtifact stored, SourceFile file)
       throws LoadFailure {
+    var limits = options.limits().safetensors();
     try {
       if (file.size() < SafetensorsHeader.LENGTH_PREFIX_BYTES) {
         return SafetensorsHeader.parse(
-            file.path(), file.size(), bytesInStore(stored, file, 0, (int) file.size()));
+            file.path(), file.size(), bytesInStore(stored, file, 0, (int) file.size()), limits);
       }
       long headerLen =
           SafetensorsHeader.readHeaderLength(
               file.path(),
               bytesInStore(stored, file, 0, SafetensorsHeader.LENGTH_PREFIX_BYTES),
-              file.size());
+              file.size(),
+              limits);
       return SafetensorsHeader.parse(
           file.path(),
           file.size(),
           bytesInStore(
-              stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)));
+              stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)),
+          limits);
     } catch (SafetensorsFormatException e) {
       throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
     }

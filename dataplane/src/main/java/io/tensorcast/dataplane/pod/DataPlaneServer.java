@@ -173,7 +173,10 @@ public final class DataPlaneServer implements AutoCloseable {
               source,
               store,
               new ArtifactLoader.Options(
-                  settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
+                  settings.artifactId(),
+                  settings.memoryLimitBytes(),
+                  settings.read(),
+                  settings.formatLimits()),
               loadMetrics,
               swarm);
       loaderRef.set(loader);

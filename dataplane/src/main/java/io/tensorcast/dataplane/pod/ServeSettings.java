@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.pod;
 
+import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.SourceOptions.StaticCredentials;
 import io.tensorcast.dataplane.store.LockPolicy;
@@ -41,6 +42,7 @@ import java.util.Optional;
  *     --distribution source-only} or {@code --peer-listen off})
  * @param loadRetry back-off between loads after a transient source failure ({@code
  *     --load-retry-backoff}, {@code --load-retry-max-backoff})
+ * @param formatLimits bounds of the format readers ({@code --max-…} flags)
  */
 public record ServeSettings(
     String artifactId,
@@ -59,7 +61,8 @@ public record ServeSettings(
     LockPolicy lockPolicy,
     Path controlTokenFile,
     io.tensorcast.dataplane.p2p.PeerSettings peer,
-    LoadRetry loadRetry) {
+    LoadRetry loadRetry,
+    FormatLimits formatLimits) {
 
   public ServeSettings {
     Objects.requireNonNull(artifactId, "artifactId");
@@ -71,9 +74,50 @@ public record ServeSettings(
     Objects.requireNonNull(storeRoot, "storeRoot");
     Objects.requireNonNull(lockPolicy, "lockPolicy");
     Objects.requireNonNull(loadRetry, "loadRetry");
+    Objects.requireNonNull(formatLimits, "formatLimits");
     if (memoryLimitBytes < 0) {
       throw new IllegalArgumentException(
           "memoryLimitBytes must not be negative: " + memoryLimitBytes);
     }
+  }
+
+  /** The settings with the default {@link FormatLimits}. */
+  public ServeSettings(
+      String artifactId,
+      InetSocketAddress listen,
+      String uri,
+      List<String> include,
+      List<String> exclude,
+      URI endpoint,
+      String region,
+      boolean pathStyle,
+      Optional<StaticCredentials> credentials,
+      ReadOptions read,
+      Path storeRoot,
+      String budget,
+      long memoryLimitBytes,
+      LockPolicy lockPolicy,
+      Path controlTokenFile,
+      io.tensorcast.dataplane.p2p.PeerSettings peer,
+      LoadRetry loadRetry) {
+    this(
+        artifactId,
+        listen,
+        uri,
+        include,
+        exclude,
+        endpoint,
+        region,
+        pathStyle,
+        credentials,
+        read,
+        storeRoot,
+        budget,
+        memoryLimitBytes,
+        lockPolicy,
+        controlTokenFile,
+        peer,
+        loadRetry,
+        FormatLimits.DEFAULT);
   }
 }

@@ -45,6 +45,15 @@ public interface ArtifactSource extends AutoCloseable {
    */
   default void checkUnchanged(SourceFile file) throws SourceException {}
 
+  /**
+   * The include/exclude filter {@link #list()} applies; {@link PathFilter#all()} for a source that
+   * lists everything. Lets a check say that a file it needs was left out by the filters rather than
+   * missing from the source.
+   */
+  default PathFilter filter() {
+    return PathFilter.all();
+  }
+
   /** A short description for logs and status, e.g. {@code s3://bucket/prefix/}; no secrets. */
   String describe();
 

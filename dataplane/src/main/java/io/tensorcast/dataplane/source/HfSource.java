@@ -822,6 +822,11 @@ public final class HfSource implements ArtifactSource {
   }
 
   @Override
+  public PathFilter filter() {
+    return filter;
+  }
+
+  @Override
   public String describe() {
     return description;
   }

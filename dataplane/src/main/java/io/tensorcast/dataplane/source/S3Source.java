@@ -441,6 +441,11 @@ public final class S3Source implements ArtifactSource {
   }
 
   @Override
+  public PathFilter filter() {
+    return filter;
+  }
+
+  @Override
   public String describe() {
     return description;
   }

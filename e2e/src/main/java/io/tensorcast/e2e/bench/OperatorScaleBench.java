@@ -471,6 +471,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
           source:
             uri: s3://%s/%s
             endpoint: %s
+            insecureEndpoint: true
             region: us-east-1
             pathStyle: true
             credentialsSecretRef:

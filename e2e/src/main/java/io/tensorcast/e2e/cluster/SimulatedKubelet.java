@@ -55,6 +55,14 @@ import org.slf4j.LoggerFactory;
  *       directory). A missing Secret/ConfigMap (or key) keeps the container waiting with reason
  *       {@code CreateContainerConfigError} and the kubelet's message; it is retried every {@link
  *       Options#configRetry()} so creating the object later starts the pod.
+ *   <li>Inline ephemeral {@code csi} volumes are published through the node's registered CSI driver
+ *       ({@link SimulatedNode#registerCsiDriver}, {@link CsiPlugins}) before any container starts,
+ *       as a kubelet's volume manager does: a failed {@code NodePublishVolume} keeps the containers
+ *       waiting ({@code ContainerCreating} with the kubelet's message), is recorded as a {@code
+ *       Warning FailedMount} Event on the pod (repeats of one message raise its {@code count}) and
+ *       is retried every {@link Options#configRetry()}. When the pod goes away, every such volume
+ *       gets {@code NodeUnpublishVolume} after the containers have stopped and before the pod
+ *       object is deleted.
  *   <li>{@code initContainers} run one by one to completion first; then all containers start.
  *   <li>{@code hostIP} is the node's loopback address, {@code podIP} too unless the node has {@link
  *       NodeSpec#podAddresses()} (then one of those per pod); {@code HOSTNAME} is the pod name;
@@ -86,9 +94,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Not simulated: resource limits, cgroups and OOM kills, image pulls, {@code kubectl
- * logs/exec/port-forward} (there is no kubelet API), lifecycle hooks, ephemeral containers, Events,
- * per-pod network namespaces (two pods on one node that listen on the same port collide), node
- * heartbeats and Leases (not needed with node lifecycle off).
+ * logs/exec/port-forward} (there is no kubelet API), lifecycle hooks, ephemeral containers, Events
+ * other than {@code FailedMount}, per-pod network namespaces (two pods on one node that listen on
+ * the same port collide), node heartbeats and Leases (not needed with node lifecycle off).
  */
 public final class SimulatedKubelet implements AutoCloseable {
 
@@ -136,6 +144,7 @@ public final class SimulatedKubelet implements AutoCloseable {
   private final SharedIndexInformer<Pod> informer;
   private final ObjectLookup lookup;
   private final Map<String, String> serviceEnv;
+  private final CsiPlugins csi;
   private volatile boolean closed;
 
   /** A kubelet with {@link Options#defaults()}. */
@@ -158,6 +167,7 @@ public final class SimulatedKubelet implements AutoCloseable {
     this.runtime = runtime;
     this.options = options;
     this.lookup = new ApiLookup(client);
+    this.csi = new CsiPlugins(client);
     URL master = client.getMasterUrl();
     int port = master.getPort() > 0 ? master.getPort() : 443;
     Map<String, String> svc = new LinkedHashMap<>();
@@ -288,6 +298,14 @@ public final class SimulatedKubelet implements AutoCloseable {
   /** The simulated node of that name, if any. */
   public Optional<SimulatedNode> node(String name) {
     return Optional.ofNullable(nodes.get(name));
+  }
+
+  void registerCsiDriver(String node, String driver, Path socket) {
+    csi.register(node, driver, socket);
+  }
+
+  void unregisterCsiDriver(String node, String driver) {
+    csi.unregister(node, driver);
   }
 
   Map<String, String> registeredLabels(NodeSpec spec) {
@@ -474,6 +492,33 @@ public final class SimulatedKubelet implements AutoCloseable {
     }
     sync.shutdownNow();
     probes.shutdownNow();
+    csi.close();
+    unmountEverythingUnder(workDir.resolve("nodes"));
+  }
+
+  /**
+   * Unmounts whatever is still mounted under {@code dir} (volumes of pods whose driver was gone
+   * when they ended), deepest first, as a kubelet cleans up orphaned pod volumes.
+   */
+  static void unmountEverythingUnder(Path dir) {
+    io.tensorcast.csi.mount.LinuxMounter mounter = new io.tensorcast.csi.mount.LinuxMounter();
+    try {
+      List<Path> under =
+          io.tensorcast.csi.mount.MountTable.mountPoints(Path.of("/proc/self/mountinfo")).stream()
+              .filter(p -> p.startsWith(dir))
+              .sorted(java.util.Comparator.comparingInt(Path::getNameCount).reversed())
+              .toList();
+      for (Path p : under) {
+        try {
+          mounter.unmount(p);
+          LOG.info("unmounted orphaned volume {}", p);
+        } catch (IOException e) {
+          LOG.warn("cannot unmount {}: {}", p, e.getMessage());
+        }
+      }
+    } catch (IOException e) {
+      LOG.warn("cannot read the mount table: {}", e.getMessage());
+    }
   }
 
   // ------------------------------------------------------------------------------- sync loop
@@ -645,6 +690,10 @@ public final class SimulatedKubelet implements AutoCloseable {
     boolean failedInit;
     String lastStatusJson;
     final Map<String, String[]> conditionState = new HashMap<>(); // type → {status, time}
+    final java.util.Set<String> csiPublished = new java.util.HashSet<>();
+    final Map<String, java.util.concurrent.Future<?>> csiInFlight = new HashMap<>();
+    boolean csiTornDown;
+    final Map<String, Object[]> events = new HashMap<>(); // reason+message → {name, count}
     final List<ScheduledFuture<?>> podTimers = new ArrayList<>();
 
     PodWorker(Pod pod, SimulatedNode node) {
@@ -705,12 +754,140 @@ public final class SimulatedKubelet implements AutoCloseable {
         writeStatus();
         return;
       }
+      mountThenStart();
+      writeStatus();
+    }
+
+    /** Publishes the CSI volumes not yet published; starts the containers once all are. */
+    void mountThenStart() {
+      if (terminating || deleted || closed || started(all())) {
+        return;
+      }
+      boolean pending = false;
+      for (PodVolumes.CsiVolume v : volumes.csiVolumes()) {
+        if (csiPublished.contains(v.name())) {
+          continue;
+        }
+        pending = true;
+        if (!csiInFlight.containsKey(v.name())) {
+          csiInFlight.put(
+              v.name(),
+              csi.publish(
+                  node.name(),
+                  pod,
+                  v,
+                  err -> {
+                    try {
+                      sync.execute(() -> onPublished(v, err));
+                    } catch (java.util.concurrent.RejectedExecutionException e) {
+                      // closing
+                    }
+                  }));
+        }
+      }
+      if (pending) {
+        return;
+      }
       if (!initContainers.isEmpty()) {
         startContainer(initContainers.get(0));
       } else {
         containers.forEach(this::startContainer);
       }
+    }
+
+    boolean started(List<ContainerState> states) {
+      return states.stream().anyMatch(cs -> cs.everStarted || cs.process != null);
+    }
+
+    void onPublished(PodVolumes.CsiVolume v, Throwable err) {
+      csiInFlight.remove(v.name());
+      if (err == null) {
+        csiPublished.add(v.name());
+      }
+      if (terminating || deleted || closed) {
+        finishTerminationIfDone();
+        return;
+      }
+      if (err == null) {
+        LOG.info("pod {}/{}: volume {} published at {}", namespace, name, v.name(), v.target());
+        for (ContainerState cs : all()) {
+          if ("ContainerCreating".equals(cs.waitingReason)) {
+            cs.waitingMessage = null;
+          }
+        }
+        mountThenStart();
+      } else {
+        String message = err.getMessage();
+        LOG.info("pod {}/{}: {}", namespace, name, message);
+        for (ContainerState cs : all()) {
+          cs.waitingReason = "ContainerCreating";
+          cs.waitingMessage = message;
+        }
+        recordEvent("Warning", "FailedMount", message);
+        schedule(podTimers, options.configRetry(), this::mountThenStart);
+      }
       writeStatus();
+    }
+
+    /**
+     * Records an Event on the pod from the kubelet of its node; a repeat of the same reason and
+     * message raises the first one's {@code count} and {@code lastTimestamp}, as the kubelet's
+     * event correlator does.
+     */
+    void recordEvent(String type, String reason, String message) {
+      String key = reason + "\n" + message;
+      Object[] seen = events.get(key);
+      String now = now();
+      try {
+        if (seen == null) {
+          String eventName = name + "." + Long.toHexString(System.nanoTime());
+          client
+              .v1()
+              .events()
+              .inNamespace(namespace)
+              .resource(
+                  new io.fabric8.kubernetes.api.model.EventBuilder()
+                      .withNewMetadata()
+                      .withName(eventName)
+                      .withNamespace(namespace)
+                      .endMetadata()
+                      .withNewInvolvedObject()
+                      .withApiVersion("v1")
+                      .withKind("Pod")
+                      .withNamespace(namespace)
+                      .withName(name)
+                      .withUid(uid)
+                      .endInvolvedObject()
+                      .withType(type)
+                      .withReason(reason)
+                      .withMessage(message)
+                      .withNewSource()
+                      .withComponent("kubelet")
+                      .withHost(node.name())
+                      .endSource()
+                      .withFirstTimestamp(now)
+                      .withLastTimestamp(now)
+                      .withCount(1)
+                      .build())
+              .create();
+          events.put(key, new Object[] {eventName, 1});
+        } else {
+          int count = (Integer) seen[1] + 1;
+          seen[1] = count;
+          client
+              .v1()
+              .events()
+              .inNamespace(namespace)
+              .withName((String) seen[0])
+              .patch(
+                  PatchContext.of(PatchType.JSON_MERGE),
+                  client
+                      .getKubernetesSerialization()
+                      .asJson(Map.of("count", count, "lastTimestamp", now)));
+        }
+      } catch (KubernetesClientException e) {
+        LOG.debug("pod {}/{}: event not recorded: {}", namespace, name, e.getMessage());
+      }
     }
 
     List<ContainerState> all() {
@@ -746,12 +923,17 @@ public final class SimulatedKubelet implements AutoCloseable {
       Path log = podLog(namespace, name);
       try {
         MountTable mounts = volumes.mountsFor(c);
+        ProcessIdentity identity = ProcessIdentity.of(pod, c).orElse(null);
         Map<String, String> base = new LinkedHashMap<>();
         for (String k : List.of("PATH", "HOME", "LANG", "JAVA_HOME")) {
           String v = System.getenv(k);
           if (v != null) {
             base.put(k, v);
           }
+        }
+        if (identity != null && identity.uid() != 0) {
+          // Without a passwd entry for the user, container runtimes set HOME=/.
+          base.put("HOME", "/");
         }
         base.putIfAbsent("PATH", "/usr/local/bin:/usr/bin:/bin");
         base.put("HOSTNAME", name);
@@ -801,7 +983,8 @@ public final class SimulatedKubelet implements AutoCloseable {
                     r.args(),
                     r.env(),
                     r.workingDir(),
-                    log));
+                    log,
+                    identity));
         if (restart) {
           cs.restartCount++;
         }
@@ -1061,7 +1244,50 @@ public final class SimulatedKubelet implements AutoCloseable {
           return;
         }
       }
+      if (!csiTornDown) {
+        tearDownCsi(() -> sync.execute(this::finishDeletion));
+        return;
+      }
       finishDeletion();
+    }
+
+    /**
+     * Cancels publishes in flight and unpublishes every CSI volume of the pod (idempotent on the
+     * driver's side), then runs {@code then}; at most once.
+     */
+    void tearDownCsi(Runnable then) {
+      if (csiTornDown) {
+        return;
+      }
+      csiTornDown = true;
+      csiInFlight.values().forEach(f -> f.cancel(true));
+      csiInFlight.clear();
+      if (volumes == null || volumes.csiVolumes().isEmpty()) {
+        then.run();
+        return;
+      }
+      List<java.util.concurrent.CompletableFuture<Void>> calls = new ArrayList<>();
+      for (PodVolumes.CsiVolume v : volumes.csiVolumes()) {
+        calls.add(csi.unpublish(node.name(), v));
+      }
+      java.util.concurrent.CompletableFuture.allOf(
+              calls.toArray(new java.util.concurrent.CompletableFuture<?>[0]))
+          .whenComplete(
+              (ok, err) -> {
+                Path kubeletPodDir =
+                    PodVolumes.kubeletRoot(node.root()).resolve("pods").resolve(uid);
+                unmountEverythingUnder(kubeletPodDir);
+                try {
+                  LocalControlPlane.deleteRecursively(kubeletPodDir);
+                } catch (IOException e) {
+                  LOG.debug("cannot remove {}: {}", kubeletPodDir, e.toString());
+                }
+                try {
+                  then.run();
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                  // closing
+                }
+              });
     }
 
     void finishDeletion() {
@@ -1095,6 +1321,7 @@ public final class SimulatedKubelet implements AutoCloseable {
     /** Immediate SIGKILL of everything, no API writes (node gone, pod force-deleted). */
     void killAll() {
       cancelTimers();
+      tearDownCsi(() -> {});
       deleted = true;
       for (ContainerState cs : all()) {
         ContainerProcess p = cs.process;

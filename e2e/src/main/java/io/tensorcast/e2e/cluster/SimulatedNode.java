@@ -78,6 +78,28 @@ public final class SimulatedNode {
     return PodVolumes.underNodeRoot(root, hostPath);
   }
 
+  /**
+   * The kubelet's root directory on this node ({@code root()/var/lib/kubelet}): CSI target paths
+   * are {@code <kubeletRoot>/pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount}.
+   */
+  public Path kubeletRoot() {
+    return PodVolumes.kubeletRoot(root);
+  }
+
+  /**
+   * Registers a CSI node driver serving {@code driver} on this node at {@code socket} (what the
+   * node-driver-registrar does for a kubelet): from now on the kubelet publishes that driver's
+   * inline volumes of pods on this node through it.
+   */
+  public void registerCsiDriver(String driver, Path socket) {
+    kubelet.registerCsiDriver(spec.name(), driver, socket);
+  }
+
+  /** Forgets the CSI driver {@code driver} on this node. */
+  public void unregisterCsiDriver(String driver) {
+    kubelet.unregisterCsiDriver(spec.name(), driver);
+  }
+
   /** Labels as registered (including the kubelet's well-known ones). */
   public Map<String, String> labels() {
     return kubelet.registeredLabels(spec);

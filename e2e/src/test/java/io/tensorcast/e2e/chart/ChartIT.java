@@ -55,8 +55,9 @@ import org.junit.jupiter.api.io.TempDir;
  * (the monitoring objects also a field-by-field check against the Prometheus Operator's API), the
  * values schema refuses typos and wrong types, the chart's CRD files are the crds jar's, a real
  * {@code helm install}/{@code upgrade}/{@code uninstall} upgrades the CRD and leaves it on
- * uninstall, and the operator's RBAC, applied for real, grants what the operator uses and no access
- * to Secrets (asked of the API server's authorizer with {@code kubectl auth can-i}).
+ * uninstall and keeps the master key, and the operator's RBAC, applied for real, grants what the
+ * operator uses and no read access to Secrets (only create and patch, for each artifact's own
+ * Secret; asked of the API server's authorizer with {@code kubectl auth can-i}).
  */
 @ExtendWith(LocalClusterExtension.class)
 class ChartIT {
@@ -130,6 +131,22 @@ class ChartIT {
         Map.of("operator.image.pullPolicy", "Sometimes"), "/operator/image/pullPolicy", "");
     assertRefused(Map.of("operatr.replicas", "2"), "operatr", "");
     assertRefused(
+        Map.of("operator.controlTokenSecret", "tensorcast-control"),
+        "/operator",
+        "controlTokenSecret");
+    assertRefused(
+        Map.of("source.allowedEndpoints[0]", "s3.amazonaws.com"), "/source/allowedEndpoints/0", "");
+    assertRefused(Map.of("networkPolicy.enabled", "maybe"), "/networkPolicy/enabled", "");
+    assertRefused(Map.of("dataplane.runAsUser", "0"), "/dataplane/runAsUser", "minimum");
+    assertRefused(
+        Map.of("dataplane.formatLimits.max-tensor", "5"), "/dataplane/formatLimits", "max-tensor");
+    assertRefused(
+        Map.of("dataplane.formatLimits.max-tensors", "lots"),
+        "/dataplane/formatLimits/max-tensors",
+        "");
+    assertRefused(Map.of("csiDriver.kubeletDir", "var/lib/kubelet"), "/csiDriver/kubeletDir", "");
+    assertRefused(Map.of("csiDriver.registrar", "x"), "/csiDriver", "registrar");
+    assertRefused(
         Map.of("operator.replicas", "2", "operator.leaderElection.enabled", "false"),
         "operator.replicas > 1 needs operator.leaderElection.enabled=true",
         "");
@@ -183,6 +200,12 @@ class ChartIT {
       assertThat(kinds.contains("DaemonSet/" + prefix + "-rdma-device-plugin"))
           .as("device plugin rendered with values %s", values)
           .isEqualTo(defaults);
+      assertThat(kinds)
+          .contains(
+              "DaemonSet/" + prefix + "-csi-driver",
+              "CSIDriver/csi.tensorcast.io",
+              "ClusterRole/" + prefix + "-csi-driver");
+      assertCsiDriver(objects, prefix, defaults);
       assertThat(kinds.stream().filter(k -> k.startsWith("PodDisruptionBudget/")).count())
           .as("a PodDisruptionBudget only with replicas > 1")
           .isEqualTo(defaults ? 0 : 1);
@@ -237,17 +260,42 @@ class ChartIT {
       assertThat(c.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
       assertThat(pod.getSecurityContext().getRunAsNonRoot()).isTrue();
       assertThat(d.getSpec().getStrategy().getType()).isEqualTo("RollingUpdate");
+      assertThat(env)
+          .containsEntry(
+              "TENSORCAST_MASTER_KEY_FILE", "/var/run/secrets/tensorcast/master-key/master-key")
+          .doesNotContainKeys("TENSORCAST_CONTROL_TOKEN_SECRET", "TENSORCAST_CONTROL_TOKEN_FILE");
+      assertThat(c.getEnv())
+          .anySatisfy(
+              e -> {
+                assertThat(e.getName()).isEqualTo("TENSORCAST_OPERATOR_NAMESPACE");
+                assertThat(e.getValueFrom().getFieldRef().getFieldPath())
+                    .isEqualTo("metadata.namespace");
+              });
+      String keySecret =
+          pod.getVolumes().stream()
+              .filter(v -> v.getSecret() != null)
+              .findFirst()
+              .orElseThrow()
+              .getSecret()
+              .getSecretName();
       if (defaults) {
         assertThat(d.getSpec().getReplicas()).isEqualTo(1);
         assertThat(c.getImage()).isEqualTo("tensorcast/operator:0.1.0");
         assertThat(env)
             .containsEntry("TENSORCAST_DATAPLANE_IMAGE", "tensorcast/dataplane:0.1.0")
             .containsEntry("TENSORCAST_LEADER_ELECTION_LEASE_DURATION", "PT15S")
+            .containsEntry("TENSORCAST_ALLOWED_ENDPOINTS", "")
+            .containsEntry("TENSORCAST_NETWORK_POLICY", "true")
+            .containsEntry("TENSORCAST_DATAPLANE_USER", "10001")
             .doesNotContainKeys(
-                "TENSORCAST_CONTROL_TOKEN_SECRET",
+                "TENSORCAST_FORMAT_LIMITS",
                 "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS",
                 "TENSORCAST_DATAPLANE_PRIORITY_CLASS",
                 "TENSORCAST_DATAPLANE_CPU_REQUEST");
+        // The key Secret itself is a pre-install hook (not in the rendered manifest):
+        // masterKeyIsMadeOnceAtInstallAndKeptOnUpgrade installs the chart for real.
+        assertThat(keySecret).isEqualTo(release + "-master-key");
+        assertThat(kinds).noneMatch(k -> k.startsWith("Secret/"));
         assertThat(pod.getImagePullSecrets()).isEmpty();
         assertThat(d.getSpec().getTemplate().getMetadata().getLabels())
             .containsEntry("app.kubernetes.io/name", "tensorcast-operator");
@@ -256,6 +304,8 @@ class ChartIT {
         assertThat(crd.getMetadata().getAnnotations())
             .containsEntry("helm.sh/resource-policy", "keep");
       } else {
+        assertThat(keySecret).isEqualTo("my-master-key");
+        assertThat(kinds).noneMatch(k -> k.startsWith("Secret/"));
         assertNonDefaults(objects, ns.name(), d, env);
       }
     }
@@ -274,7 +324,16 @@ class ChartIT {
           Map.entry("operator.replicas", "3"),
           Map.entry("operator.podAnnotations.example\\.com/team", "ml"),
           Map.entry("operator.podLabels.team", "ml"),
-          Map.entry("operator.controlTokenSecret", "tensorcast-control"),
+          Map.entry("operator.masterKey.existingSecret", "my-master-key"),
+          Map.entry("source.allowedEndpoints[0]", "https://s3.*.amazonaws.com"),
+          Map.entry("source.allowedEndpoints[1]", "https://minio.storage:9000"),
+          Map.entry("networkPolicy.enabled", "false"),
+          Map.entry("dataplane.runAsUser", "20002"),
+          Map.entry("dataplane.formatLimits.max-zip-ratio", "200"),
+          Map.entry("dataplane.formatLimits.max-tensors", "2000000"),
+          Map.entry("csiDriver.imagePullSecrets[0].name", "csicred"),
+          Map.entry("csiDriver.podLabels.team", "ml"),
+          Map.entry("csiDriver.kubeletDir", "/var/lib/k0s/kubelet"),
           Map.entry("operator.nodeSelector.role", "control"),
           Map.entry("operator.leaderElection.leaseDuration", "PT30S"),
           Map.entry("rdmaDevicePlugin.enabled", "false"),
@@ -306,19 +365,20 @@ class ChartIT {
         .containsEntry("TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast-dataplane")
         .containsEntry("TENSORCAST_DATAPLANE_CPU_REQUEST", "500m")
         .containsEntry("TENSORCAST_LEADER_ELECTION_LEASE_DURATION", "PT30S")
-        .containsEntry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast-control")
         .containsEntry(
-            "TENSORCAST_CONTROL_TOKEN_FILE", "/var/run/secrets/tensorcast/control/token");
+            "TENSORCAST_ALLOWED_ENDPOINTS", "https://s3.*.amazonaws.com,https://minio.storage:9000")
+        .containsEntry("TENSORCAST_NETWORK_POLICY", "false")
+        .containsEntry("TENSORCAST_DATAPLANE_USER", "20002")
+        .containsEntry("TENSORCAST_FORMAT_LIMITS", "max-tensors=2000000,max-zip-ratio=200");
     // The operator reads its environment the way the chart writes it.
     OperatorConfig config = OperatorConfig.fromLookup(env::get);
     assertThat(config.dataPlanePod().imagePullSecrets()).containsExactly("regcred", "dpcred");
     assertThat(config.dataPlanePod().cpuRequest()).contains(new Quantity("500m"));
     assertThat(config.leaderElection().orElseThrow().lease()).isEqualTo("tcx-operator");
-    assertThat(pod.getVolumes())
-        .anyMatch(
-            v ->
-                v.getSecret() != null
-                    && "tensorcast-control".equals(v.getSecret().getSecretName()));
+    assertThat(config.formatLimits())
+        .containsExactly(Map.entry("max-tensors", "2000000"), Map.entry("max-zip-ratio", "200"));
+    assertThat(config.dataPlaneUser()).isEqualTo(20002);
+    assertThat(config.networkPolicy()).isFalse();
     HasMetadata pdb =
         objects.stream().filter(o -> o.getKind().equals("PodDisruptionBudget")).findFirst().get();
     assertThat(pdb.getApiVersion())
@@ -389,6 +449,73 @@ class ChartIT {
   }
 
   /**
+   * The CSI node driver as rendered: privileged with the mounts a kubelet's CSI driver needs, the
+   * CSIDriver object for inline ephemeral volumes, and with non-default values the mirror registry
+   * on both images (replacing {@code registry.k8s.io} on the registrar's) and the pull Secrets.
+   */
+  private static void assertCsiDriver(List<HasMetadata> objects, String prefix, boolean defaults) {
+    var ds =
+        find(objects, io.fabric8.kubernetes.api.model.apps.DaemonSet.class, prefix + "-csi-driver");
+    var pod = ds.getSpec().getTemplate().getSpec();
+    var driver = pod.getContainers().get(0);
+    String kubeletDir = defaults ? "/var/lib/kubelet" : "/var/lib/k0s/kubelet";
+    assertThat(driver.getSecurityContext().getPrivileged()).isTrue();
+    assertThat(driver.getArgs())
+        .contains("--store-root=/dev/shm/tensorcast", "--kubelet-root=" + kubeletDir);
+    assertThat(driver.getVolumeMounts())
+        .anySatisfy(
+            m -> {
+              assertThat(m.getMountPath()).isEqualTo(kubeletDir + "/pods");
+              assertThat(m.getMountPropagation()).isEqualTo("Bidirectional");
+            })
+        .anySatisfy(
+            m -> {
+              assertThat(m.getMountPath()).isEqualTo("/dev/shm/tensorcast");
+              assertThat(m.getReadOnly()).isTrue();
+            });
+    String registrar = pod.getContainers().get(1).getImage();
+    if (defaults) {
+      assertThat(driver.getImage()).isEqualTo("tensorcast/csi-driver:0.1.0");
+      assertThat(registrar)
+          .matches("registry\\.k8s\\.io/sig-storage/csi-node-driver-registrar:v\\d+\\.\\d+\\.\\d+");
+      assertThat(pod.getImagePullSecrets()).isEmpty();
+    } else {
+      assertThat(driver.getImage())
+          .isEqualTo("registry.example.com/mirror/tensorcast/csi-driver:0.1.0");
+      assertThat(registrar)
+          .matches(
+              "registry\\.example\\.com/mirror/sig-storage/csi-node-driver-registrar:v[0-9.]+");
+      assertThat(pod.getImagePullSecrets())
+          .extracting(r -> r.getName())
+          .containsExactly("regcred", "csicred");
+      assertThat(ds.getSpec().getTemplate().getMetadata().getLabels())
+          .containsEntry("team", "ml")
+          .containsEntry("app.kubernetes.io/name", "tcn-csi-driver");
+    }
+    var csiDriver =
+        find(objects, io.fabric8.kubernetes.api.model.storage.CSIDriver.class, "csi.tensorcast.io");
+    assertThat(csiDriver.getSpec().getPodInfoOnMount()).isTrue();
+    assertThat(csiDriver.getSpec().getVolumeLifecycleModes()).containsExactly("Ephemeral");
+    assertThat(csiDriver.getSpec().getAttachRequired()).isFalse();
+  }
+
+  /** {@code csiDriver.enabled=false} and {@code rdmaDevicePlugin.enabled=false} leave them out. */
+  @Test
+  void daemonSetsCanBeLeftOut() {
+    String yaml =
+        render(
+            "tcoff",
+            "default",
+            Map.of("csiDriver.enabled", "false", "rdmaDevicePlugin.enabled", "false"),
+            KUBE_VERSION);
+    assertThat(yaml)
+        .contains("kind: Deployment")
+        .doesNotContain("kind: DaemonSet")
+        .doesNotContain("kind: CSIDriver")
+        .doesNotContain("tcoff-csi-driver");
+  }
+
+  /**
    * Where a fabric8 model object kept fields its type does not declare ({@code
    * additionalProperties}).
    */
@@ -449,6 +576,7 @@ class ChartIT {
     Map<String, Object> values =
         Map.of(
             "rdmaDevicePlugin.enabled", "false",
+            "csiDriver.enabled", "false",
             // No node carries this label: the operator pod stays Pending.
             "operator.nodeSelector.tensorcast\\.io/chart-it", "none");
     var install =
@@ -561,17 +689,78 @@ class ChartIT {
     }
   }
 
+  /**
+   * A real {@code helm install} into the local API server runs the chart's pre-install hook, which
+   * makes the operator's master key (64 random characters); {@code helm upgrade} keeps it (a new
+   * key would replace every data-plane pod) and {@code helm uninstall} leaves it.
+   */
   @Test
-  void operatorRoleGrantsWhatTheOperatorUsesAndNoSecrets(
+  void masterKeyIsMadeOnceAtInstallAndKeptOnUpgrade(SharedCluster cluster, TestNamespace ns)
+      throws Exception {
+    applyChartCrd(cluster.client());
+    String release = "tckey" + Integer.toHexString(ns.name().hashCode() & 0xfff);
+    Path kubeconfig = cluster.controlPlane().kubeconfig();
+    try {
+      new Helm(chartDir())
+          .install()
+          .withName(release)
+          .withNamespace(ns.name())
+          .withKubeConfig(kubeconfig)
+          .set("rdmaDevicePlugin.enabled", "false")
+          // Cluster-wide objects that other tests of the shared cluster own already.
+          .set("csiDriver.enabled", "false")
+          .set("crds.install", "false")
+          .call();
+      String key = masterKey(cluster.client(), ns.name(), release);
+      assertThat(key).matches("[A-Za-z0-9]{64}");
+
+      new Helm(chartDir())
+          .upgrade()
+          .withName(release)
+          .withNamespace(ns.name())
+          .withKubeConfig(kubeconfig)
+          .set("rdmaDevicePlugin.enabled", "false")
+          // Cluster-wide objects that other tests of the shared cluster own already.
+          .set("csiDriver.enabled", "false")
+          .set("crds.install", "false")
+          .set("operator.pollInterval", "PT3S")
+          .call();
+      assertThat(masterKey(cluster.client(), ns.name(), release))
+          .as("master key after upgrade")
+          .isEqualTo(key);
+    } finally {
+      Helm.uninstall(release).withNamespace(ns.name()).withKubeConfig(kubeconfig).call();
+    }
+    assertThat(masterKey(cluster.client(), ns.name(), release))
+        .as("master key after uninstall")
+        .matches("[A-Za-z0-9]{64}");
+  }
+
+  private static String masterKey(KubernetesClient client, String namespace, String release) {
+    var secret = client.secrets().inNamespace(namespace).withName(release + "-master-key").get();
+    assertThat(secret).as("Secret %s-master-key", release).isNotNull();
+    return new String(
+        java.util.Base64.getDecoder().decode(secret.getData().get("master-key")),
+        StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void operatorRoleGrantsWhatTheOperatorUsesAndNoSecretReads(
       SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
     applyChartCrd(client);
     String release = "tcrbac" + Integer.toHexString(ns.name().hashCode() & 0xfff);
     List<HasMetadata> objects = load(client, render(release, ns.name(), Map.of()));
     ClusterRole role = find(objects, ClusterRole.class, release + "-operator");
     for (PolicyRule rule : role.getRules()) {
-      assertThat(rule.getResources()).as("rule %s", rule).doesNotContain("secrets", "*");
+      assertThat(rule.getResources()).as("rule %s", rule).doesNotContain("*");
       assertThat(rule.getVerbs()).as("rule %s", rule).doesNotContain("*");
       assertThat(rule.getApiGroups()).as("rule %s", rule).doesNotContain("*");
+      if (rule.getResources().contains("secrets")) {
+        assertThat(rule.getVerbs())
+            .as("rule %s", rule)
+            .containsExactlyInAnyOrder("create", "patch");
+        assertThat(rule.getResourceNames()).as("rule %s", rule).isNullOrEmpty();
+      }
     }
     ServiceAccount sa = find(objects, ServiceAccount.class, release + "-operator");
     ClusterRoleBinding binding = find(objects, ClusterRoleBinding.class, release + "-operator");
@@ -598,6 +787,11 @@ class ChartIT {
         {"watch", "pods"},
         {"list", "nodes"},
         {"watch", "nodes"},
+        {"patch", "nodes"},
+        {"create", "secrets"},
+        {"patch", "secrets"},
+        {"create", "networkpolicies.networking.k8s.io"},
+        {"patch", "networkpolicies.networking.k8s.io"},
         {"get", "leases.coordination.k8s.io"},
         {"create", "leases.coordination.k8s.io"},
         {"update", "leases.coordination.k8s.io"},
@@ -606,12 +800,17 @@ class ChartIT {
         {"get", "secrets"},
         {"list", "secrets"},
         {"watch", "secrets"},
+        {"update", "secrets"},
+        {"delete", "secrets"},
+        {"get", "networkpolicies.networking.k8s.io"},
+        {"delete", "networkpolicies.networking.k8s.io"},
         {"create", "modelartifacts.tensorcast.io"},
         {"delete", "modelartifacts.tensorcast.io"},
         {"update", "modelartifacts.tensorcast.io"},
         {"patch", "pods"},
         {"update", "pods"},
-        {"patch", "nodes"},
+        {"update", "nodes"},
+        {"delete", "nodes"},
         {"create", "pods", "exec"},
         {"create", "configmaps"},
         {"delete", "leases.coordination.k8s.io"},
@@ -633,6 +832,126 @@ class ChartIT {
     } finally {
       client.resource(binding).delete();
       client.resource(role).delete();
+    }
+  }
+
+  @Test
+  void csiDriverRoleReadsArtifactsAndWritesEventsOnly(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
+    applyChartCrd(client);
+    String release = "tccsi" + Integer.toHexString(ns.name().hashCode() & 0xfff);
+    List<HasMetadata> objects = load(client, render(release, ns.name(), Map.of()));
+    ClusterRole role = find(objects, ClusterRole.class, release + "-csi-driver");
+    ServiceAccount sa = find(objects, ServiceAccount.class, release + "-csi-driver");
+    ClusterRoleBinding binding = find(objects, ClusterRoleBinding.class, release + "-csi-driver");
+    try {
+      client.resource(sa).create();
+      client.resource(role).create();
+      client.resource(binding).create();
+      String as = "system:serviceaccount:" + ns.name() + ":" + sa.getMetadata().getName();
+      String[][] allowed = {
+        {"get", "modelartifacts.tensorcast.io"},
+        {"list", "modelartifacts.tensorcast.io"},
+        {"watch", "modelartifacts.tensorcast.io"},
+        {"create", "events"},
+      };
+      String[][] denied = {
+        {"get", "secrets"},
+        {"list", "pods"},
+        {"patch", "modelartifacts.tensorcast.io"},
+        {"patch", "modelartifacts.tensorcast.io", "status"},
+        {"patch", "nodes"},
+        {"create", "pods"},
+      };
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> canI(cluster, as, ns.name(), new String[] {"create", "events"}));
+      for (String[] a : allowed) {
+        assertThat(canI(cluster, as, ns.name(), a)).as("%s may %s", as, List.of(a)).isTrue();
+      }
+      for (String[] d : denied) {
+        assertThat(canI(cluster, as, ns.name(), d)).as("%s may not %s", as, List.of(d)).isFalse();
+      }
+    } finally {
+      client.resource(binding).delete();
+      client.resource(role).delete();
+    }
+  }
+
+  /**
+   * The consumer samples ({@code samples/consumers/*.yaml}: vLLM, SGLang, a training Job) pass a
+   * server-side dry run, and each workload mounts a ModelArtifact the samples define through a
+   * {@code csi.tensorcast.io} volume and asks for the nodes carrying that artifact's ready label.
+   */
+  @Test
+  void consumerSamplesPassServerSideDryRunAndNameTheirArtifact(
+      SharedCluster cluster, KubernetesClient client, TestNamespace ns) throws Exception {
+    applyChartCrd(client);
+    Path samples = chartDir().resolve("../../samples").normalize();
+    List<Path> files;
+    try (var list = Files.list(samples.resolve("consumers"))) {
+      files = list.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
+    }
+    assertThat(files)
+        .extracting(p -> p.getFileName().toString())
+        .contains("vllm-deployment.yaml", "sglang-deployment.yaml", "rl-checkpoint-job.yaml");
+    java.util.Set<String> artifacts = new java.util.HashSet<>();
+    for (Path f :
+        List.of(
+            samples.resolve("modelartifact-s3.yaml"), samples.resolve("modelartifact-hf.yaml"))) {
+      artifacts.add(load(client, Files.readString(f)).get(0).getMetadata().getName());
+    }
+    for (Path f : files) {
+      String yaml = Files.readString(f);
+      List<HasMetadata> objects = load(client, yaml);
+      objects.stream()
+          .filter(o -> o.getKind().equals("ModelArtifact"))
+          .forEach(o -> artifacts.add(o.getMetadata().getName()));
+      Result r =
+          kubectl(
+              cluster,
+              yaml,
+              "apply",
+              "--dry-run=server",
+              "--server-side",
+              "--field-manager=chart-it",
+              "-n",
+              ns.name(),
+              "-f",
+              "-");
+      assertThat(r.exit()).as(f + ": " + r.out() + r.err()).isZero();
+      for (HasMetadata o : objects) {
+        io.fabric8.kubernetes.api.model.PodTemplateSpec template =
+            o instanceof Deployment d
+                ? d.getSpec().getTemplate()
+                : o instanceof io.fabric8.kubernetes.api.model.batch.v1.Job j
+                    ? j.getSpec().getTemplate()
+                    : null;
+        if (template == null) {
+          continue;
+        }
+        io.fabric8.kubernetes.api.model.Pod pod = new io.fabric8.kubernetes.api.model.Pod();
+        pod.setMetadata(
+            new io.fabric8.kubernetes.api.model.ObjectMetaBuilder()
+                .withNamespace("default")
+                .build());
+        pod.setSpec(template.getSpec());
+        java.util.Set<String> named = io.tensorcast.api.ConsumerVolumes.modelArtifactsNamed(pod);
+        assertThat(named).as(f + " mounts a sample ModelArtifact").hasSize(1).isSubsetOf(artifacts);
+        String key =
+            io.tensorcast.api.ConsumerVolumes.nodeLabelKey("default", named.iterator().next());
+        assertThat(
+                template
+                    .getSpec()
+                    .getAffinity()
+                    .getNodeAffinity()
+                    .getRequiredDuringSchedulingIgnoredDuringExecution()
+                    .getNodeSelectorTerms()
+                    .get(0)
+                    .getMatchExpressions())
+            .as(f + " asks for nodes with " + key)
+            .anyMatch(e -> key.equals(e.getKey()) && "Exists".equals(e.getOperator()));
+      }
     }
   }
 

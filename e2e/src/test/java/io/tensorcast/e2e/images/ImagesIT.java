@@ -5,17 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -23,9 +18,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * What the image builds rest on, checked without a Docker engine: every Dockerfile pins its base
  * image by digest and ends as a non-root user, copies the module's CycloneDX SBOM, whose file the
  * build wrote ({@code target/bom.json}, after {@code package}) and which lists the jar's
- * dependencies; the data-plane entrypoint picks the JVM with the IPC_LOCK file capability exactly
- * when the container's bounding set holds CAP_IPC_LOCK (run for real, with {@code setpriv}).
- * Building and running the images is the k3s suite's (K3sE2E).
+ * dependencies; every image starts its jar directly and carries no file capabilities. Building and
+ * running the images is the k3s suite's (K3sE2E).
  */
 class ImagesIT {
 
@@ -35,7 +29,7 @@ class ImagesIT {
       Pattern.compile("(?m)^ARG BASE_IMAGE=eclipse-temurin:17-jre@sha256:[0-9a-f]{64}$");
 
   @ParameterizedTest
-  @ValueSource(strings = {"operator", "dataplane", "rdma-device-plugin"})
+  @ValueSource(strings = {"operator", "dataplane", "rdma-device-plugin", "csi-driver"})
   void dockerfilePinsTheBaseByDigestRunsNonRootAndShipsTheSbom(String module) throws IOException {
     String dockerfile = Files.readString(ROOT.resolve(module).resolve("Dockerfile"));
     assertThat(dockerfile).containsPattern(BASE);
@@ -50,7 +44,7 @@ class ImagesIT {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"operator", "dataplane"})
+  @ValueSource(strings = {"operator", "dataplane", "csi-driver"})
   void theBuildWritesACycloneDxSbomListingTheJarsDependencies(String module) throws IOException {
     Path bom = ROOT.resolve(module).resolve("target/bom.json");
     assertThat(bom)
@@ -70,51 +64,26 @@ class ImagesIT {
         .noneMatch(n -> n.startsWith("org.junit") || n.startsWith("org.assertj"));
     if (module.equals("dataplane")) {
       assertThat(names).contains("io.netty:netty-buffer", "software.amazon.awssdk:s3");
+    } else if (module.equals("csi-driver")) {
+      assertThat(names).contains("io.grpc:grpc-netty", "io.fabric8:kubernetes-client");
     } else {
       assertThat(names).contains("io.javaoperatorsdk:operator-framework-core");
     }
   }
 
   /**
-   * The entrypoint runs {@code $JAVA_HOME/bin/java-ipc-lock} when CAP_IPC_LOCK is in the bounding
-   * set and plain {@code java} when it is not (stand-in JVMs that print their name).
+   * Every image starts its jar directly, and none carries file capabilities: the pods run with
+   * {@code allowPrivilegeEscalation: false} ({@code no_new_privs}), under which the kernel grants
+   * no file capability, so a {@code setcap}'d binary could only mislead.
    */
-  @Test
-  void dataPlaneEntrypointUsesTheCapableJvmOnlyWhenIpcLockMayBeHeld(@TempDir Path dir)
-      throws Exception {
-    Path bin = Files.createDirectories(dir.resolve("jdk/bin"));
-    for (String name : List.of("java", "java-ipc-lock")) {
-      Path f = bin.resolve(name);
-      Files.writeString(f, "#!/bin/sh\necho \"" + name + " $*\"\n");
-      Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rwxr-xr-x"));
-    }
-    Path entrypoint = ROOT.resolve("dataplane/docker/entrypoint.sh");
-    assertThat(run(dir, List.of("/bin/sh", entrypoint.toString(), "serve", "--help")))
-        .as("with CAP_IPC_LOCK in the bounding set (root here)")
-        .isEqualTo("java-ipc-lock -jar /opt/tensorcast/tensorcast-dataplane.jar serve --help");
-    assertThat(
-            run(
-                dir,
-                List.of(
-                    "setpriv",
-                    "--bounding-set",
-                    "-ipc_lock",
-                    "/bin/sh",
-                    entrypoint.toString(),
-                    "inspect")))
-        .as("without it")
-        .isEqualTo("java -jar /opt/tensorcast/tensorcast-dataplane.jar inspect");
-  }
-
-  private static String run(Path dir, List<String> cmd) throws Exception {
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.environment().put("JAVA_HOME", dir.resolve("jdk").toString());
-    pb.environment().put("PATH", dir.resolve("jdk/bin") + ":/usr/bin:/bin");
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-    assertThat(p.waitFor(20, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as(out).isZero();
-    return out;
+  @ParameterizedTest
+  @ValueSource(strings = {"operator", "dataplane", "rdma-device-plugin", "csi-driver"})
+  void imageRunsItsJarWithoutFileCapabilities(String module) throws IOException {
+    String dockerfile = Files.readString(ROOT.resolve(module).resolve("Dockerfile"));
+    assertThat(lines(dockerfile, "ENTRYPOINT "))
+        .containsExactly(
+            "ENTRYPOINT [\"java\", \"-jar\", \"/opt/tensorcast/tensorcast-" + module + ".jar\"]");
+    assertThat(dockerfile).doesNotContainPattern("(?m)^RUN .*setcap").doesNotContain("libcap2-bin");
   }
 
   private static List<String> lines(String text, String prefix) {

@@ -102,8 +102,8 @@ class K3sClusterIT {
       return;
     }
     String operatorImage = build("operator", "tensorcast-operator.jar", List.of());
-    String dataplaneImage =
-        build("dataplane", "tensorcast-dataplane.jar", List.of("docker/entrypoint.sh"));
+    String dataplaneImage = build("dataplane", "tensorcast-dataplane.jar", List.of());
+    String csiDriverImage = build("csi-driver", "tensorcast-csi-driver.jar", List.of());
 
     network = Network.newNetwork();
     server =
@@ -153,6 +153,7 @@ class K3sClusterIT {
     for (GenericContainer<?> node : List.of(server, agent)) {
       importImage(node, operatorImage);
       importImage(node, dataplaneImage);
+      importImage(node, csiDriverImage);
     }
     String kubeconfig = server.getKubeConfigYaml();
     client = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(kubeconfig)).build();
@@ -187,6 +188,8 @@ class K3sClusterIT {
         .set("dataplane.image.pullPolicy", "Never")
         .set("dataplane.memoryOverhead", "192Mi")
         .set("rdmaDevicePlugin.enabled", "false")
+        .set("csiDriver.image", csiDriverImage)
+        .set("csiDriver.imagePullPolicy", "IfNotPresent")
         .waitReady()
         .withTimeout(300)
         .call();
@@ -247,12 +250,15 @@ class K3sClusterIT {
     SourceSpec source = new SourceSpec();
     source.setUri("s3://models/tiny/");
     source.setEndpoint("http://" + s3NetworkAddress() + ":9090");
+    source.setInsecureEndpoint(true);
     source.setRegion(S3MockServer.REGION);
     source.setPathStyle(true);
     source.setCredentialsSecretRef(new CredentialsSecretRef("s3-credentials"));
     spec.setSource(source);
     spec.getPlacement().setReplicas(2);
     spec.getPlacement().setRdma(RdmaPolicy.Disabled);
+    // The non-root data plane page-locks only up to the memlock limit k3s' containerd gives it.
+    spec.getMemory().setPinned(false);
     spec.getDistribution().setMode(DistributionMode.PeerToPeer);
     a.setSpec(spec);
     client.resource(a).create();

@@ -239,6 +239,7 @@ class GitOpsIT {
           source:
             uri: %s
             endpoint: %s
+            insecureEndpoint: true
             region: %s
             pathStyle: true
             credentialsSecretRef:

@@ -20,6 +20,7 @@ import io.tensorcast.e2e.cluster.SharedCluster;
 import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.health.HealthServer;
+import io.tensorcast.operator.trust.MasterKey;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -70,6 +71,7 @@ class LeaderElectionIT {
     String lease = "tensorcast-operator";
     Reconciles reconcilesA = new Reconciles(ns.name());
     Reconciles reconcilesB = new Reconciles(ns.name());
+    MasterKey masterKey = MasterKey.random();
     try (KubernetesClient clientA = cluster.controlPlane().newClient();
         KubernetesClient clientB = cluster.controlPlane().newClient()) {
       Operator a =
@@ -78,6 +80,7 @@ class LeaderElectionIT {
               config(ns, lease, "replica-a"),
               reconcilesA,
               new SimpleMeterRegistry(),
+              masterKey,
               false);
       Operator b =
           OperatorMain.create(
@@ -85,6 +88,7 @@ class LeaderElectionIT {
               config(ns, lease, "replica-b"),
               reconcilesB,
               new SimpleMeterRegistry(),
+              masterKey,
               false);
       try (HealthServer healthA = HealthServer.start(0, a);
           HealthServer healthB = HealthServer.start(0, b)) {

@@ -1,12 +1,16 @@
 package io.tensorcast.operator.config;
 
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.tensorcast.api.wire.FormatLimitFlags;
+import io.tensorcast.operator.validation.EndpointAllowlist;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 /**
@@ -26,7 +30,8 @@ import java.util.function.Function;
  *       #DEFAULT_CONTROL_PORT}.
  *   <li>{@code TENSORCAST_PEER_PORT} ({@code tensorcast.peerPort}): TCP port of the pods' peer
  *       transport, which other data-plane pods of the same artifact connect to (pod IP to pod IP;
- *       allow it between data-plane pods in NetworkPolicies). Default {@value #DEFAULT_PEER_PORT}.
+ *       the artifact's NetworkPolicy admits it only from those pods). Default {@value
+ *       #DEFAULT_PEER_PORT}.
  *   <li>{@code TENSORCAST_METRICS_PORT} ({@code tensorcast.metricsPort}): TCP port of the
  *       operator's own Prometheus endpoint {@code GET /metrics}; 0 turns it off. Default {@value
  *       #DEFAULT_METRICS_PORT}.
@@ -44,11 +49,29 @@ import java.util.function.Function;
  *       artifact's pods are looked at again without any event. Default 60 s.
  *   <li>{@code TENSORCAST_STATUS_TIMEOUT} ({@code tensorcast.statusTimeout}): bound on one {@code
  *       GET /status} to a pod (connect plus response). Default 2 s.
- *   <li>{@code TENSORCAST_CONTROL_TOKEN_SECRET} ({@code tensorcast.controlTokenSecret}): name of a
- *       Secret, expected in each artifact's namespace with key {@value #CONTROL_TOKEN_KEY}, that
- *       data-plane pods mount and require as a bearer token on {@code /status}. Absent: no token.
- *   <li>{@code TENSORCAST_CONTROL_TOKEN_FILE} ({@code tensorcast.controlTokenFile}): file holding
- *       the same token for the operator's own {@code /status} calls (mount the Secret there).
+ *   <li>{@code TENSORCAST_MASTER_KEY_FILE} ({@code tensorcast.masterKeyFile}): file holding the
+ *       operator's master key (at least 32 bytes; the chart mounts a Secret there), from which
+ *       every ModelArtifact's peer secret and tokens are derived ({@code
+ *       io.tensorcast.operator.trust.ArtifactKeys}). Absent: a random key for the life of the
+ *       process (every restart then replaces all data-plane pods).
+ *   <li>{@code TENSORCAST_ALLOWED_ENDPOINTS} ({@code tensorcast.allowedEndpoints}): source
+ *       endpoints ModelArtifacts may use, separated by commas or white space, e.g. {@code
+ *       https://s3.*.amazonaws.com, https://huggingface.co} ({@link EndpointAllowlist}). Empty: any
+ *       https endpoint (http only with {@code spec.source.insecureEndpoint}).
+ *   <li>{@code TENSORCAST_DATAPLANE_USER} ({@code tensorcast.dataplaneUser}): the non-root uid (and
+ *       gid, and fsGroup) data-plane containers run as. Default {@value #DEFAULT_DATAPLANE_USER}.
+ *   <li>{@code TENSORCAST_NETWORK_POLICY} ({@code tensorcast.networkPolicy}): {@code true}
+ *       (default) creates a NetworkPolicy per ModelArtifact; {@code false} leaves network isolation
+ *       to the cluster admin.
+ *   <li>{@code TENSORCAST_OPERATOR_NAMESPACE} ({@code tensorcast.operatorNamespace}): the
+ *       operator's own namespace (the chart sets it from the downward API); the NetworkPolicies
+ *       admit the control port from operator pods of this namespace only. Absent: operator pods of
+ *       any namespace.
+ *   <li>{@code TENSORCAST_FORMAT_LIMITS} ({@code tensorcast.formatLimits}): bounds of the data
+ *       plane's format readers, passed to every data-plane pod as {@code --name=value} flags:
+ *       {@code name=value} pairs separated by commas, e.g. {@code
+ *       max-tensors=2000000,max-header-bytes=200Mi} (names: {@link FormatLimitFlags#NAMES}).
+ *       Default: none, the data plane's defaults apply.
  *   <li>{@code TENSORCAST_HEALTH_PORT} ({@code tensorcast.healthPort}): TCP port of the operator's
  *       probes {@code GET /healthz} and {@code GET /readyz}; 0 turns them off. Default {@value
  *       #DEFAULT_HEALTH_PORT}.
@@ -83,8 +106,12 @@ import java.util.function.Function;
  * @param pollInterval reschedule delay while not Ready
  * @param readyResync reschedule delay while Ready
  * @param statusTimeout bound on one status call
- * @param controlTokenSecret Secret name for the control token, or empty
- * @param controlTokenFile token file for the operator's calls, or empty
+ * @param masterKeyFile file of the master key, or empty for a random one
+ * @param allowedEndpoints source endpoints allowed ({@link EndpointAllowlist#ANY}: all)
+ * @param dataPlaneUser uid of data-plane containers, 1-2147483647
+ * @param networkPolicy whether a NetworkPolicy is created per ModelArtifact
+ * @param operatorNamespace the operator's namespace, if known
+ * @param formatLimits format-reader bounds for the data-plane pods, flag name → value, sorted
  * @param healthPort operator's probe port, 0 (off) or 1-65535
  * @param leaderElection Lease settings, or empty for no leader election
  * @param dataPlanePod pull secrets, priority class and CPU request of the data-plane pods
@@ -100,8 +127,12 @@ public record OperatorConfig(
     Duration pollInterval,
     Duration readyResync,
     Duration statusTimeout,
-    Optional<String> controlTokenSecret,
-    Optional<Path> controlTokenFile,
+    Optional<Path> masterKeyFile,
+    EndpointAllowlist allowedEndpoints,
+    long dataPlaneUser,
+    boolean networkPolicy,
+    Optional<String> operatorNamespace,
+    Map<String, String> formatLimits,
     int healthPort,
     Optional<LeaderElection> leaderElection,
     DataPlanePodSettings dataPlanePod) {
@@ -198,8 +229,7 @@ public record OperatorConfig(
     }
   }
 
-  /** Key of the control token in the Secret named by {@code controlTokenSecret}. */
-  public static final String CONTROL_TOKEN_KEY = "token";
+  public static final long DEFAULT_DATAPLANE_USER = 10001;
 
   public OperatorConfig {
     Objects.requireNonNull(dataPlaneImage, "dataPlaneImage");
@@ -208,10 +238,15 @@ public record OperatorConfig(
     Objects.requireNonNull(pollInterval, "pollInterval");
     Objects.requireNonNull(readyResync, "readyResync");
     Objects.requireNonNull(statusTimeout, "statusTimeout");
-    Objects.requireNonNull(controlTokenSecret, "controlTokenSecret");
-    Objects.requireNonNull(controlTokenFile, "controlTokenFile");
     Objects.requireNonNull(leaderElection, "leaderElection");
     Objects.requireNonNull(dataPlanePod, "dataPlanePod");
+    Objects.requireNonNull(masterKeyFile, "masterKeyFile");
+    Objects.requireNonNull(allowedEndpoints, "allowedEndpoints");
+    Objects.requireNonNull(operatorNamespace, "operatorNamespace");
+    formatLimits = Collections.unmodifiableMap(new TreeMap<>(formatLimits));
+    for (Map.Entry<String, String> e : formatLimits.entrySet()) {
+      FormatLimitFlags.parse(e.getKey() + "=" + e.getValue()); // checks name and value
+    }
     if (dataPlaneImage.isBlank()) {
       throw new IllegalArgumentException(
           "data-plane image is empty; set TENSORCAST_DATAPLANE_IMAGE");
@@ -265,10 +300,11 @@ public record OperatorConfig(
         throw new IllegalArgumentException("durations must be positive, got " + d);
       }
     }
-    if (controlTokenSecret.isPresent() != controlTokenFile.isPresent()) {
+    if (dataPlaneUser < 1 || dataPlaneUser > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
-          "TENSORCAST_CONTROL_TOKEN_SECRET and TENSORCAST_CONTROL_TOKEN_FILE go together: the pods"
-              + " require the token from the Secret, the operator presents it from the file");
+          "data-plane user "
+              + dataPlaneUser
+              + " is not a non-root uid 1-2147483647 (TENSORCAST_DATAPLANE_USER)");
     }
   }
 
@@ -300,8 +336,12 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_POLL_INTERVAL", "tensorcast.pollInterval"),
           Map.entry("TENSORCAST_READY_RESYNC", "tensorcast.readyResync"),
           Map.entry("TENSORCAST_STATUS_TIMEOUT", "tensorcast.statusTimeout"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_SECRET", "tensorcast.controlTokenSecret"),
-          Map.entry("TENSORCAST_CONTROL_TOKEN_FILE", "tensorcast.controlTokenFile"),
+          Map.entry("TENSORCAST_MASTER_KEY_FILE", "tensorcast.masterKeyFile"),
+          Map.entry("TENSORCAST_ALLOWED_ENDPOINTS", "tensorcast.allowedEndpoints"),
+          Map.entry("TENSORCAST_DATAPLANE_USER", "tensorcast.dataplaneUser"),
+          Map.entry("TENSORCAST_NETWORK_POLICY", "tensorcast.networkPolicy"),
+          Map.entry("TENSORCAST_OPERATOR_NAMESPACE", "tensorcast.operatorNamespace"),
+          Map.entry("TENSORCAST_FORMAT_LIMITS", "tensorcast.formatLimits"),
           Map.entry("TENSORCAST_HEALTH_PORT", "tensorcast.healthPort"),
           Map.entry("TENSORCAST_LEADER_ELECTION_LEASE", "tensorcast.leaderElection.lease"),
           Map.entry("TENSORCAST_LEADER_ELECTION_NAMESPACE", "tensorcast.leaderElection.namespace"),
@@ -349,8 +389,18 @@ public record OperatorConfig(
         get.apply("TENSORCAST_STATUS_TIMEOUT")
             .map(v -> duration("TENSORCAST_STATUS_TIMEOUT", v))
             .orElse(Duration.ofSeconds(2)),
-        get.apply("TENSORCAST_CONTROL_TOKEN_SECRET"),
-        get.apply("TENSORCAST_CONTROL_TOKEN_FILE").map(Path::of),
+        get.apply("TENSORCAST_MASTER_KEY_FILE").map(Path::of),
+        get.apply("TENSORCAST_ALLOWED_ENDPOINTS")
+            .map(v -> allowlist("TENSORCAST_ALLOWED_ENDPOINTS", v))
+            .orElse(EndpointAllowlist.ANY),
+        get.apply("TENSORCAST_DATAPLANE_USER")
+            .map(v -> (long) parseInt("TENSORCAST_DATAPLANE_USER", v))
+            .orElse(DEFAULT_DATAPLANE_USER),
+        get.apply("TENSORCAST_NETWORK_POLICY")
+            .map(v -> bool("TENSORCAST_NETWORK_POLICY", v))
+            .orElse(true),
+        get.apply("TENSORCAST_OPERATOR_NAMESPACE"),
+        formatLimits(get.apply("TENSORCAST_FORMAT_LIMITS").orElse(null)),
         get.apply("TENSORCAST_HEALTH_PORT")
             .map(v -> parseInt("TENSORCAST_HEALTH_PORT", v))
             .orElse(DEFAULT_HEALTH_PORT),
@@ -401,8 +451,12 @@ public record OperatorConfig(
         pollInterval,
         readyResync,
         statusTimeout,
-        controlTokenSecret,
-        controlTokenFile,
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace,
+        formatLimits,
         healthPort,
         leaderElection,
         dataPlanePod);
@@ -421,8 +475,36 @@ public record OperatorConfig(
         pollInterval,
         readyResync,
         statusTimeout,
-        controlTokenSecret,
-        controlTokenFile,
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace,
+        formatLimits,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
+  }
+
+  /** A copy with another endpoint allowlist. */
+  public OperatorConfig withAllowedEndpoints(EndpointAllowlist allowlist) {
+    return new OperatorConfig(
+        dataPlaneImage,
+        imagePullPolicy,
+        controlPort,
+        peerPort,
+        metricsPort,
+        storeRoot,
+        memoryOverheadBytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        masterKeyFile,
+        allowlist,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace,
+        formatLimits,
         healthPort,
         leaderElection,
         dataPlanePod);
@@ -441,11 +523,39 @@ public record OperatorConfig(
         pollInterval,
         readyResync,
         statusTimeout,
-        controlTokenSecret,
-        controlTokenFile,
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace,
+        formatLimits,
         healthPort,
         election,
         dataPlanePod);
+  }
+
+  private static EndpointAllowlist allowlist(String name, String value) {
+    try {
+      return EndpointAllowlist.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static boolean bool(String name, String value) {
+    return switch (value.toLowerCase(java.util.Locale.ROOT)) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw new IllegalArgumentException(name + "='" + value + "' is not true or false");
+    };
+  }
+
+  private static Map<String, String> formatLimits(String value) {
+    try {
+      return FormatLimitFlags.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("TENSORCAST_FORMAT_LIMITS: " + e.getMessage(), e);
+    }
   }
 
   private static int parseInt(String name, String value) {

@@ -5,6 +5,8 @@ import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Cleaner;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
@@ -19,6 +21,7 @@ import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.ConsumerVolumes;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
@@ -28,15 +31,23 @@ import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.consumers.Consumer;
+import io.tensorcast.operator.consumers.ConsumerHold;
+import io.tensorcast.operator.consumers.Consumers;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
+import io.tensorcast.operator.desired.ReadyNodeLabels;
 import io.tensorcast.operator.metrics.ArtifactMetrics;
 import io.tensorcast.operator.peers.PeerCoordinator;
+import io.tensorcast.operator.status.ConsumerStatus;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
+import io.tensorcast.operator.trust.ArtifactKeys;
+import io.tensorcast.operator.trust.MasterKey;
+import io.tensorcast.operator.validation.SourcePolicy;
 import io.tensorcast.operator.validation.SpecValidator;
 import io.tensorcast.operator.validation.Violation;
 import java.time.Clock;
@@ -54,10 +65,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Reconciles a ModelArtifact onto data-plane pods, one per chosen node, and reports their progress
  * in its status. One pass, top to bottom: observe (the artifact's pods and the nodes, from informer
- * caches) → validate the spec → poll the pods' {@code /status} → learn the artifact's size → select
- * nodes → reconcile pods → send peer membership to the pods that need it → aggregate the status →
- * patch it if it changed → come back after {@link OperatorConfig#pollInterval()} while not Ready or
- * while a pod has not applied the membership.
+ * caches) → validate the spec → poll the pods' {@code /status} (with the artifact's admin token) →
+ * learn the artifact's size → select nodes → make sure the artifact's Secret and NetworkPolicy are
+ * in place ({@link ArtifactObjects}) → reconcile pods → send peer membership to the pods that need
+ * it → aggregate the status → patch it if it changed → come back after {@link
+ * OperatorConfig#pollInterval()} while not Ready or while a pod has not applied the membership.
+ *
+ * <p>Trust: the artifact's peer secret and read/admin tokens are derived from the operator's {@link
+ * MasterKey} ({@link ArtifactKeys}); the operator writes them into a Secret it owns and never reads
+ * a Secret back.
  *
  * <p>Size first: while the size of the current generation is unknown, only one pod is created (on
  * the first chosen node); it resolves the source and reports files, tensors, bytes and revision.
@@ -85,34 +101,52 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   /** How soon cleanup looks again while the artifact's pods are going away. */
   static final Duration CLEANUP_RECHECK = Duration.ofSeconds(1);
 
+  /**
+   * How soon cleanup looks again while consumers use the artifact (their changes also trigger it).
+   */
+  static final Duration CONSUMER_RECHECK = Duration.ofSeconds(10);
+
   private final OperatorConfig config;
+  private final MasterKey masterKey;
+  private final SourcePolicy sourcePolicy;
+  private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final PeerCoordinator peers;
   private final ArtifactMetrics metrics;
   private final Clock clock;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
+  private volatile InformerEventSource<Pod, ModelArtifact> consumerPods;
 
-  public ModelArtifactReconciler(OperatorConfig config) {
-    this(config, new SimpleMeterRegistry());
+  public ModelArtifactReconciler(OperatorConfig config, MasterKey masterKey) {
+    this(config, masterKey, new SimpleMeterRegistry());
   }
 
   /**
    * @param config operator settings
+   * @param masterKey the key every artifact's Secret values are derived from
    * @param registry where the per-artifact gauges go ({@link ArtifactMetrics})
    */
-  public ModelArtifactReconciler(OperatorConfig config, MeterRegistry registry) {
+  public ModelArtifactReconciler(
+      OperatorConfig config, MasterKey masterKey, MeterRegistry registry) {
     this(
         config,
-        new DataPlaneClient(
-            config.controlPort(), config.statusTimeout(), config.controlTokenFile()),
+        masterKey,
+        new DataPlaneClient(config.controlPort(), config.statusTimeout()),
         registry,
         Clock.systemUTC());
   }
 
   public ModelArtifactReconciler(
-      OperatorConfig config, DataPlaneClient dataPlane, MeterRegistry registry, Clock clock) {
+      OperatorConfig config,
+      MasterKey masterKey,
+      DataPlaneClient dataPlane,
+      MeterRegistry registry,
+      Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
+    this.masterKey = Objects.requireNonNull(masterKey, "masterKey");
+    this.sourcePolicy = SourcePolicy.of(config);
+    this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.peers = new PeerCoordinator(dataPlane, config.peerPort());
     this.metrics = new ArtifactMetrics(registry);
@@ -161,25 +195,47 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                     (Node newer, Node older) -> !NodeFacts.of(newer).equals(NodeFacts.of(older)))
                 .build(),
             context);
+    InformerEventSource<Pod, ModelArtifact> consumers =
+        new InformerEventSource<>(
+            InformerEventSourceConfiguration.from(Pod.class, ModelArtifact.class)
+                .withName("consumers")
+                .withSecondaryToPrimaryMapper(
+                    (Pod p) ->
+                        ConsumerVolumes.modelArtifactsNamed(p).stream()
+                            .map(a -> new ResourceID(a, p.getMetadata().getNamespace()))
+                            .collect(Collectors.toSet()))
+                .withOnAddFilter(Consumers::isConsumer)
+                .withOnUpdateFilter(
+                    (Pod newer, Pod older) ->
+                        (Consumers.isConsumer(newer) || Consumers.isConsumer(older))
+                                && !Consumer.of(newer).equals(Consumer.of(older))
+                            || PodPlan.ended(newer) != PodPlan.ended(older))
+                .withOnDeleteFilter(
+                    (Pod p, Boolean unknown) -> !ConsumerVolumes.modelArtifactsNamed(p).isEmpty())
+                .build(),
+            context);
     this.nodes = nodeSource;
     this.allPods = pods;
-    return List.of(pods, nodeSource);
+    this.consumerPods = consumers;
+    return List.of(pods, nodeSource, consumers);
   }
 
   @Override
   public UpdateControl<ModelArtifact> reconcile(
       ModelArtifact artifact, Context<ModelArtifact> context) {
     KubernetesClient client = context.getClient();
-    List<Pod> pods = List.copyOf(context.getSecondaryResources(Pod.class));
+    List<Pod> pods = dataPlanePods(artifact, context);
+    List<Consumer> consumers = consumers(artifact);
 
-    List<Violation> violations = SpecValidator.validate(artifact);
+    List<Violation> violations = SpecValidator.validate(artifact, sourcePolicy);
     if (!violations.isEmpty()) {
       return fail(
           artifact,
           context,
           pods,
           new Failure(Conditions.REASON_INVALID_SPEC, SpecValidator.describe(violations), true),
-          Optional.empty());
+          Optional.empty(),
+          consumers);
     }
     Optional<Failure> recorded = StatusAggregator.recordedFailure(artifact);
     if (recorded.isPresent()) {
@@ -188,16 +244,19 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           context,
           pods,
           recorded.get(),
-          StatusAggregator.resolution(artifact, pods, Map.of()));
+          StatusAggregator.resolution(artifact, pods, Map.of()),
+          consumers);
     }
 
-    Map<String, DataPlaneStatus> reports = dataPlane.poll(currentPods(artifact, pods));
+    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    Map<String, DataPlaneStatus> reports =
+        dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
     Optional<Resolution> resolution = StatusAggregator.resolution(artifact, pods, reports);
     Optional<Failure> podFailure =
         StatusAggregator.podFailure(
             artifact, pods, reports, resolution, config.memoryOverheadBytes());
     if (podFailure.isPresent()) {
-      return fail(artifact, context, pods, podFailure.get(), resolution);
+      return fail(artifact, context, pods, podFailure.get(), resolution, consumers);
     }
 
     NodeSelection.Result selection = selectNodes(artifact, pods, resolution);
@@ -207,12 +266,26 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           context,
           pods,
           new Failure(StatusAggregator.REASON_INSUFFICIENT_MEMORY, selection.message(), false),
-          resolution);
+          resolution,
+          consumers);
     }
 
-    PodPlan plan = PodPlan.plan(desiredPods(artifact, selection, resolution), pods);
+    ConsumerHold hold =
+        ConsumerHold.apply(
+            PodPlan.plan(desiredPods(artifact, selection, resolution), pods), consumers);
+    PodPlan plan = hold.plan();
+    Optional<String> conflict = objects.ensure(client, artifact, keys, !plan.create().isEmpty());
+    if (conflict.isPresent()) {
+      return fail(
+          artifact,
+          context,
+          pods,
+          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false),
+          resolution,
+          consumers);
+    }
     apply(plan, client);
-    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
+    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution, keys);
 
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
@@ -227,12 +300,24 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 selection,
                 Optional.empty(),
                 clock.instant()));
+    ConsumerStatus.apply(
+        status,
+        previousConditions(artifact),
+        DataPlanePod.generation(artifact),
+        consumers,
+        hold.held(),
+        false,
+        clock.instant());
+    labelReadyNodes(artifact, status.getReadyNodes(), client);
     metrics.sourceBytes(
         artifact.getMetadata().getNamespace(),
         artifact.getMetadata().getName(),
         status.getBytesFromSource() == null ? 0 : status.getBytesFromSource());
     Duration next =
-        status.getPhase() == ArtifactPhase.Ready && plan.settled() && membershipSettled
+        status.getPhase() == ArtifactPhase.Ready
+                && plan.settled()
+                && membershipSettled
+                && hold.none()
             ? config.readyResync()
             : config.pollInterval();
     return patchIfChanged(artifact, status, context).rescheduleAfter(next);
@@ -252,7 +337,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ModelArtifact artifact,
       PodPlan plan,
       Map<String, DataPlaneStatus> reports,
-      Optional<Resolution> resolution) {
+      Optional<Resolution> resolution,
+      ArtifactKeys keys) {
     if (!DataPlanePod.peerToPeer(artifact.getSpec()) || resolution.isEmpty()) {
       peers.forget(id(artifact));
       return true;
@@ -261,7 +347,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         plan.keep().values().stream()
             .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
             .toList();
-    return peers.coordinate(id(artifact), members, reports).settled();
+    return peers.coordinate(id(artifact), members, reports, keys.adminToken()).settled();
   }
 
   /**
@@ -271,6 +357,30 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   @Override
   public DeleteControl cleanup(ModelArtifact artifact, Context<ModelArtifact> context) {
     KubernetesClient client = context.getClient();
+    labelReadyNodes(artifact, List.of(), client);
+    List<Consumer> consumers = consumers(artifact);
+    if (!consumers.isEmpty()) {
+      ModelArtifactStatus status =
+          artifact.getStatus() == null
+              ? new ModelArtifactStatus()
+              : io.fabric8.kubernetes.client.utils.Serialization.clone(artifact.getStatus());
+      status.setReadyNodes(List.of());
+      ConsumerStatus.apply(
+          status,
+          previousConditions(artifact),
+          DataPlanePod.generation(artifact),
+          consumers,
+          Map.of(),
+          true,
+          clock.instant());
+      patchIfChanged(artifact, status, context);
+      log.info(
+          "{}: deletion waits for {} consumer pod(s): {}",
+          id(artifact),
+          consumers.size(),
+          consumers.stream().map(Consumer::name).toList());
+      return DeleteControl.noFinalizerRemoval().rescheduleAfter(CONSUMER_RECHECK.toMillis());
+    }
     List<Pod> pods =
         client
             .pods()
@@ -279,6 +389,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .list()
             .getItems();
     peers.forget(id(artifact));
+    objects.forget(id(artifact));
     metrics.remove(artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
     if (pods.isEmpty()) {
       log.info("{}: every data-plane pod is gone; removing the finalizer", id(artifact));
@@ -287,6 +398,71 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     apply(PodPlan.deleteAll(pods), client);
     log.info("{}: waiting for {} data-plane pod(s) to go away", id(artifact), pods.size());
     return DeleteControl.noFinalizerRemoval().rescheduleAfter(CLEANUP_RECHECK.toMillis());
+  }
+
+  /** The artifact's data-plane pods (the "pods" informer only, not its consumers). */
+  private List<Pod> dataPlanePods(ModelArtifact artifact, Context<ModelArtifact> context) {
+    return allPods == null
+        ? List.copyOf(context.getSecondaryResources(Pod.class))
+        : List.copyOf(allPods.getSecondaryResources(artifact));
+  }
+
+  /** The artifact's consumer pods; see {@link Consumers}. */
+  private List<Consumer> consumers(ModelArtifact artifact) {
+    return consumerPods == null
+        ? List.of()
+        : Consumers.of(artifact, consumerPods.getSecondaryResources(artifact));
+  }
+
+  private static List<io.fabric8.kubernetes.api.model.Condition> previousConditions(
+      ModelArtifact artifact) {
+    return artifact.getStatus() == null ? List.of() : artifact.getStatus().getConditions();
+  }
+
+  /**
+   * Makes exactly the nodes in {@code readyNodes} carry the artifact's {@link ReadyNodeLabels}
+   * label (value: the generation), by JSON merge patches of the nodes' labels. A failed patch is
+   * logged and tried again on the next pass; it does not fail the reconcile.
+   */
+  private void labelReadyNodes(
+      ModelArtifact artifact, List<String> readyNodes, KubernetesClient client) {
+    if (nodes == null) {
+      return;
+    }
+    String key =
+        ConsumerVolumes.nodeLabelKey(
+            artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
+    Map<String, Optional<String>> changes =
+        ReadyNodeLabels.changes(
+            nodes.list(n -> true).toList(),
+            key,
+            Long.toString(DataPlanePod.generation(artifact)),
+            Set.copyOf(readyNodes == null ? List.of() : readyNodes));
+    changes.forEach(
+        (node, value) -> {
+          Map<String, Object> labels = new java.util.HashMap<>();
+          labels.put(key, value.orElse(null));
+          try {
+            client
+                .nodes()
+                .withName(node)
+                .patch(
+                    PatchContext.of(PatchType.JSON_MERGE),
+                    client
+                        .getKubernetesSerialization()
+                        .asJson(Map.of("metadata", Map.of("labels", labels))));
+            log.info(
+                "{}: node {} label {}{}",
+                id(artifact),
+                node,
+                key,
+                value.map(v -> "=" + v).orElse(" removed"));
+          } catch (KubernetesClientException e) {
+            if (e.getCode() != 404) {
+              log.warn("{}: cannot label node {}: {}", id(artifact), node, e.getMessage());
+            }
+          }
+        });
   }
 
   /** Chooses nodes for the current generation: see {@link NodeSelection}. */
@@ -339,7 +515,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         resolution.map(r -> OptionalLong.of(r.totalBytes())).orElse(OptionalLong.empty());
     return selection.chosen().stream()
         .limit(resolution.isPresent() ? Long.MAX_VALUE : 1)
-        .map(node -> DataPlanePod.desired(artifact, node, size, config))
+        .map(node -> DataPlanePod.desired(artifact, node, size, config, masterKey.id()))
         .toList();
   }
 
@@ -348,10 +524,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       Context<ModelArtifact> context,
       List<Pod> pods,
       Failure failure,
-      Optional<Resolution> resolution) {
+      Optional<Resolution> resolution,
+      List<Consumer> consumers) {
     peers.forget(id(artifact));
-    PodPlan plan = PodPlan.deleteAll(pods);
-    apply(plan, context.getClient());
+    ConsumerHold hold = ConsumerHold.apply(PodPlan.deleteAll(pods), consumers);
+    apply(hold.plan(), context.getClient());
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
             new StatusAggregator.Input(
@@ -363,9 +540,20 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 null,
                 Optional.of(failure),
                 clock.instant()));
+    ConsumerStatus.apply(
+        status,
+        previousConditions(artifact),
+        DataPlanePod.generation(artifact),
+        consumers,
+        hold.held(),
+        false,
+        clock.instant());
+    labelReadyNodes(artifact, List.of(), context.getClient());
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
-    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in.
+    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in;
+    // a name conflict likewise, since the operator does not watch Secrets or NetworkPolicies.
     return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())
+            || ArtifactObjects.REASON_NAME_CONFLICT.equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
   }

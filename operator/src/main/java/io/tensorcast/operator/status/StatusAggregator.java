@@ -176,7 +176,8 @@ public final class StatusAggregator {
   /**
    * The failure recorded for this generation by an earlier reconcile that a pod reported (pods are
    * removed after such a failure, so the status remembers it until the spec changes). Failures the
-   * operator computes itself (invalid spec, memory) are not remembered: they are checked anew.
+   * operator computes itself (invalid spec, memory, a name conflict) are not remembered: they are
+   * checked anew.
    */
   public static Optional<Failure> recordedFailure(ModelArtifact artifact) {
     ModelArtifactStatus old = artifact.getStatus();
@@ -190,7 +191,8 @@ public final class StatusAggregator {
     Condition ready = ConditionSet.find(old.getConditions(), READY);
     if (ready == null
         || Conditions.REASON_INVALID_SPEC.equals(ready.getReason())
-        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())) {
+        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())
+        || Conditions.REASON_NAME_CONFLICT.equals(ready.getReason())) {
       return Optional.empty();
     }
     Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
@@ -246,6 +248,14 @@ public final class StatusAggregator {
             ? Optional.empty()
             : current.stream().filter(p -> waitingToRetry(report(p, in.reports()))).findFirst();
     s.setNodes(entries);
+    s.setReadyNodes(
+        entries.stream()
+            .filter(e -> e.getPhase() == ArtifactPhase.Ready)
+            .filter(e -> in.upToDate().contains(e.getPod()))
+            .map(ArtifactNodeStatus::getNode)
+            .sorted()
+            .distinct()
+            .toList());
     s.setBytesFromSource(
         entries.stream()
             .map(ArtifactNodeStatus::getBytesFromSource)

@@ -16,6 +16,7 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
@@ -36,6 +37,8 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusAggregatorTest {
   private static final long SIZE = 8 * MI;
@@ -214,6 +217,7 @@ class StatusAggregatorTest {
     assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Ready);
     assertThat(s.getReady()).isEqualTo("2/2");
     assertThat(s.getReadyReplicas()).isEqualTo(2);
+    assertThat(s.getReadyNodes()).containsExactly("a", "b");
     assertThat(s.getProgress()).isEqualTo("100%");
     assertCondition(s, "Resolved", "True", "SourceResolved");
     assertCondition(s, "Scheduled", "True", "NodesSelected");
@@ -238,6 +242,7 @@ class StatusAggregatorTest {
 
     assertThat(s.getProgress()).isEqualTo("99%");
     assertThat(s.getReady()).isEqualTo("1/2");
+    assertThat(s.getReadyNodes()).as("only where the copy is verified").containsExactly("a");
     assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
   }
 
@@ -349,6 +354,38 @@ class StatusAggregatorTest {
                 + name(resolver)
                 + "): broken.safetensors: header length 1000 exceeds the file size 88");
     assertThat(s.getNodes()).isEmpty();
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        Conditions.REASON_INVALID_INDEX,
+        Conditions.REASON_INVALID_TORCH_CHECKPOINT,
+        Conditions.REASON_INVALID_SAFETENSORS
+      })
+  void aFileRefusedByTheDataPlaneFailsTheArtifactWithThatReason(String reason) {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    String message =
+        "model.safetensors.index.json: is not JSON: line 3, column 1 holds the git merge-conflict"
+            + " marker \"<<<<<<< HEAD\" [rule merge-conflict]";
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(resolver), report(artifact, Failed, 0, 0, 0, reason, message));
+
+    Optional<Failure> f =
+        StatusAggregator.podFailure(
+            artifact, List.of(resolver), reports, Optional.empty(), OVERHEAD);
+    ModelArtifactStatus s =
+        StatusAggregator.aggregate(
+            new Input(
+                artifact, List.of(resolver), reports, Set.of(), Optional.empty(), null, f, T0));
+    artifact.setStatus(s);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertCondition(s, "Ready", "False", reason);
+    assertCondition(s, "Resolved", "False", reason);
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo("node a (pod " + name(resolver) + "): " + message);
+    assertThat(StatusAggregator.recordedFailure(artifact).map(Failure::reason)).contains(reason);
   }
 
   private static final String OUTAGE =

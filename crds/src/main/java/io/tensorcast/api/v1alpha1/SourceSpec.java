@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Size;
+import io.fabric8.generator.annotation.ValidationRule;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -15,7 +16,15 @@ import java.util.Objects;
  * {@code s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and
  * {@code file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the
  * data plane still checks every listed path (no {@code ..}, no absolute keys).
+ *
+ * <p>Exactly one of {@code uri} (the artifact is loaded) and {@code writers} (pods write it): a CEL
+ * rule on Kubernetes 1.25 and later, and the operator's check ({@code WrittenRules}) everywhere.
  */
+@ValidationRule(
+    value = "has(self.uri) != has(self.writers)",
+    message =
+        "exactly one of uri (the artifact is loaded from it) and writers (pods write it) must be"
+            + " set")
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class SourceSpec {
 

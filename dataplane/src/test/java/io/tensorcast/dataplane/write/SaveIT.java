@@ -225,6 +225,7 @@ class SaveIT {
           SourceOptions.builder()
               .endpoint(s3.endpoint())
               .pathStyle(true)
+              .allowInsecureEndpoint(true)
               .credentials(
                   new SourceOptions.StaticCredentials(
                       S3MockServer.ACCESS_KEY, S3MockServer.SECRET_KEY, Optional.empty()))

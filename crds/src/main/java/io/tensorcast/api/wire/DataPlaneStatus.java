@@ -41,6 +41,7 @@ import java.util.regex.Pattern;
  * @param peerEpoch the epoch of the peer membership this pod applied last ({@code PUT /v1/peers},
  *     opaque; {@code "static"} for a {@code --peers} list); {@code null} when it has none
  * @param peers number of peers this pod is connected to over the peer transport now
+ * @param shards a TensorShardSet pod's plan and ranks; {@code null} for a ModelArtifact's pod
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
@@ -63,7 +64,52 @@ public record DataPlaneStatus(
     String readyTime,
     List<FileStatus> fileStatuses,
     String peerEpoch,
-    int peers) {
+    int peers,
+    ShardReport shards) {
+
+  /** A status without shard work ({@code shards} null). */
+  public DataPlaneStatus(
+      String artifactId,
+      Phase phase,
+      String reason,
+      String message,
+      String source,
+      String resolvedRevision,
+      int files,
+      int filesComplete,
+      long tensors,
+      long bytesTotal,
+      long bytesLoaded,
+      long bytesFromSource,
+      long bytesFromPeers,
+      LockInfo lock,
+      String storeDirectory,
+      String readyTime,
+      List<FileStatus> fileStatuses,
+      String peerEpoch,
+      int peers) {
+    this(
+        artifactId,
+        phase,
+        reason,
+        message,
+        source,
+        resolvedRevision,
+        files,
+        filesComplete,
+        tensors,
+        bytesTotal,
+        bytesLoaded,
+        bytesFromSource,
+        bytesFromPeers,
+        lock,
+        storeDirectory,
+        readyTime,
+        fileStatuses,
+        peerEpoch,
+        peers,
+        null);
+  }
 
   /** A status without peer-to-peer fields ({@code peerEpoch} null, {@code peers} 0). */
   public DataPlaneStatus(

@@ -17,13 +17,24 @@ final class CrdFiles {
 
   static final String CRD_FILE = ModelArtifact.CRD_NAME + "-v1.yml";
 
+  /** The TensorShardSet CRD's file name. */
+  static final String TSS_CRD_FILE = TensorShardSet.CRD_NAME + "-v1.yml";
+
+  /** Every generated CRD file. */
+  static final java.util.List<String> ALL = java.util.List.of(CRD_FILE, TSS_CRD_FILE);
+
   private CrdFiles() {}
 
   /** The CRD the crd-generator-maven-plugin wrote at process-classes. */
   static Path generated() {
+    return generated(CRD_FILE);
+  }
+
+  /** The generated CRD file {@code file}. */
+  static Path generated(String file) {
     Path path =
         Path.of(System.getProperty("tensorcast.crd.generated", "target/classes/META-INF/fabric8"))
-            .resolve(CRD_FILE);
+            .resolve(file);
     if (!Files.isRegularFile(path)) {
       fail(
           "Generated CRD "
@@ -36,15 +47,25 @@ final class CrdFiles {
 
   /** The committed copy under crds/generated/. */
   static Path committed() {
-    return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(CRD_FILE);
+    return committed(CRD_FILE);
+  }
+
+  /** The committed copy of {@code file} under crds/generated/. */
+  static Path committed(String file) {
+    return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(file);
   }
 
   /**
    * The Helm chart's copy under charts/tensorcast/crds/ (Helm installs it before the templates).
    */
   static Path chart() {
+    return chart(CRD_FILE);
+  }
+
+  /** The Helm chart's copy of {@code file}. */
+  static Path chart(String file) {
     return Path.of(System.getProperty("tensorcast.crd.chart", "../charts/tensorcast/crds"))
-        .resolve(CRD_FILE);
+        .resolve(file);
   }
 
   /** The repository's samples/ folder. */
@@ -53,7 +74,12 @@ final class CrdFiles {
   }
 
   static CustomResourceDefinition generatedCrd() throws IOException {
-    try (InputStream in = Files.newInputStream(generated())) {
+    return generatedCrd(CRD_FILE);
+  }
+
+  /** The generated CRD of {@code file}, parsed. */
+  static CustomResourceDefinition generatedCrd(String file) throws IOException {
+    try (InputStream in = Files.newInputStream(generated(file))) {
       return Serialization.unmarshal(in, CustomResourceDefinition.class);
     }
   }

@@ -64,7 +64,8 @@ public final class DataPlaneServer implements AutoCloseable {
   private final ServeSettings settings;
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  private final AtomicReference<ArtifactLoader> loaderRef = new AtomicReference<>();
+  private final AtomicReference<io.tensorcast.dataplane.load.Loader> loaderRef =
+      new AtomicReference<>();
   private final AtomicReference<RetryWait> waiting = new AtomicReference<>();
   private final AtomicReference<Membership> lastMembership = new AtomicReference<>();
   private final LoadMetrics loadMetrics = new LoadMetrics(registry);
@@ -129,7 +130,7 @@ public final class DataPlaneServer implements AutoCloseable {
             registry,
             token,
             tensors,
-            settings.peer() == null ? null : this::applyMembership,
+            settings.peer() == null && settings.shards() == null ? null : this::applyMembership,
             BodyStreaming.DEFAULTS);
     source = openSource();
     store = source == null ? null : openStore();
@@ -168,14 +169,23 @@ public final class DataPlaneServer implements AutoCloseable {
       if (failures > 0 && settings.peer() != null) {
         swapSwarm();
       }
-      ArtifactLoader loader =
-          new ArtifactLoader(
-              source,
-              store,
-              new ArtifactLoader.Options(
-                  settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
-              loadMetrics,
-              swarm);
+      io.tensorcast.dataplane.load.Loader loader =
+          settings.shards() != null
+              ? new io.tensorcast.dataplane.shards.ShardSetLoader(
+                  source,
+                  store,
+                  settings.artifactId(),
+                  settings.memoryLimitBytes(),
+                  settings.read(),
+                  settings.shards(),
+                  this::copies)
+              : new ArtifactLoader(
+                  source,
+                  store,
+                  new ArtifactLoader.Options(
+                      settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
+                  loadMetrics,
+                  swarm);
       loaderRef.set(loader);
       waiting.set(null);
       try {
@@ -233,8 +243,32 @@ public final class DataPlaneServer implements AutoCloseable {
   /** {@code PUT /v1/peers}: kept for the swarm of a later load, applied to the current one. */
   private boolean applyMembership(String body) {
     Membership m = Membership.parseJson(body);
-    lastMembership.set(m);
+    Membership before = lastMembership.getAndSet(m);
+    if (swarm == null) {
+      copiesKnown.countDown();
+      return before == null || !before.epoch().equals(m.epoch());
+    }
     return swarm.applyMembership(m);
+  }
+
+  private final CountDownLatch copiesKnown = new CountDownLatch(1);
+
+  /**
+   * For a TensorShardSet's pod: the ModelArtifact copies to read from, the last {@code PUT
+   * /v1/peers} (members' addresses are the copies' control endpoints) or else {@code --copies};
+   * waits up to {@code --copy-wait} for a first membership when the pod was told to expect one.
+   */
+  private List<InetSocketAddress> copies() {
+    io.tensorcast.dataplane.shards.ShardSettings s = settings.shards();
+    if (lastMembership.get() == null && !s.copyWait().isZero()) {
+      try {
+        copiesKnown.await(s.copyWait().toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    Membership m = lastMembership.get();
+    return m == null ? s.copies() : m.members().stream().map(Membership.Member::address).toList();
   }
 
   /**
@@ -259,7 +293,7 @@ public final class DataPlaneServer implements AutoCloseable {
    */
   public DataPlaneStatus status() {
     RetryWait w = waiting.get();
-    ArtifactLoader l = loaderRef.get();
+    io.tensorcast.dataplane.load.Loader l = loaderRef.get();
     DataPlaneStatus s;
     if (w != null) {
       s =
@@ -280,6 +314,30 @@ public final class DataPlaneServer implements AutoCloseable {
       s = early.get();
     }
     PeerSwarm p = swarm;
+    Membership copies = lastMembership.get();
+    if (p == null && copies != null && settings.shards() != null) {
+      return new DataPlaneStatus(
+          s.artifactId(),
+          s.phase(),
+          s.reason(),
+          s.message(),
+          s.source(),
+          s.resolvedRevision(),
+          s.files(),
+          s.filesComplete(),
+          s.tensors(),
+          s.bytesTotal(),
+          s.bytesLoaded(),
+          s.bytesFromSource(),
+          s.bytesFromPeers(),
+          s.lock(),
+          s.storeDirectory(),
+          s.readyTime(),
+          s.fileStatuses(),
+          copies.epoch(),
+          copies.members().size(),
+          s.shards());
+    }
     if (p == null) {
       return s;
     }
@@ -302,7 +360,8 @@ public final class DataPlaneServer implements AutoCloseable {
         s.readyTime(),
         s.fileStatuses(),
         p.epoch(),
-        p.connectedPeers());
+        p.connectedPeers(),
+        s.shards());
   }
 
   /** The peer swarm, or null when this server loads from the source only. */

@@ -41,6 +41,8 @@ import java.util.Optional;
  *     --distribution source-only} or {@code --peer-listen off})
  * @param loadRetry back-off between loads after a transient source failure ({@code
  *     --load-retry-backoff}, {@code --load-retry-max-backoff})
+ * @param shards for a TensorShardSet's pod: the ranks to materialise instead of the whole artifact;
+ *     {@code null} for a ModelArtifact's pod
  */
 public record ServeSettings(
     String artifactId,
@@ -59,7 +61,48 @@ public record ServeSettings(
     LockPolicy lockPolicy,
     Path controlTokenFile,
     io.tensorcast.dataplane.p2p.PeerSettings peer,
-    LoadRetry loadRetry) {
+    LoadRetry loadRetry,
+    io.tensorcast.dataplane.shards.ShardSettings shards) {
+
+  /** Settings of a ModelArtifact's pod ({@code shards} null). */
+  public ServeSettings(
+      String artifactId,
+      InetSocketAddress listen,
+      String uri,
+      List<String> include,
+      List<String> exclude,
+      URI endpoint,
+      String region,
+      boolean pathStyle,
+      Optional<StaticCredentials> credentials,
+      ReadOptions read,
+      Path storeRoot,
+      String budget,
+      long memoryLimitBytes,
+      LockPolicy lockPolicy,
+      Path controlTokenFile,
+      io.tensorcast.dataplane.p2p.PeerSettings peer,
+      LoadRetry loadRetry) {
+    this(
+        artifactId,
+        listen,
+        uri,
+        include,
+        exclude,
+        endpoint,
+        region,
+        pathStyle,
+        credentials,
+        read,
+        storeRoot,
+        budget,
+        memoryLimitBytes,
+        lockPolicy,
+        controlTokenFile,
+        peer,
+        loadRetry,
+        null);
+  }
 
   public ServeSettings {
     Objects.requireNonNull(artifactId, "artifactId");
@@ -71,6 +114,11 @@ public record ServeSettings(
     Objects.requireNonNull(storeRoot, "storeRoot");
     Objects.requireNonNull(lockPolicy, "lockPolicy");
     Objects.requireNonNull(loadRetry, "loadRetry");
+    if (shards != null && peer != null) {
+      throw new IllegalArgumentException(
+          "a TensorShardSet pod does not join a peer swarm: use --distribution source-only with"
+              + " --shards");
+    }
     if (memoryLimitBytes < 0) {
       throw new IllegalArgumentException(
           "memoryLimitBytes must not be negative: " + memoryLimitBytes);

@@ -17,13 +17,17 @@ import java.util.TreeMap;
  * ranges of one source file are separated by gaps; reading across a gap costs {@code gap /
  * bandwidth} and saves one request, so the cost is minimal when exactly the gaps shorter than
  * {@code latency × bandwidth} are read across ({@link Costs#gapThreshold()}), within the largest
- * request ({@link Costs#maxRequestBytes()}). The three strategies for a slice along a later
- * dimension (one row segment per row) fall out of the one rule: threshold 0 is one ranged read per
- * row (amplification 1, a request per row), a threshold above the row gap coalesces rows, a
- * threshold above the tensor reads the whole tensor and slices it (amplification {@code tp / ranks
- * on the node}, one request per {@code maxRequestBytes}). Slices along dimension 0 need one range
- * per tensor, so they read nothing extra whatever the threshold. Overlapping needs (a replicated
- * tensor held by two ranks of the node) are read once.
+ * request ({@link Costs#maxRequestBytes()}). Gaps are read across only inside one tensor (adjacent
+ * ranges of different tensors, gap 0, are always joined): the tensors of a file are usually far
+ * apart for one rank, and a slice along dimension 0 is one range per tensor, so such slices read
+ * exactly their bytes whatever the model's size, and the model spends extra bytes only on the rows
+ * of slices along later dimensions, where it saves a request per row. The three strategies for a
+ * slice along a later dimension (one row segment per row) fall out of the one rule: threshold 0 is
+ * one ranged read per row (amplification 1, a request per row), a threshold above the row gap
+ * coalesces rows, a threshold above the tensor reads the whole tensor and slices it (amplification
+ * {@code tp / ranks on the node}, one request per {@code maxRequestBytes}). Slices along dimension
+ * 0 need one range per tensor, so they read nothing extra whatever the threshold. Overlapping needs
+ * (a replicated tensor held by two ranks of the node) are read once.
  */
 public final class FetchPlanner {
 
@@ -126,9 +130,11 @@ public final class FetchPlanner {
       List<ShardSetPlan.Need> current = new ArrayList<>();
       for (ShardSetPlan.Need n : sorted) {
         long nEnd = n.sourceOffset() + n.length();
-        if (!current.isEmpty()
-            && n.sourceOffset() - end <= gap
-            && Math.max(end, nEnd) - start <= costs.maxRequestBytes()) {
+        ShardSetPlan.Need last = current.isEmpty() ? null : current.get(current.size() - 1);
+        long between = n.sourceOffset() - end;
+        boolean across =
+            between <= 0 || (between <= gap && last != null && last.tensor().equals(n.tensor()));
+        if (last != null && across && Math.max(end, nEnd) - start <= costs.maxRequestBytes()) {
           current.add(n);
           end = Math.max(end, nEnd);
           continue;

@@ -107,6 +107,7 @@ public final class OperatorMain {
                     .withStopOnInformerErrorDuringStartup(true)
                     .withMetrics(metrics));
     operator.register(new ModelArtifactReconciler(config, registry));
+    operator.register(new io.tensorcast.operator.reconciler.TensorShardSetReconciler(config));
     return operator;
   }
 }

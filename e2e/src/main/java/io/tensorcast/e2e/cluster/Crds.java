@@ -23,11 +23,22 @@ public final class Crds {
    * @throws IllegalStateException if the CRD YAML is not on the classpath
    */
   public static CustomResourceDefinition applyModelArtifact(KubernetesClient client) {
-    try (InputStream in =
-        ModelArtifact.class.getClassLoader().getResourceAsStream(MODEL_ARTIFACT_RESOURCE)) {
+    return apply(client, MODEL_ARTIFACT_RESOURCE);
+  }
+
+  /** Where the crds jar carries the generated TensorShardSet CRD. */
+  public static final String TENSOR_SHARD_SET_RESOURCE =
+      "META-INF/fabric8/" + io.tensorcast.api.v1alpha1.TensorShardSet.CRD_NAME + "-v1.yml";
+
+  /** As {@link #applyModelArtifact}, for the TensorShardSet CRD. */
+  public static CustomResourceDefinition applyTensorShardSet(KubernetesClient client) {
+    return apply(client, TENSOR_SHARD_SET_RESOURCE);
+  }
+
+  private static CustomResourceDefinition apply(KubernetesClient client, String resource) {
+    try (InputStream in = ModelArtifact.class.getClassLoader().getResourceAsStream(resource)) {
       if (in == null) {
-        throw new IllegalStateException(
-            MODEL_ARTIFACT_RESOURCE + " is not on the classpath (crds jar)");
+        throw new IllegalStateException(resource + " is not on the classpath (crds jar)");
       }
       CustomResourceDefinition crd =
           client.apiextensions().v1().customResourceDefinitions().load(in).item();

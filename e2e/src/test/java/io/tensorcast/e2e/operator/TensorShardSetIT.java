@@ -92,7 +92,13 @@ class TensorShardSetIT {
                   NodeSpec.builder(ns + "-rdma-" + i, env.cluster.nextNodeAddress())
                       .label(GROUP_LABEL, ns)
                       .allocatable("memory", "4Gi")
-                      .allocatable(TensorcastConstants.RDMA_RESOURCE, "1")
+                      .allocatable(TensorcastConstants.RDMA_RESOURCE, "8")
+                      // several data-plane pods per node (the ModelArtifact's, each set's)
+                      .podAddresses(
+                          env.cluster.nextNodeAddress(),
+                          env.cluster.nextNodeAddress(),
+                          env.cluster.nextNodeAddress(),
+                          env.cluster.nextNodeAddress())
                       .build()));
     }
   }
@@ -257,7 +263,7 @@ class TensorShardSetIT {
     bad.getMetadata().setNamespace(ns);
     TensorShardSetSpec badSpec = new TensorShardSetSpec();
     badSpec.setSource(source(uri));
-    badSpec.setParallelism(new ParallelismSpec(1, 1, 1, 3));
+    badSpec.setParallelism(new ParallelismSpec(1, 1, 1, 3)); // tp 1, pp 1, dp 1, ep 3
     badSpec.getPlacement().setRanksPerNode(3);
     badSpec.getPlacement().setNodeSelector(Map.of(GROUP_LABEL, ns));
     bad.setSpec(badSpec);
@@ -300,7 +306,7 @@ class TensorShardSetIT {
 
   private void assertRankFile(
       TensorShardSet set, ShardRankStatus r, ScaledModel.Model model, int tp, boolean all)
-      throws IOException {
+      throws Exception {
     Path file =
         setDir(nodeOf(r.getNode()), set)
             .resolve(String.format("rank_%05d.safetensors", r.getRank()));

@@ -9,7 +9,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -76,7 +75,8 @@ public final class RankPlacement {
    * @param rankBytes bytes per rank, if resolved
    * @param overhead memory per pod besides the rank files
    * @param unresolvedMemory memory of a pod while the sizes are unknown
-   * @param nodesWithPods nodes that hold a pod of the set now
+   * @param nodesWithPods nodes that hold a pod of the set's current generation now, with its ranks:
+   *     a chosen node keeps the block it holds, so blocks never move between nodes for a tie
    * @param committed memory requested on each node by other artifacts' and sets' pods
    */
   public static Result place(
@@ -87,7 +87,7 @@ public final class RankPlacement {
       Optional<List<Long>> rankBytes,
       long overhead,
       long unresolvedMemory,
-      Set<String> nodesWithPods,
+      Map<String, List<Integer>> nodesWithPods,
       Map<String, Long> committed) {
     int per = placement.getRanksPerNode() == null ? 8 : placement.getRanksPerNode();
     List<List<Integer>> blocks = blocks(world, per);
@@ -115,13 +115,29 @@ public final class RankPlacement {
                         + " + overhead "
                         + ByteSize.human(overhead)
                     : "overhead " + ByteSize.human(overhead) + " (rank sizes not resolved yet)",
-                nodesWithPods,
+                nodesWithPods.keySet(),
                 committed));
+    NodeSelection.Candidate[] holder = new NodeSelection.Candidate[blocks.size()];
+    List<NodeSelection.Candidate> free = new ArrayList<>();
+    for (NodeSelection.Candidate c : sel.chosen()) {
+      int held = blocks.indexOf(nodesWithPods.getOrDefault(c.name(), List.of()));
+      if (held >= 0 && holder[held] == null) {
+        holder[held] = c;
+      } else {
+        free.add(c);
+      }
+    }
+    for (int i = 0; i < holder.length && !free.isEmpty(); i++) {
+      if (holder[i] == null) {
+        holder[i] = free.remove(0);
+      }
+    }
     List<Slot> slots = new ArrayList<>();
-    for (int i = 0; i < sel.chosen().size(); i++) {
-      long b = blockBytes.get(i);
-      slots.add(
-          new Slot(sel.chosen().get(i), blocks.get(i), b < 0 ? Optional.empty() : Optional.of(b)));
+    for (int i = 0; i < holder.length; i++) {
+      if (holder[i] != null) {
+        long b = blockBytes.get(i);
+        slots.add(new Slot(holder[i], blocks.get(i), b < 0 ? Optional.empty() : Optional.of(b)));
+      }
     }
     return new Result(slots, sel.satisfied(), sel.reason(), sel.message(), sel);
   }

@@ -422,10 +422,8 @@ public class TensorShardSetReconciler
         resolution.map(Resolution::fileBytes),
         overhead,
         unresolved,
-        own.stream()
-            .filter(p -> !PodPlan.terminating(p))
-            .map(PodPlan::node)
-            .collect(Collectors.toSet()),
+        currentPods(set, own).stream()
+            .collect(Collectors.toMap(PodPlan::node, ShardSetPod::ranks, (a, b) -> a)),
         committedByOthers(set));
   }
 

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 dataplane_bench_setup shard-fetch io.tensorcast.dataplane.bench.ShardFetchBench test-servers/s3mock-exec.jar
 
-exec java -Xmx1500m \
+exec java -Xmx1500m -Dtensorcast.s3mock.jar="$s3mock_jar" \
   -Dlogback.configurationFile="$repo/bench/logback-bench.xml" \
   -cp "$bench_cp" \
   "$main_class" "$@"

@@ -116,6 +116,9 @@ public final class DataPlaneServer implements AutoCloseable {
     if (settings.peer() != null) {
       swarm = new PeerSwarm(settings.artifactId(), settings.peer(), registry);
     }
+    if (settings.shards() != null) {
+      registerShardGauges();
+    }
     loadRetries =
         Counter.builder("tensorcast.dataplane.load.retries")
             .tags(Tags.of("artifact", settings.artifactId()))
@@ -219,6 +222,51 @@ public final class DataPlaneServer implements AutoCloseable {
         }
       }
     }
+  }
+
+  /**
+   * Per rank of a TensorShardSet pod: {@code tensorcast_dataplane_shard_bytes_needed}, {@code
+   * _bytes_fetched} and {@code _fetch_amplification} (fetched / needed), tagged with the artifact
+   * and the rank, read from the current status.
+   */
+  private void registerShardGauges() {
+    for (int rank : settings.shards().ranks()) {
+      Tags tags = Tags.of("artifact", settings.artifactId(), "rank", Integer.toString(rank));
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.bytes.needed", this, s -> s.rankValue(rank, 0))
+          .tags(tags)
+          .description("Tensor bytes of the rank file")
+          .baseUnit("bytes")
+          .register(registry);
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.bytes.fetched", this, s -> s.rankValue(rank, 1))
+          .tags(tags)
+          .description("Tensor bytes read for the rank from the source or ModelArtifact copies")
+          .baseUnit("bytes")
+          .register(registry);
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.fetch.amplification", this, s -> s.rankValue(rank, 2))
+          .tags(tags)
+          .description("Bytes fetched over bytes needed for the rank (0 before anything is read)")
+          .register(registry);
+    }
+  }
+
+  private double rankValue(int rank, int which) {
+    DataPlaneStatus s = status();
+    if (s.shards() == null) {
+      return 0;
+    }
+    for (io.tensorcast.api.wire.ShardReport.Rank r : s.shards().ranks()) {
+      if (r.rank() == rank) {
+        return switch (which) {
+          case 0 -> r.bytesNeeded();
+          case 1 -> r.bytesFetched();
+          default -> r.bytesNeeded() == 0 ? 0 : (double) r.bytesFetched() / r.bytesNeeded();
+        };
+      }
+    }
+    return 0;
   }
 
   /** Replaces the closed swarm of a failed load with a new one that has the last membership. */

@@ -179,6 +179,16 @@ class TensorShardSetIT {
     for (ShardRankStatus r : st.getRanks()) {
       assertRankFile(ready, r, llama, 4, true);
     }
+    // The amplification is a metric of each rank too.
+    Pod pod =
+        shardPods().stream()
+            .filter(p -> ShardSetPod.ranks(p).contains(0))
+            .findFirst()
+            .orElseThrow();
+    String metrics = controlGet(pod, "/metrics");
+    assertThat(metrics)
+        .containsPattern(
+            "tensorcast_dataplane_shard_fetch_amplification\\{artifact=\"[^\"]+\",rank=\"0\",?\\} 1\\.0");
     Map<String, String> row = row(kubectl("get", "tss"), "llama-tp4");
     assertThat(row).containsEntry("RANKS READY", "4/4").containsEntry("PHASE", "Ready");
     assertThat(row.get("SIZE PER RANK")).isEqualTo(st.getSizePerRank()).isNotBlank();
@@ -385,6 +395,24 @@ class TensorShardSetIT {
 
   private List<Pod> shardPods() {
     return client.pods().inNamespace(ns).withLabel(ShardSetPod.LABEL_SHARD_SET).list().getItems();
+  }
+
+  private String controlGet(Pod p, String path) throws IOException, InterruptedException {
+    var resp =
+        java.net.http.HttpClient.newHttpClient()
+            .send(
+                java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(
+                            "http://"
+                                + p.getStatus().getPodIP()
+                                + ":"
+                                + env.config.controlPort()
+                                + path))
+                    .timeout(Duration.ofSeconds(5))
+                    .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(resp.statusCode()).isEqualTo(200);
+    return resp.body();
   }
 
   private String kubectl(String... args) throws IOException, InterruptedException {

@@ -112,4 +112,58 @@ class ShardSetPodTest {
     assertThat(RankPlacement.blocks(5, 2))
         .containsExactly(List.of(0, 1), List.of(2, 3), List.of(4));
   }
+
+  static Pod consumer(String name, String index, String node) {
+    return new io.fabric8.kubernetes.api.model.PodBuilder()
+        .withNewMetadata()
+        .withName(name)
+        .withNamespace("team")
+        .withLabels(Map.of("app", "vllm", "worker-index", index))
+        .endMetadata()
+        .withNewSpec()
+        .withNodeName(node)
+        .endSpec()
+        .build();
+  }
+
+  @Test
+  void consumerPodsDecideWhereTheirBlockOfRanksGoes() {
+    List<Node> nodes =
+        List.of(Fixtures.node("a").build(), Fixtures.node("b").build(), Fixtures.node("c").build());
+    var placement = set(4, 2).getSpec().getPlacement();
+    var c = new io.tensorcast.api.v1alpha1.ShardPlacementSpec.ConsumerPlacement();
+    c.setMatchLabels(Map.of("app", "vllm"));
+    c.setRankLabel("worker-index");
+    placement.setConsumers(c);
+    RankPlacement.Result r =
+        RankPlacement.place(
+            placement,
+            4,
+            nodes,
+            List.of(consumer("w1", "1", "c"), consumer("w0", "0", "a")),
+            Optional.empty(),
+            5,
+            5,
+            Map.of(),
+            Map.of());
+    assertThat(r.complete()).isTrue();
+    assertThat(r.slots())
+        .extracting(s -> s.node().name() + s.ranks())
+        .containsExactlyInAnyOrder("a[0, 1]", "c[2, 3]");
+    RankPlacement.Result waiting =
+        RankPlacement.place(
+            placement,
+            4,
+            nodes,
+            List.of(consumer("w1", "1", "c"), consumer("w0", "0", null)),
+            Optional.empty(),
+            5,
+            5,
+            Map.of(),
+            Map.of());
+    assertThat(waiting.complete()).isFalse();
+    assertThat(waiting.reason()).isEqualTo("ConsumersNotScheduled");
+    assertThat(waiting.message()).contains("worker-index = [0]");
+    assertThat(waiting.slots()).extracting(s -> s.node().name()).containsExactly("c");
+  }
 }

@@ -45,6 +45,12 @@ public final class Conditions {
   /** The source refused the credentials (or their absence). */
   public static final String REASON_ACCESS_DENIED = "AccessDenied";
 
+  /**
+   * The name of the artifact's own Secret or NetworkPolicy ({@code <name>-tensorcast}) is taken by
+   * an object the artifact does not own; the message names it.
+   */
+  public static final String REASON_NAME_CONFLICT = "NameConflict";
+
   /** The credentials Secret or one of its keys is missing. */
   public static final String REASON_CREDENTIALS_NOT_FOUND = "CredentialsNotFound";
 
@@ -56,6 +62,27 @@ public final class Conditions {
 
   /** A file is malformed or unsafe (bad header, pickle asking for code, escaping path). */
   public static final String REASON_INVALID_ARTIFACT = "InvalidArtifact";
+
+  /**
+   * A data-plane pod refused a safetensors file: it breaks a rule of the format or a bound of the
+   * reader (header size, tensors, rank); the message names the file, the rule and the numbers.
+   */
+  public static final String REASON_INVALID_SAFETENSORS = "InvalidSafetensors";
+
+  /**
+   * A data-plane pod refused a torch checkpoint: a pickle that needs code, a malformed archive, or
+   * a bound of the reader (memo reuse, objects, zip ratio, ...); the message names the file, the
+   * rule and the numbers.
+   */
+  public static final String REASON_INVALID_TORCH_CHECKPOINT = "InvalidTorchCheckpoint";
+
+  /**
+   * A data-plane pod refused an index file ({@code model.safetensors.index.json}, {@code
+   * pytorch_model.bin.index.json}): not JSON, a shard missing or filtered out, a tensor not in its
+   * shard, a wrong {@code total_size}; the message names the file and the position or name, and how
+   * to leave the index out.
+   */
+  public static final String REASON_INVALID_INDEX = "InvalidIndex";
 
   // Reasons: scheduling (Scheduled).
   /** Every replica has a chosen node and a data-plane pod. */

@@ -3,6 +3,7 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.crd.generator.annotation.PrinterColumn;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.kubernetes.api.model.Condition;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,7 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription("metadata.generation of the spec this status describes.")
   private Long observedGeneration;
 
+  @SchemaFrom(type = ConditionSchema[].class)
   @JsonPropertyDescription(
       "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded and InUse, with CamelCase"
           + " reasons; lastTransitionTime changes only when status changes.")
@@ -83,6 +85,19 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription(
       "Verified bytes over all nodes divided by replicas x totalBytes, rounded down, e.g. 45%.")
   private String progress;
+
+  @JsonPropertyDescription(
+      "How the files of the Ready copies were verified (from a Ready pod's report): counts per"
+          + " level, SourceDigest or ReaderPieceHashes, and the files at the weaker level.")
+  private ArtifactVerification verification;
+
+  public ArtifactVerification getVerification() {
+    return verification;
+  }
+
+  public void setVerification(ArtifactVerification verification) {
+    this.verification = verification;
+  }
 
   public ArtifactPhase getPhase() {
     return phase;
@@ -230,7 +245,8 @@ public class ModelArtifactStatus {
         && Objects.equals(ready, that.ready)
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
-        && Objects.equals(progress, that.progress);
+        && Objects.equals(progress, that.progress)
+        && Objects.equals(verification, that.verification);
   }
 
   @Override
@@ -251,6 +267,7 @@ public class ModelArtifactStatus {
         ready,
         readyNodes,
         consumers,
-        progress);
+        progress,
+        verification);
   }
 }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -68,27 +69,54 @@ public class SourceSpec {
   /** Region names of S3 and OSS: lowercase letters, digits and '-'. */
   public static final String REGION_PATTERN = "^[a-z0-9][a-z0-9-]*$";
 
+  /** A revision: one or more characters, none of them white space. */
+  public static final String REVISION_PATTERN = "^\\S+$";
+
+  /** Longest {@code uri}: an S3 key (1024 bytes) after scheme and bucket fits with room. */
+  public static final int MAX_URI_LENGTH = 2048;
+
+  /** Most patterns in {@code include} or {@code exclude}. */
+  public static final int MAX_GLOBS = 256;
+
+  /** Longest pattern in {@code include} or {@code exclude}. */
+  public static final int MAX_GLOB_LENGTH = 1024;
+
   @Required
   @Pattern(URI_PATTERN)
+  @Size(max = MAX_URI_LENGTH)
   @JsonPropertyDescription(
       "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
           + " or file:///path (a directory on the node). Everything under the prefix or directory"
-          + " is the artifact, filtered by include/exclude.")
+          + " is the artifact, filtered by include/exclude. At most 2048 characters.")
   private String uri;
 
+  @Pattern(REVISION_PATTERN)
+  @Size(max = 255)
   @JsonPropertyDescription(
-      "Hugging Face branch, tag or commit (default main); resolved once to a commit per"
-          + " generation and reported in status.resolvedRevision. Ignored for other schemes.")
+      "Hugging Face branch, tag or commit (default main), without white space, at most 255"
+          + " characters; resolved once to a commit per generation and reported in"
+          + " status.resolvedRevision. Ignored for other schemes.")
   private String revision;
 
   @Pattern(ENDPOINT_PATTERN)
+  @Size(max = 2048)
   @JsonPropertyDescription(
-      "Endpoint URL of an S3-compatible or OSS server, e.g. https://oss-cn-hangzhou.aliyuncs.com"
-          + " or http://minio.storage:9000. Empty means the provider's public endpoint for the"
-          + " region.")
+      "Endpoint URL of an S3-compatible or OSS server or a Hugging Face Hub mirror, e.g."
+          + " https://oss-cn-hangzhou.aliyuncs.com or https://minio.storage:9000. Empty means the"
+          + " provider's public endpoint for the region (the Hub: https://huggingface.co). Must"
+          + " be https unless insecureEndpoint is true; link-local and cloud metadata addresses"
+          + " are refused, and the operator may allow only some endpoints.")
   private String endpoint;
 
+  @JsonPropertyDescription(
+      "Declares that endpoint is an in-cluster store spoken to over plain http (e.g."
+          + " http://minio.storage:9000): requests, and the credentials of"
+          + " credentialsSecretRef, then travel unencrypted. Refused for hf:// (the Hub and its"
+          + " mirrors are reached over https). Default false: only https endpoints.")
+  private Boolean insecureEndpoint;
+
   @Pattern(REGION_PATTERN)
+  @Size(max = 64)
   @JsonPropertyDescription("Region of the bucket (S3 and OSS), e.g. us-east-1 or cn-hangzhou.")
   private String region;
 
@@ -105,15 +133,18 @@ public class SourceSpec {
   private CredentialsSecretRef credentialsSecretRef;
 
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @Size(max = MAX_GLOBS)
   @JsonPropertyDescription(
       "Glob patterns (e.g. *.safetensors, config.json) of files to load, relative to the uri;"
-          + " empty means every file.")
-  private List<String> include = new ArrayList<>();
+          + " empty means every file. At most 256 patterns of at most 1024 characters.")
+  private List<@Size(min = 1, max = MAX_GLOB_LENGTH) String> include = new ArrayList<>();
 
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @Size(max = MAX_GLOBS)
   @JsonPropertyDescription(
-      "Glob patterns of files to skip, relative to the uri; applied after include.")
-  private List<String> exclude = new ArrayList<>();
+      "Glob patterns of files to skip, relative to the uri; applied after include. At most 256"
+          + " patterns of at most 1024 characters.")
+  private List<@Size(min = 1, max = MAX_GLOB_LENGTH) String> exclude = new ArrayList<>();
 
   public String getUri() {
     return uri;
@@ -137,6 +168,14 @@ public class SourceSpec {
 
   public void setEndpoint(String endpoint) {
     this.endpoint = endpoint;
+  }
+
+  public Boolean getInsecureEndpoint() {
+    return insecureEndpoint;
+  }
+
+  public void setInsecureEndpoint(Boolean insecureEndpoint) {
+    this.insecureEndpoint = insecureEndpoint;
   }
 
   public String getRegion() {
@@ -185,6 +224,7 @@ public class SourceSpec {
         && Objects.equals(uri, that.uri)
         && Objects.equals(revision, that.revision)
         && Objects.equals(endpoint, that.endpoint)
+        && Objects.equals(insecureEndpoint, that.insecureEndpoint)
         && Objects.equals(region, that.region)
         && Objects.equals(pathStyle, that.pathStyle)
         && Objects.equals(credentialsSecretRef, that.credentialsSecretRef)
@@ -195,6 +235,14 @@ public class SourceSpec {
   @Override
   public int hashCode() {
     return Objects.hash(
-        uri, revision, endpoint, region, pathStyle, credentialsSecretRef, include, exclude);
+        uri,
+        revision,
+        endpoint,
+        insecureEndpoint,
+        region,
+        pathStyle,
+        credentialsSecretRef,
+        include,
+        exclude);
   }
 }

@@ -7,11 +7,13 @@ import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.format.torch.TorchTensor;
 import io.tensorcast.dataplane.load.HeaderFetcher;
 import io.tensorcast.dataplane.load.LoadFailure;
+import io.tensorcast.dataplane.load.ShardIndexes;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import java.io.PrintWriter;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -23,15 +25,21 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code dataplane inspect URI}: files, tensors, dtypes and sizes, reading headers only. */
+/**
+ * {@code dataplane inspect URI}: files, tensors, dtypes and sizes, reading headers only; index
+ * files are checked against the shards. The URI may name a folder or one local file.
+ */
 @Command(
     name = "inspect",
     mixinStandardHelpOptions = true,
     description =
         "List an artifact's files and the tensors of its safetensors files and torch checkpoints"
-            + " (.pt/.pth/.bin, read with weights_only rules) without loading their data.")
+            + " (.pt/.pth/.bin, read with weights_only rules) without loading their data, and check"
+            + " its index files (*.safetensors.index.json, *.bin.index.json) against the shards."
+            + " URI names a folder, a bucket prefix, a Hub repository, or one local file.")
 final class InspectCommand implements Callable<Integer> {
   @Mixin SourceArgs source;
+  @Mixin FormatLimitArgs formatLimits;
 
   @Option(names = "--tensors", description = "Print every tensor (name, dtype, shape, bytes).")
   boolean tensors;
@@ -54,7 +62,7 @@ final class InspectCommand implements Callable<Integer> {
       for (TorchTensor t : c.tensors()) {
         out.printf(
             "      %-60s %-8s %-20s %12d%n",
-            t.name(),
+            displayName(t.name()),
             t.safetensorsDtype().map(Enum::name).orElse(t.dtype().torchName()),
             Arrays.toString(t.shape()),
             t.byteLength());
@@ -62,21 +70,31 @@ final class InspectCommand implements Callable<Integer> {
     }
   }
 
+  /** A tensor name as printed: the empty name (a checkpoint that is one bare tensor) as "". */
+  private static String displayName(String name) {
+    return name.isEmpty() ? "\"\"" : name;
+  }
+
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    try (ArtifactSource src = source.open()) {
+    var limits = formatLimits.limits();
+    int attempts = source.readOptions().maxAttempts();
+    try (ArtifactSource src = source.openFileOrFolder()) {
       List<SourceFile> files = src.list();
       long total = 0;
       long tensorCount = 0;
+      Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
+      Map<String, TorchCheckpoint> checkpoints = new LinkedHashMap<>();
       out.printf("%s%n", src.describe());
       for (SourceFile f : files) {
         total += f.size();
         if (HeaderFetcher.isTorchPath(f.path())) {
           Optional<TorchCheckpoint> c =
-              HeaderFetcher.fetchTorch(src, f, source.readOptions().maxAttempts(), () -> {});
+              HeaderFetcher.fetchTorch(src, f, limits.torch(), attempts, () -> {});
           if (c.isPresent()) {
+            checkpoints.put(f.path(), c.get());
             tensorCount += c.get().tensors().size();
             printTorch(out, f, c.get());
             continue;
@@ -86,8 +104,8 @@ final class InspectCommand implements Callable<Integer> {
           out.printf("  %-50s %12s%n", f.path(), Quantities.human(f.size()));
           continue;
         }
-        SafetensorsHeader h =
-            HeaderFetcher.fetch(src, f, source.readOptions().maxAttempts(), () -> {});
+        SafetensorsHeader h = HeaderFetcher.fetch(src, f, limits.safetensors(), attempts, () -> {});
+        headers.put(f.path(), h);
         tensorCount += h.tensors().size();
         Map<Dtype, Integer> dtypes = new TreeMap<>();
         for (TensorInfo t : h.tensors()) {
@@ -104,6 +122,14 @@ final class InspectCommand implements Callable<Integer> {
           }
         }
       }
+      out.flush();
+      ShardIndexes.validate(
+          files,
+          src.filter(),
+          headers,
+          checkpoints,
+          limits,
+          f -> HeaderFetcher.fetchBytes(src, f, attempts, () -> {}));
       out.printf(
           "%d files, %d tensors, %s (%d bytes)%n",
           files.size(), tensorCount, Quantities.human(total), total);

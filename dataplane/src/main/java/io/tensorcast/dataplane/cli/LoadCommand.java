@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.cli;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
@@ -31,6 +32,7 @@ import picocli.CommandLine.Spec;
 final class LoadCommand implements Callable<Integer> {
   @Mixin SourceArgs source;
   @Mixin StoreArgs store;
+  @Mixin FormatLimitArgs formatLimits;
 
   @Option(
       names = "--artifact-id",
@@ -52,6 +54,7 @@ final class LoadCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
+    FormatLimits limits = formatLimits.limits();
     try (ArtifactSource src = source.open();
         PinnedStore pinned = store.open()) {
       if (replace && pinned.get(artifactId).isPresent()) {
@@ -62,7 +65,7 @@ final class LoadCommand implements Callable<Integer> {
               src,
               pinned,
               new ArtifactLoader.Options(
-                  artifactId, store.memoryLimitBytes(), source.readOptions()),
+                  artifactId, store.memoryLimitBytes(), source.readOptions(), limits),
               new LoadMetrics(new SimpleMeterRegistry()));
       Progress progress = new Progress(loader, err);
       ScheduledExecutorService ticker =

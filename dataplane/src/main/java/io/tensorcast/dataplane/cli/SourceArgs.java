@@ -4,8 +4,11 @@ import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceOptions;
+import io.tensorcast.dataplane.source.SourceUri;
 import io.tensorcast.dataplane.source.Sources;
 import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Option;
@@ -44,6 +47,14 @@ final class SourceArgs {
 
   @Option(names = "--path-style", description = "Path-style bucket addressing (S3-compatible).")
   boolean pathStyle;
+
+  @Option(
+      names = "--allow-insecure-endpoint",
+      description =
+          "Allow credentials (AWS keys, a Hub token) to go to a plain http:// endpoint: an"
+              + " in-cluster store without TLS. Without it such an endpoint is refused"
+              + " (InsecureEndpoint) before any request.")
+  boolean allowInsecureEndpoint;
 
   @Option(
       names = "--concurrency",
@@ -89,12 +100,38 @@ final class SourceArgs {
   }
 
   ArtifactSource open() throws SourceException {
+    return open(uri(), include);
+  }
+
+  /**
+   * Like {@link #open()}, but a URI naming one local file (a path or {@code file://}) opens that
+   * file's folder with the file as the only include: the artifact of that one file.
+   */
+  ArtifactSource openFileOrFolder() throws SourceException {
+    validate();
+    SourceUri u = SourceUri.parse(uri());
+    if (u.scheme() == SourceUri.Scheme.FILE && Files.isRegularFile(u.localPath())) {
+      Path file = u.localPath().toAbsolutePath().normalize();
+      Path folder = file.getParent();
+      String only = "/" + escapeGlob(file.getFileName().toString());
+      return open(folder.toUri().toString(), List.of(only));
+    }
+    return open();
+  }
+
+  /** A file name as a glob that matches exactly it (special characters escaped). */
+  static String escapeGlob(String name) {
+    return name.replaceAll("([*?\\[\\]{}!\\\\])", "\\\\$1");
+  }
+
+  private ArtifactSource open(String uri, List<String> include) throws SourceException {
     validate();
     SourceOptions.Builder b =
         SourceOptions.builder()
             .include(include)
             .exclude(exclude)
             .pathStyle(pathStyle)
+            .allowInsecureEndpoint(allowInsecureEndpoint)
             .maxConnections(concurrency);
     if (endpoint != null) {
       b.endpoint(endpoint);
@@ -105,7 +142,7 @@ final class SourceArgs {
     if (revision != null) {
       b.revision(revision);
     }
-    return Sources.open(uri(), b.build());
+    return Sources.open(uri, b.build());
   }
 
   ReadOptions readOptions() {

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.consumer;
 
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsLimits;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
@@ -201,14 +202,17 @@ public final class TensorCatalog {
     return torchFiles;
   }
 
+  /** The header of a stored file; the load validated it within its limits, so none apply here. */
   private static SafetensorsHeader header(StoredArtifact a, StoreFile f)
       throws SafetensorsFormatException {
     int prefix = SafetensorsHeader.LENGTH_PREFIX_BYTES;
+    SafetensorsLimits limits = SafetensorsLimits.WIDEST;
     if (f.size() < prefix) {
-      return SafetensorsHeader.parse(f.path(), f.size(), bytes(a, f, 0, (int) f.size()));
+      return SafetensorsHeader.parse(f.path(), f.size(), bytes(a, f, 0, (int) f.size()), limits);
     }
-    long n = SafetensorsHeader.readHeaderLength(f.path(), bytes(a, f, 0, prefix), f.size());
-    return SafetensorsHeader.parse(f.path(), f.size(), bytes(a, f, prefix, Math.toIntExact(n)));
+    long n = SafetensorsHeader.readHeaderLength(f.path(), bytes(a, f, 0, prefix), f.size(), limits);
+    return SafetensorsHeader.parse(
+        f.path(), f.size(), bytes(a, f, prefix, Math.toIntExact(n)), limits);
   }
 
   private static byte[] bytes(StoredArtifact a, StoreFile f, long offset, int length) {

@@ -2,11 +2,13 @@ package io.tensorcast.dataplane.load;
 
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.LockStatus;
@@ -35,9 +37,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
- * safetensors headers and torch checkpoint structures) → admit (size against the limit and the
- * store's budget, before any byte is read) → load (parallel ranged reads straight into the store's
- * mappings) → verify (structure and digests of the bytes in the store) → Ready.
+ * safetensors headers and torch checkpoint structures within the {@link FormatLimits}, check index
+ * files against them) → admit (size against the limit and the store's budget, before any byte is
+ * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
+ * digests of the bytes in the store) → Ready.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
@@ -58,14 +61,22 @@ public final class ArtifactLoader implements Loader {
    * @param artifactId store identifier (DNS-1123 label)
    * @param memoryLimitBytes refuse an artifact larger than this; 0 for no limit
    * @param read options of the parallel ranged reader
+   * @param limits bounds of the format readers (headers, pickles, zip, index files)
    */
-  public record Options(String artifactId, long memoryLimitBytes, ReadOptions read) {
+  public record Options(
+      String artifactId, long memoryLimitBytes, ReadOptions read, FormatLimits limits) {
     public Options {
       Objects.requireNonNull(artifactId, "artifactId");
       Objects.requireNonNull(read, "read");
+      Objects.requireNonNull(limits, "limits");
       if (memoryLimitBytes < 0) {
         throw new IllegalArgumentException("memoryLimitBytes must be >= 0");
       }
+    }
+
+    /** With the default {@link FormatLimits}. */
+    public Options(String artifactId, long memoryLimitBytes, ReadOptions read) {
+      this(artifactId, memoryLimitBytes, read, FormatLimits.DEFAULT);
     }
   }
 
@@ -123,10 +134,26 @@ public final class ArtifactLoader implements Loader {
       // After a restart of this pod the store may have adopted a complete, re-hashed copy of
       // exactly these files: its headers are then read from the store, not from the source.
       StoredArtifact kept = completeCopy(files);
+      Map<String, PublishedDigest> keptDigests = kept == null ? null : verifyKept(kept, files);
+      if (keptDigests == null) {
+        kept = null;
+      }
       Map<String, SafetensorsHeader> headers =
           kept != null ? headersInStore(kept, files) : readHeaders(files);
       Map<String, TorchCheckpoint> checkpoints =
           kept != null ? checkpointsInStore(kept, files) : readCheckpoints(files);
+      StoredArtifact keptCopy = kept;
+      ShardIndexes.validate(
+          files,
+          source.filter(),
+          headers,
+          checkpoints,
+          options.limits(),
+          kept != null
+              ? f -> bytesInStore(keptCopy, f, 0, Math.toIntExact(f.size()))
+              : f ->
+                  HeaderFetcher.fetchBytes(
+                      source, f, options.read().maxAttempts(), state::retried));
       state.resolved(
           files,
           headers,
@@ -138,7 +165,8 @@ public final class ArtifactLoader implements Loader {
       if (kept != null) {
         state.locked(kept.lockStatus(), kept.directory().toString());
         for (SourceFile f : files) {
-          state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
+          state.fileComplete(
+              f.path(), kept.completedSha256(f.path()).orElseThrow(), keptDigests.get(f.path()));
         }
         state.adopted(total);
         if (filler != null) {
@@ -282,7 +310,13 @@ public final class ArtifactLoader implements Loader {
     List<Optional<TorchCheckpoint>> checkpoints =
         inParallel(
             pt,
-            f -> HeaderFetcher.fetchTorch(source, f, options.read().maxAttempts(), state::retried));
+            f ->
+                HeaderFetcher.fetchTorch(
+                    source,
+                    f,
+                    options.limits().torch(),
+                    options.read().maxAttempts(),
+                    state::retried));
     for (int i = 0; i < pt.size(); i++) {
       Optional<TorchCheckpoint> c = checkpoints.get(i);
       if (c.isPresent()) {
@@ -332,7 +366,7 @@ public final class ArtifactLoader implements Loader {
   }
 
   /** The torch checkpoints of a complete copy, read and validated from the store's bytes. */
-  private static Map<String, TorchCheckpoint> checkpointsInStore(
+  private Map<String, TorchCheckpoint> checkpointsInStore(
       StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
     Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
     for (SourceFile f : files) {
@@ -346,10 +380,11 @@ public final class ArtifactLoader implements Loader {
     return out;
   }
 
-  private static Optional<TorchCheckpoint> checkpointInStore(StoredArtifact stored, SourceFile f)
+  private Optional<TorchCheckpoint> checkpointInStore(StoredArtifact stored, SourceFile f)
       throws LoadFailure {
     return HeaderFetcher.readTorch(
         f,
+        options.limits().torch(),
         new ByteSource() {
           @Override
           public long size() {
@@ -368,7 +403,8 @@ public final class ArtifactLoader implements Loader {
   }
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
-    return HeaderFetcher.fetch(source, f, options.read().maxAttempts(), state::retried);
+    return HeaderFetcher.fetch(
+        source, f, options.limits().safetensors(), options.read().maxAttempts(), state::retried);
   }
 
   private void admit(long total) throws LoadFailure {
@@ -408,6 +444,51 @@ public final class ArtifactLoader implements Loader {
     return a.files().equals(wanted) ? a : null;
   }
 
+  /**
+   * Checks a complete copy adopted after a restart against the source's published digests (the
+   * store re-hashed it against its own recorded SHA-256 only): the digest per file, or null when a
+   * file differs (logged; the copy is then discarded and loaded again).
+   */
+  private Map<String, PublishedDigest> verifyKept(StoredArtifact kept, List<SourceFile> files)
+      throws LoadFailure {
+    List<PublishedDigest> digests =
+        inParallel(
+            files,
+            f -> {
+              try {
+                return source.publishedDigest(f);
+              } catch (SourceException e) {
+                throw new LoadFailure(e.reason(), e.getMessage(), e);
+              }
+            });
+    Map<String, PublishedDigest> out = new LinkedHashMap<>();
+    for (int i = 0; i < files.size(); i++) {
+      SourceFile f = files.get(i);
+      PublishedDigest d = digests.get(i);
+      boolean ok;
+      if (!d.present()) {
+        ok = true;
+      } else if (d.algorithm() == PublishedDigest.Algorithm.SHA256) {
+        ok = d.valueHex().equalsIgnoreCase(kept.completedSha256(f.path()).orElse(""));
+      } else {
+        ok =
+            java.util.Arrays.equals(
+                SourceDigests.compute(kept, f.path(), f.size(), d.algorithm()), d.value());
+      }
+      if (!ok) {
+        log.warn(
+            "artifact {}: the copy left in the store has {} that differs from the source's {};"
+                + " loading it again",
+            options.artifactId(),
+            f.path(),
+            d.description());
+        return null;
+      }
+      out.put(f.path(), d);
+    }
+    return out;
+  }
+
   /** Unloads what the store holds under this artifact's id: an incomplete or different copy. */
   private void discardStaleCopy() throws LoadFailure {
     if (store.get(options.artifactId()).isEmpty()) {
@@ -421,7 +502,7 @@ public final class ArtifactLoader implements Loader {
   }
 
   /** The safetensors headers of a complete copy, read and validated from the store's bytes. */
-  private static Map<String, SafetensorsHeader> headersInStore(
+  private Map<String, SafetensorsHeader> headersInStore(
       StoredArtifact stored, List<SourceFile> files) throws LoadFailure {
     Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
     for (SourceFile f : files) {
@@ -437,23 +518,26 @@ public final class ArtifactLoader implements Loader {
    *
    * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule broken
    */
-  private static SafetensorsHeader headerInStore(StoredArtifact stored, SourceFile file)
+  private SafetensorsHeader headerInStore(StoredArtifact stored, SourceFile file)
       throws LoadFailure {
+    var limits = options.limits().safetensors();
     try {
       if (file.size() < SafetensorsHeader.LENGTH_PREFIX_BYTES) {
         return SafetensorsHeader.parse(
-            file.path(), file.size(), bytesInStore(stored, file, 0, (int) file.size()));
+            file.path(), file.size(), bytesInStore(stored, file, 0, (int) file.size()), limits);
       }
       long headerLen =
           SafetensorsHeader.readHeaderLength(
               file.path(),
               bytesInStore(stored, file, 0, SafetensorsHeader.LENGTH_PREFIX_BYTES),
-              file.size());
+              file.size(),
+              limits);
       return SafetensorsHeader.parse(
           file.path(),
           file.size(),
           bytesInStore(
-              stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)));
+              stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)),
+          limits);
     } catch (SafetensorsFormatException e) {
       throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
     }
@@ -561,19 +645,55 @@ public final class ArtifactLoader implements Loader {
                 + " the object changed during the load, resolve the artifact again");
       }
     }
+    PublishedDigest digest;
     try {
       source.checkUnchanged(file);
+      digest = source.publishedDigest(file);
     } catch (SourceException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
+    checkDigest(stored, file, digest);
     String sha;
     try {
-      sha = stored.markComplete(file.path(), file.sha256().orElse(null));
+      sha =
+          stored.markComplete(
+              file.path(),
+              digest.algorithm() == PublishedDigest.Algorithm.SHA256 ? digest.valueHex() : null);
     } catch (StoreException e) {
       throw new LoadFailure(
-          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(), e.getMessage(), e);
+          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(),
+          e.getMessage() + " (" + digest.description() + ")",
+          e);
     }
-    state.fileComplete(file.path(), sha);
+    state.fileComplete(file.path(), sha, digest);
+  }
+
+  /**
+   * Checks the bytes of {@code file} in the store against a published digest other than SHA-256
+   * (which {@link StoredArtifact#markComplete(String, String)} checks in its own pass).
+   *
+   * @throws LoadFailure {@code DigestMismatch} naming the file, the digest and both values
+   */
+  private static void checkDigest(StoredArtifact stored, SourceFile file, PublishedDigest digest)
+      throws LoadFailure {
+    if (!digest.present() || digest.algorithm() == PublishedDigest.Algorithm.SHA256) {
+      return;
+    }
+    byte[] actual = SourceDigests.compute(stored, file.path(), file.size(), digest.algorithm());
+    if (!java.util.Arrays.equals(actual, digest.value())) {
+      throw new LoadFailure(
+          "DigestMismatch",
+          file.path()
+              + ": the bytes in the store have "
+              + digest.algorithm().label()
+              + " "
+              + HexFormat.of().formatHex(actual)
+              + " but the source publishes "
+              + digest.valueHex()
+              + " ("
+              + digest.description()
+              + "); the file stays incomplete");
+    }
   }
 
   /**

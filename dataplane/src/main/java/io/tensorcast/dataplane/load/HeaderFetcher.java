@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.load;
 
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.format.safetensors.SafetensorsLimits;
 import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
@@ -25,24 +26,30 @@ public final class HeaderFetcher {
   private HeaderFetcher() {}
 
   /**
+   * @param limits bounds of the header parser (header bytes, tensors, rank)
    * @param maxAttempts attempts per ranged read (retryable source errors and short bodies)
    * @param onRetry called before each retry
    * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule it breaks, or the
    *     source's reason
    */
   public static SafetensorsHeader fetch(
-      ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry) throws LoadFailure {
+      ArtifactSource source,
+      SourceFile f,
+      SafetensorsLimits limits,
+      int maxAttempts,
+      Runnable onRetry)
+      throws LoadFailure {
     try {
       if (f.size() < 8) {
         // The parser names the rule for a file too short to hold the length prefix.
         return SafetensorsHeader.parse(
-            f.path(), f.size(), read(source, f, 0, (int) f.size(), maxAttempts, onRetry));
+            f.path(), f.size(), read(source, f, 0, (int) f.size(), maxAttempts, onRetry), limits);
       }
       long headerLen =
           SafetensorsHeader.readHeaderLength(
-              f.path(), read(source, f, 0, 8, maxAttempts, onRetry), f.size());
+              f.path(), read(source, f, 0, 8, maxAttempts, onRetry), f.size(), limits);
       byte[] json = read(source, f, 8, Math.toIntExact(headerLen), maxAttempts, onRetry);
-      return SafetensorsHeader.parse(f.path(), f.size(), json);
+      return SafetensorsHeader.parse(f.path(), f.size(), json, limits);
     } catch (SafetensorsFormatException e) {
       throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
     }
@@ -68,9 +75,11 @@ public final class HeaderFetcher {
    *     global, or the source's reason
    */
   public static Optional<TorchCheckpoint> fetchTorch(
-      ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry) throws LoadFailure {
+      ArtifactSource source, SourceFile f, TorchLimits limits, int maxAttempts, Runnable onRetry)
+      throws LoadFailure {
     return readTorch(
         f,
+        limits,
         new ByteSource() {
           @Override
           public long size() {
@@ -93,15 +102,15 @@ public final class HeaderFetcher {
    *
    * @see #fetchTorch
    */
-  public static Optional<TorchCheckpoint> readTorch(SourceFile f, ByteSource bytes)
-      throws LoadFailure {
+  public static Optional<TorchCheckpoint> readTorch(
+      SourceFile f, TorchLimits limits, ByteSource bytes) throws LoadFailure {
     try {
       if (f.path().toLowerCase(Locale.ROOT).endsWith(".bin")
           && !TorchCheckpointReader.looksLikeCheckpoint(
               bytes.read(0, (int) Math.min(16, f.size())))) {
         return Optional.empty();
       }
-      return Optional.of(TorchCheckpointReader.read(f.path(), bytes, TorchLimits.DEFAULT));
+      return Optional.of(TorchCheckpointReader.read(f.path(), bytes, limits));
     } catch (TorchFormatException e) {
       for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
         if (c instanceof SourceReadFailed s) {
@@ -109,7 +118,7 @@ public final class HeaderFetcher {
         }
       }
       String hint =
-          e.global() == null
+          e.global().isEmpty()
               ? ""
               : "; only pickles torch.load(weights_only=True) accepts are loaded — if consumers do"
                   + " not need this file, leave it out with spec.source.exclude (CLI --exclude) '"
@@ -121,6 +130,19 @@ public final class HeaderFetcher {
     } catch (IOException e) {
       throw new LoadFailure("SourceUnavailable", f.path() + ": " + e, e);
     }
+  }
+
+  /**
+   * Reads a whole (small) file, e.g. an index, with one ranged read.
+   *
+   * @throws LoadFailure the source's reason after the attempts
+   */
+  public static byte[] fetchBytes(
+      ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry) throws LoadFailure {
+    if (f.size() == 0) {
+      return new byte[0];
+    }
+    return read(source, f, 0, Math.toIntExact(f.size()), maxAttempts, onRetry);
   }
 
   /** Carries a {@link LoadFailure} through the {@link ByteSource} interface. */

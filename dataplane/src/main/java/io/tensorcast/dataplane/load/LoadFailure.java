@@ -12,8 +12,9 @@ import java.util.Set;
  * retries ({@code --max-attempts}) lasted. The same load may succeed later, so {@code dataplane
  * serve} loads again after a back-off instead of reporting {@code Failed}. Every other reason is
  * about the spec, the data or the node ({@code BucketNotFound}, {@code AccessDenied}, {@code
- * CredentialsNotFound}, {@code InvalidSafetensors}, {@code DigestMismatch}, {@code ObjectChanged},
- * {@code RangeNotHonored}, {@code InsufficientMemory}, ...) and does not heal by waiting.
+ * CredentialsNotFound}, {@code InvalidSafetensors}, {@code InvalidTorchCheckpoint}, {@code
+ * InvalidIndex}, {@code DigestMismatch}, {@code ObjectChanged}, {@code RangeNotHonored}, {@code
+ * InsufficientMemory}, ...) and does not heal by waiting.
  */
 public class LoadFailure extends Exception {
   private static final long serialVersionUID = 1L;

@@ -9,8 +9,8 @@ import io.tensorcast.dataplane.cli.Quantities;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
 import io.tensorcast.dataplane.http.BodyStreaming;
+import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlServer;
-import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
@@ -81,9 +81,11 @@ public final class DataPlaneServer implements AutoCloseable {
   private Thread loading;
   private boolean closing;
   private volatile PeerSwarm swarm;
+  private ControlAuth controlAuth;
 
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
+    this.controlAuth = settings.controlAuth();
     early.set(pending(DataPlaneStatus.Phase.Pending, null, null));
   }
 
@@ -102,8 +104,13 @@ public final class DataPlaneServer implements AutoCloseable {
   }
 
   private void open() throws InterruptedException {
-    ControlToken token =
-        settings.controlTokenFile() == null ? null : new ControlToken(settings.controlTokenFile());
+    if (controlAuth == null) {
+      controlAuth = ControlAuth.generated();
+      log.info(
+          "control endpoint of {}: no tokens given; two random tokens generated (read and admin),"
+              + " handed out by DataPlaneServer.controlAuth() only",
+          settings.artifactId());
+    }
     TensorEndpoint tensors =
         new TensorEndpoint(
             settings.artifactId(),
@@ -131,7 +138,7 @@ public final class DataPlaneServer implements AutoCloseable {
             settings.listen(),
             this::status,
             registry,
-            token,
+            controlAuth,
             tensors,
             settings.peer() == null && settings.shards() == null ? null : this::applyMembership,
             BodyStreaming.DEFAULTS);
@@ -181,12 +188,16 @@ public final class DataPlaneServer implements AutoCloseable {
                   settings.memoryLimitBytes(),
                   settings.read(),
                   settings.shards(),
-                  this::copies)
+                  this::copies,
+                  settings.formatLimits())
               : new ArtifactLoader(
                   source,
                   store,
                   new ArtifactLoader.Options(
-                      settings.artifactId(), settings.memoryLimitBytes(), settings.read()),
+                      settings.artifactId(),
+                      settings.memoryLimitBytes(),
+                      settings.read(),
+                      settings.formatLimits()),
                   loadMetrics,
                   swarm);
       loaderRef.set(loader);
@@ -329,6 +340,11 @@ public final class DataPlaneServer implements AutoCloseable {
    */
   private record RetryWait(String reason, String message, int nextAttempt, long at) {}
 
+  /** The tokens of the control endpoint's read and admin scopes (given or generated). */
+  public ControlAuth controlAuth() {
+    return controlAuth;
+  }
+
   /** The bound control endpoint (useful with port 0). */
   public InetSocketAddress address() {
     return server.address();
@@ -384,6 +400,7 @@ public final class DataPlaneServer implements AutoCloseable {
           s.fileStatuses(),
           copies.epoch(),
           copies.members().size(),
+          null,
           s.shards());
     }
     if (p == null) {
@@ -409,6 +426,7 @@ public final class DataPlaneServer implements AutoCloseable {
         s.fileStatuses(),
         p.epoch(),
         p.connectedPeers(),
+        p.dropped().isEmpty() ? null : p.dropped(),
         s.shards());
   }
 
@@ -550,7 +568,11 @@ public final class DataPlaneServer implements AutoCloseable {
               .include(settings.include())
               .exclude(settings.exclude())
               .pathStyle(settings.pathStyle())
+              .allowInsecureEndpoint(settings.allowInsecureEndpoint())
               .maxConnections(settings.read().concurrency());
+      if (settings.revision() != null) {
+        b.revision(settings.revision());
+      }
       if (settings.endpoint() != null) {
         b.endpoint(settings.endpoint());
       }

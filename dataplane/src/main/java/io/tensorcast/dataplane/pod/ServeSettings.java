@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.pod;
 
+import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.SourceOptions.StaticCredentials;
 import io.tensorcast.dataplane.store.LockPolicy;
@@ -36,11 +37,16 @@ import java.util.Optional;
  *     null} = measured from the memory cgroup, MemAvailable and the file system
  * @param memoryLimitBytes refuse an artifact larger than this many bytes; 0 = no limit
  * @param lockPolicy whether failing to {@code mlock} is an error
- * @param controlTokenFile file with the bearer token {@code GET /status} requires, or {@code null}
+ * @param controlAuth the read and admin tokens of the control endpoint; {@code null}: two random
+ *     tokens are generated ({@link DataPlaneServer#controlAuth()} hands them out)
  * @param peer peer-to-peer distribution settings, or {@code null} for source-only loading ({@code
  *     --distribution source-only} or {@code --peer-listen off})
  * @param loadRetry back-off between loads after a transient source failure ({@code
  *     --load-retry-backoff}, {@code --load-retry-max-backoff})
+ * @param allowInsecureEndpoint credentials may be sent to a plain {@code http://} endpoint (an
+ *     in-cluster store; {@code --allow-insecure-endpoint})
+ * @param revision Hugging Face revision, or {@code null} for {@code main}
+ * @param formatLimits bounds of the format readers ({@code --max-…} flags)
  * @param shards for a TensorShardSet's pod: the ranks to materialise instead of the whole artifact;
  *     {@code null} for a ModelArtifact's pod
  */
@@ -59,9 +65,12 @@ public record ServeSettings(
     String budget,
     long memoryLimitBytes,
     LockPolicy lockPolicy,
-    Path controlTokenFile,
+    io.tensorcast.dataplane.http.ControlAuth controlAuth,
     io.tensorcast.dataplane.p2p.PeerSettings peer,
     LoadRetry loadRetry,
+    boolean allowInsecureEndpoint,
+    String revision,
+    FormatLimits formatLimits,
     io.tensorcast.dataplane.shards.ShardSettings shards) {
 
   /** Settings of a ModelArtifact's pod ({@code shards} null). */
@@ -80,9 +89,12 @@ public record ServeSettings(
       String budget,
       long memoryLimitBytes,
       LockPolicy lockPolicy,
-      Path controlTokenFile,
+      io.tensorcast.dataplane.http.ControlAuth controlAuth,
       io.tensorcast.dataplane.p2p.PeerSettings peer,
-      LoadRetry loadRetry) {
+      LoadRetry loadRetry,
+      boolean allowInsecureEndpoint,
+      String revision,
+      FormatLimits formatLimits) {
     this(
         artifactId,
         listen,
@@ -98,9 +110,12 @@ public record ServeSettings(
         budget,
         memoryLimitBytes,
         lockPolicy,
-        controlTokenFile,
+        controlAuth,
         peer,
         loadRetry,
+        allowInsecureEndpoint,
+        revision,
+        formatLimits,
         null);
   }
 
@@ -114,6 +129,7 @@ public record ServeSettings(
     Objects.requireNonNull(storeRoot, "storeRoot");
     Objects.requireNonNull(lockPolicy, "lockPolicy");
     Objects.requireNonNull(loadRetry, "loadRetry");
+    Objects.requireNonNull(formatLimits, "formatLimits");
     if (shards != null && peer != null) {
       throw new IllegalArgumentException(
           "a TensorShardSet pod does not join a peer swarm: use --distribution source-only with"

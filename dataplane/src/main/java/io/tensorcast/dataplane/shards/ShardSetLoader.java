@@ -82,6 +82,7 @@ public final class ShardSetLoader implements Loader {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final ArtifactSource source;
+  private final io.tensorcast.dataplane.format.FormatLimits limits;
   private final PinnedStore store;
   private final String artifactId;
   private final long memoryLimitBytes;
@@ -102,6 +103,28 @@ public final class ShardSetLoader implements Loader {
       ReadOptions read,
       ShardSettings settings,
       Supplier<List<InetSocketAddress>> copies) {
+    this(
+        source,
+        store,
+        artifactId,
+        memoryLimitBytes,
+        read,
+        settings,
+        copies,
+        io.tensorcast.dataplane.format.FormatLimits.DEFAULT);
+  }
+
+  /** As above, the source's headers read within {@code limits} ({@code --max-…} flags). */
+  public ShardSetLoader(
+      ArtifactSource source,
+      PinnedStore store,
+      String artifactId,
+      long memoryLimitBytes,
+      ReadOptions read,
+      ShardSettings settings,
+      Supplier<List<InetSocketAddress>> copies,
+      io.tensorcast.dataplane.format.FormatLimits limits) {
+    this.limits = Objects.requireNonNull(limits, "limits");
     this.source = Objects.requireNonNull(source, "source");
     this.counting = new CountingSource(source);
     this.store = Objects.requireNonNull(store, "store");
@@ -230,13 +253,14 @@ public final class ShardSetLoader implements Loader {
     Map<String, String> seen = new HashMap<>();
     for (SourceFile f : files) {
       if (f.path().endsWith(".safetensors")) {
-        SafetensorsHeader h = HeaderFetcher.fetch(counting, f, read.maxAttempts(), () -> {});
+        SafetensorsHeader h =
+            HeaderFetcher.fetch(counting, f, limits.safetensors(), read.maxAttempts(), () -> {});
         for (TensorInfo t : h.tensors()) {
           add(out, seen, f, t.name(), t.dtype(), t.shape(), h.dataOffset() + t.begin());
         }
       } else if (HeaderFetcher.isTorchPath(f.path())) {
         Optional<TorchCheckpoint> c =
-            HeaderFetcher.fetchTorch(counting, f, read.maxAttempts(), () -> {});
+            HeaderFetcher.fetchTorch(counting, f, limits.torch(), read.maxAttempts(), () -> {});
         if (c.isEmpty()) {
           continue;
         }
@@ -815,6 +839,7 @@ public final class ShardSetLoader implements Loader {
           fileStatuses,
           null,
           0,
+          null,
           report);
     }
   }

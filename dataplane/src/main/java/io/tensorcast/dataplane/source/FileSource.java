@@ -285,6 +285,11 @@ public final class FileSource implements ArtifactSource {
   }
 
   @Override
+  public PathFilter filter() {
+    return filter;
+  }
+
+  @Override
   public String describe() {
     return description;
   }

@@ -1,7 +1,8 @@
 package io.tensorcast.dataplane.tensor;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.dataplane.format.FormatLimits;
+import io.tensorcast.dataplane.format.index.IndexFormatException;
+import io.tensorcast.dataplane.format.index.ShardIndex;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
@@ -11,7 +12,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -165,27 +165,15 @@ public final class StoredLayout {
   }
 
   private static Map<String, String> readWeightMap(Path index) throws IOException {
-    JsonNode root;
     try {
-      root = new ObjectMapper().readTree(index.toFile());
-    } catch (IOException e) {
-      throw new ShardLayoutException(index + ": not valid JSON: " + e.getMessage(), e);
+      ShardIndex.checkSize(
+          index.toString(), Files.size(index), FormatLimits.DEFAULT.maxIndexBytes());
+      return ShardIndex.parse(
+              index.toString(), Files.readAllBytes(index), FormatLimits.DEFAULT.maxTensors())
+          .weightMap();
+    } catch (IndexFormatException e) {
+      throw new ShardLayoutException(e.getMessage(), e);
     }
-    JsonNode wm = root == null ? null : root.get("weight_map");
-    if (wm == null || !wm.isObject()) {
-      throw new ShardLayoutException(
-          index + ": field \"weight_map\" (object tensor -> file) is missing");
-    }
-    Map<String, String> map = new LinkedHashMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = wm.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
-      if (!e.getValue().isTextual()) {
-        throw new ShardLayoutException(
-            index + ": weight_map[\"" + e.getKey() + "\"] is not a file name");
-      }
-      map.put(e.getKey(), e.getValue().asText());
-    }
-    return map;
   }
 
   private static SafetensorsHeader readHeader(Path f) throws IOException {

@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.dataplane.format.index.ShardIndex;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
@@ -542,7 +543,8 @@ class ArtifactLoaderIT {
 
   /**
    * Every GET of an object under {@code prefix} read a safetensors header: its 8-byte length prefix
-   * ({@code bytes=0-7}) or its JSON ({@code bytes=8-(8+N-1)}); no other file was read.
+   * ({@code bytes=0-7}) or its JSON ({@code bytes=8-(8+N-1)}), or an index file whole (to check it
+   * against the headers); no other file was read.
    */
   private void assertOnlyHeadersWereRead(String prefix, Map<String, Path> files) throws Exception {
     Map<String, Set<String>> allowed = new TreeMap<>();
@@ -554,6 +556,9 @@ class ArtifactLoaderIT {
           long n = SafetensorsHeader.read(e.getValue()).headerLength();
           ranges.add("bytes=8-" + (8 + n - 1));
         }
+      }
+      if (ShardIndex.isIndexPath(e.getKey())) {
+        ranges.add("bytes=0-" + (Files.size(e.getValue()) - 1));
       }
       allowed.put("/" + BUCKET + "/" + prefix + e.getKey(), ranges);
     }

@@ -75,7 +75,11 @@ class StoredLayoutTest {
         """
         {"weight_map": {"layers.0.w": "../outside.safetensors"}}
         """);
-    assertThatThrownBy(() -> StoredLayout.open(dir)).hasMessageContaining("is outside");
+    assertThatThrownBy(() -> StoredLayout.open(dir))
+        .isInstanceOf(ShardLayoutException.class)
+        .hasMessageContaining(
+            "names shard \"../outside.safetensors\": a shard is a file name relative to the"
+                + " index's folder");
   }
 
   @Test

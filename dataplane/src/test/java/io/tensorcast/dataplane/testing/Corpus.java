@@ -25,15 +25,25 @@ public final class Corpus {
   /** One line of {@code MANIFEST.tsv}. */
   public record Entry(String relativePath, String sha256, long bytes, String kind) {}
 
-  /** The corpus directory, or a skipped test. */
-  public static Path dir() {
+  /** The corpus directory, if there is one. */
+  public static java.util.Optional<Path> find() {
     String property = System.getProperty("tensorcast.corpus");
     if (property != null && Files.isDirectory(Path.of(property))) {
-      return Path.of(property).toAbsolutePath().normalize();
+      return java.util.Optional.of(Path.of(property).toAbsolutePath().normalize());
     }
     if (Files.isDirectory(FALLBACK)) {
-      return FALLBACK;
+      return java.util.Optional.of(FALLBACK);
     }
+    return java.util.Optional.empty();
+  }
+
+  /** The corpus directory, or a skipped test. */
+  public static Path dir() {
+    java.util.Optional<Path> found = find();
+    if (found.isPresent()) {
+      return found.get();
+    }
+    String property = System.getProperty("tensorcast.corpus");
     assumeTrue(
         false,
         "corpus not found (tensorcast.corpus="

@@ -21,6 +21,8 @@ import java.util.Map;
  *     HOME}, then what the kubelet injects, then the container's {@code envFrom} and {@code env})
  * @param workingDir the host directory to run in
  * @param logFile where stdout and stderr are appended
+ * @param identity user, groups and capabilities of the process from the {@code securityContext}, or
+ *     {@code null} to run as the harness user
  */
 public record ContainerLaunch(
     String namespace,
@@ -33,11 +35,40 @@ public record ContainerLaunch(
     List<String> args,
     Map<String, String> env,
     Path workingDir,
-    Path logFile) {
+    Path logFile,
+    ProcessIdentity identity) {
 
   public ContainerLaunch {
     command = List.copyOf(command);
     args = List.copyOf(args);
     env = Map.copyOf(env);
+  }
+
+  /** A launch that runs as the harness user. */
+  public ContainerLaunch(
+      String namespace,
+      String podName,
+      String podUid,
+      String nodeName,
+      String containerName,
+      String image,
+      List<String> command,
+      List<String> args,
+      Map<String, String> env,
+      Path workingDir,
+      Path logFile) {
+    this(
+        namespace,
+        podName,
+        podUid,
+        nodeName,
+        containerName,
+        image,
+        command,
+        args,
+        env,
+        workingDir,
+        logFile,
+        null);
   }
 }

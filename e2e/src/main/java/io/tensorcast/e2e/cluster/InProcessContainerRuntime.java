@@ -32,6 +32,10 @@ import org.slf4j.LoggerFactory;
  * arguments or an address already in use end the container at once with status 2 or 1 and the error
  * in the pod log, like the real process. Other images fail with {@code ErrImagePull}.
  *
+ * <p>A container of that image whose {@code command} is {@code chown} (the operator's store-owner
+ * init container) runs the host's {@code chown} as a process, with its {@code securityContext}
+ * ({@link ProcessContainerRuntime#mapProgram}).
+ *
  * <p>What differs from a process: the data plane logs to this JVM's logger rather than to the pod
  * log (the pod log gets start and exit lines); pids are synthetic ({@code >= 10_000_000}); heap,
  * threads and {@code RLIMIT_MEMLOCK} are shared with the host JVM.
@@ -43,6 +47,8 @@ public final class InProcessContainerRuntime implements ContainerRuntime, AutoCl
   public static final String DATA_PLANE_IMAGE = "tensorcast/dataplane";
 
   private final AtomicLong nextPid = new AtomicLong(10_000_000);
+  private final ProcessContainerRuntime programs =
+      new ProcessContainerRuntime().mapProgram(DATA_PLANE_IMAGE, "chown", "chown");
   private final Set<Container> running = ConcurrentHashMap.newKeySet();
 
   @Override
@@ -54,6 +60,9 @@ public final class InProcessContainerRuntime implements ContainerRuntime, AutoCl
               + DATA_PLANE_IMAGE
               + " images, not "
               + launch.image());
+    }
+    if (!launch.command().isEmpty() && launch.command().get(0).equals("chown")) {
+      return programs.start(launch);
     }
     List<String> argv = new ArrayList<>(launch.command());
     argv.addAll(launch.args());

@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.VolumeMount;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,7 +32,11 @@ import java.util.Map;
  *   <li>{@code configMap} and {@code secret}: that per-pod directory filled with one file per key
  *       (or per {@code items} entry) when the pod starts; not updated afterwards. A missing object
  *       that is not {@code optional} stops the pod from starting with {@code
- *       CreateContainerConfigError}.
+ *       CreateContainerConfigError}. Files get the item's {@code mode}, else the volume's {@code
+ *       defaultMode}, else 0644; with a pod {@code fsGroup} they belong to that group and get group
+ *       read (the kubelet's mask for these read-only volumes).
+ *   <li>{@code emptyDir} directories are mode 0777, as the kubelet makes them; with an {@code
+ *       fsGroup} they belong to that group.
  * </ul>
  */
 final class PodVolumes {
@@ -92,6 +97,10 @@ final class PodVolumes {
   static PodVolumes prepare(Pod pod, Path nodeRoot, Path podDir, ObjectLookup lookup)
       throws ContainerStartException {
     String ns = pod.getMetadata().getNamespace();
+    Long fsGroup =
+        pod.getSpec().getSecurityContext() == null
+            ? null
+            : pod.getSpec().getSecurityContext().getFsGroup();
     Map<String, Path> dirs = new LinkedHashMap<>();
     List<CsiVolume> csi = new ArrayList<>();
     List<Volume> volumes =
@@ -147,6 +156,12 @@ final class PodVolumes {
         Path dir = podDir.resolve("volumes").resolve(v.getName());
         Files.createDirectories(dir);
         dirs.put(v.getName(), dir);
+        if (v.getEmptyDir() != null) {
+          Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
+          if (fsGroup != null) {
+            Files.setAttribute(dir, "unix:gid", fsGroup.intValue());
+          }
+        }
         if (v.getConfigMap() != null) {
           var src = v.getConfigMap();
           Map<String, byte[]> data = lookup.configMap(ns, src.getName());
@@ -159,7 +174,13 @@ final class PodVolumes {
                 "volume " + v.getName() + ": configmap \"" + src.getName() + "\" not found");
           }
           writeItems(
-              dir, data, src.getItems(), v.getName(), "ConfigMap " + ns + "/" + src.getName());
+              dir,
+              data,
+              src.getItems(),
+              v.getName(),
+              "ConfigMap " + ns + "/" + src.getName(),
+              src.getDefaultMode(),
+              fsGroup);
         } else if (v.getSecret() != null) {
           var src = v.getSecret();
           Map<String, byte[]> data = lookup.secret(ns, src.getSecretName());
@@ -172,7 +193,13 @@ final class PodVolumes {
                 "volume " + v.getName() + ": secret \"" + src.getSecretName() + "\" not found");
           }
           writeItems(
-              dir, data, src.getItems(), v.getName(), "Secret " + ns + "/" + src.getSecretName());
+              dir,
+              data,
+              src.getItems(),
+              v.getName(),
+              "Secret " + ns + "/" + src.getSecretName(),
+              src.getDefaultMode(),
+              fsGroup);
         }
       } catch (IOException e) {
         throw new ContainerStartException(
@@ -185,11 +212,20 @@ final class PodVolumes {
   }
 
   private static void writeItems(
-      Path dir, Map<String, byte[]> data, List<KeyToPath> items, String volume, String object)
+      Path dir,
+      Map<String, byte[]> data,
+      List<KeyToPath> items,
+      String volume,
+      String object,
+      Integer defaultMode,
+      Long fsGroup)
       throws IOException, ContainerStartException {
+    int mode = defaultMode == null ? 0644 : defaultMode;
     if (items == null || items.isEmpty()) {
       for (Map.Entry<String, byte[]> e : data.entrySet()) {
-        Files.write(dir.resolve(e.getKey()), e.getValue());
+        Path f = dir.resolve(e.getKey());
+        Files.write(f, e.getValue());
+        setMode(f, mode, fsGroup);
       }
       return;
     }
@@ -208,7 +244,25 @@ final class PodVolumes {
       }
       Files.createDirectories(target.getParent());
       Files.write(target, value);
+      setMode(target, item.getMode() == null ? mode : item.getMode(), fsGroup);
     }
+  }
+
+  /** Sets {@code mode} (the low 9 bits); with an fsGroup, that group and group read. */
+  private static void setMode(Path file, int mode, Long fsGroup) throws IOException {
+    int m = mode & 0777;
+    if (fsGroup != null) {
+      Files.setAttribute(file, "unix:gid", fsGroup.intValue());
+      m |= 0440;
+    }
+    StringBuilder rwx = new StringBuilder();
+    for (int shift = 6; shift >= 0; shift -= 3) {
+      int bits = (m >> shift) & 7;
+      rwx.append((bits & 4) != 0 ? 'r' : '-')
+          .append((bits & 2) != 0 ? 'w' : '-')
+          .append((bits & 1) != 0 ? 'x' : '-');
+    }
+    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString(rwx.toString()));
   }
 
   /** The host directory (or file) behind volume {@code name}, or {@code null}. */

@@ -33,10 +33,21 @@ import java.util.concurrent.ConcurrentHashMap;
  * args}. To run a host program exactly as the container's {@code command} says, map its image to an
  * empty prefix ({@code map("local/exec")}). The first element of argv is looked up on the {@code
  * PATH} of the container's environment.
+ *
+ * <p>Programs of an image's file system: {@link #mapProgram} names a program the image holds (e.g.
+ * {@code chown} in the data-plane image). A container whose {@code command} starts with that name
+ * runs it as Kubernetes would, its {@code command} replacing the entrypoint: {@code argv = program
+ * ++ command[1..] ++ args}.
+ *
+ * <h2>Identity</h2>
+ *
+ * A launch with a {@link ProcessIdentity} (from the pod's {@code securityContext}) runs under
+ * {@code setpriv} with that user, groups, capabilities and {@code no_new_privs}.
  */
 public final class ProcessContainerRuntime implements ContainerRuntime {
 
   private final Map<String, List<String>> images = new ConcurrentHashMap<>();
+  private final Map<String, Map<String, List<String>>> programs = new ConcurrentHashMap<>();
 
   /** A runtime with no image mappings yet; add them with {@link #map}. */
   public ProcessContainerRuntime() {}
@@ -64,6 +75,39 @@ public final class ProcessContainerRuntime implements ContainerRuntime {
   /** Same as {@link #map(String, List)}. */
   public ProcessContainerRuntime map(String imagePrefix, String... commandPrefix) {
     return map(imagePrefix, List.of(commandPrefix));
+  }
+
+  /**
+   * Declares that images matching {@code imagePrefix} hold {@code program}: a container of such an
+   * image whose {@code command[0]} is {@code program} runs {@code hostCommand ++ command[1..] ++
+   * args} (the command replaces the entrypoint, as in Kubernetes).
+   *
+   * @return this runtime
+   */
+  public ProcessContainerRuntime mapProgram(
+      String imagePrefix, String program, String... hostCommand) {
+    if (imagePrefix == null || imagePrefix.isBlank() || program == null || program.isBlank()) {
+      throw new IllegalArgumentException("image prefix and program must not be blank");
+    }
+    programs
+        .computeIfAbsent(imagePrefix, k -> new ConcurrentHashMap<>())
+        .put(program, List.of(hostCommand));
+    return this;
+  }
+
+  private Optional<List<String>> programFor(String image, List<String> command) {
+    if (command.isEmpty()) {
+      return Optional.empty();
+    }
+    String best = null;
+    for (String key : programs.keySet()) {
+      if (matches(key, image)
+          && programs.get(key).containsKey(command.get(0))
+          && (best == null || key.length() > best.length())) {
+        best = key;
+      }
+    }
+    return best == null ? Optional.empty() : Optional.of(programs.get(best).get(command.get(0)));
   }
 
   /** The command prefix for {@code image} by the longest matching key, if any. */
@@ -99,6 +143,13 @@ public final class ProcessContainerRuntime implements ContainerRuntime {
    *     RunContainerError} when argv would be empty
    */
   public List<String> argv(ContainerLaunch launch) throws ContainerStartException {
+    Optional<List<String>> program = programFor(launch.image(), launch.command());
+    if (program.isPresent()) {
+      List<String> argv = new ArrayList<>(program.get());
+      argv.addAll(launch.command().subList(1, launch.command().size()));
+      argv.addAll(launch.args());
+      return argv;
+    }
     List<String> prefix =
         commandPrefixFor(launch.image())
             .orElseThrow(
@@ -132,6 +183,12 @@ public final class ProcessContainerRuntime implements ContainerRuntime {
     List<String> argv = argv(launch);
     List<String> resolved = new ArrayList<>(argv);
     resolved.set(0, resolveOnPath(argv.get(0), launch.env().get("PATH")));
+    if (launch.identity() != null) {
+      List<String> setpriv = new ArrayList<>(launch.identity().setpriv());
+      setpriv.set(0, resolveOnPath("setpriv", "/usr/bin:/bin:/usr/sbin:/sbin"));
+      setpriv.addAll(resolved);
+      resolved = setpriv;
+    }
     try {
       return ManagedProcess.start(
           launch.namespace() + "/" + launch.podName() + "/" + launch.containerName(),

@@ -923,12 +923,17 @@ public final class SimulatedKubelet implements AutoCloseable {
       Path log = podLog(namespace, name);
       try {
         MountTable mounts = volumes.mountsFor(c);
+        ProcessIdentity identity = ProcessIdentity.of(pod, c).orElse(null);
         Map<String, String> base = new LinkedHashMap<>();
         for (String k : List.of("PATH", "HOME", "LANG", "JAVA_HOME")) {
           String v = System.getenv(k);
           if (v != null) {
             base.put(k, v);
           }
+        }
+        if (identity != null && identity.uid() != 0) {
+          // Without a passwd entry for the user, container runtimes set HOME=/.
+          base.put("HOME", "/");
         }
         base.putIfAbsent("PATH", "/usr/local/bin:/usr/bin:/bin");
         base.put("HOSTNAME", name);
@@ -978,7 +983,8 @@ public final class SimulatedKubelet implements AutoCloseable {
                     r.args(),
                     r.env(),
                     r.workingDir(),
-                    log));
+                    log,
+                    identity));
         if (restart) {
           cs.restartCount++;
         }

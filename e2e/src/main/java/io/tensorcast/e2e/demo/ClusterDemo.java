@@ -166,7 +166,8 @@ public final class ClusterDemo implements Callable<Integer> {
                     javaBin(),
                     "-Xmx256m",
                     "-jar",
-                    dataplaneJar.toAbsolutePath().toString());
+                    dataplaneJar.toAbsolutePath().toString())
+                .mapProgram("tensorcast/dataplane", "chown", "chown");
         try (SimulatedKubelet kubelet = new SimulatedKubelet(client, nodeRoot, runtime)) {
           out.println("    node file systems (and pod logs) under " + nodeRoot);
           kubelet.addNode(node("node-a", "127.0.42.1", true));
@@ -282,6 +283,7 @@ public final class ClusterDemo implements Callable<Integer> {
           source:
             uri: s3://%s/%s
             endpoint: %s
+            insecureEndpoint: true
             region: us-east-1
             pathStyle: true
             credentialsSecretRef:
@@ -345,7 +347,7 @@ public final class ClusterDemo implements Callable<Integer> {
       throws Exception {
     int copies = 0;
     for (Pod pod : dataPlanePods(client)) {
-      DataPlaneStatus st = podStatus(pod);
+      DataPlaneStatus st = podStatus(client, pod);
       Path dir = Path.of(st.storeDirectory());
       Map<String, String> got = digests(dir);
       if (got.equals(sourceDigests)) {
@@ -403,7 +405,7 @@ public final class ClusterDemo implements Callable<Integer> {
   private List<Path> storeDirectories(KubernetesClient client) throws Exception {
     List<Path> dirs = new ArrayList<>();
     for (Pod pod : dataPlanePods(client)) {
-      dirs.add(Path.of(podStatus(pod).storeDirectory()));
+      dirs.add(Path.of(podStatus(client, pod).storeDirectory()));
     }
     return dirs;
   }
@@ -417,12 +419,23 @@ public final class ClusterDemo implements Callable<Integer> {
         .getItems();
   }
 
-  private static DataPlaneStatus podStatus(Pod pod) throws Exception {
+  /**
+   * {@code GET /status} of a data-plane pod with the artifact's admin token, which the demo (as
+   * cluster admin) reads from the artifact's Secret {@code <name>-tensorcast}.
+   */
+  private static DataPlaneStatus podStatus(KubernetesClient client, Pod pod) throws Exception {
+    var secret = client.secrets().inNamespace(NAMESPACE).withName(ARTIFACT + "-tensorcast").get();
+    String token =
+        new String(
+            java.util.Base64.getDecoder()
+                .decode(secret.getData().get(TensorcastConstants.SECRET_ADMIN_TOKEN)),
+            java.nio.charset.StandardCharsets.UTF_8);
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     HttpResponse<String> r =
         http.send(
             HttpRequest.newBuilder(
                     URI.create("http://" + pod.getStatus().getPodIP() + ":8471/status"))
+                .header("Authorization", "Bearer " + token)
                 .timeout(Duration.ofSeconds(5))
                 .build(),
             HttpResponse.BodyHandlers.ofString());

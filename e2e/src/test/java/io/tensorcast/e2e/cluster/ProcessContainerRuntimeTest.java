@@ -77,4 +77,26 @@ class ProcessContainerRuntimeTest {
             e -> assertThat(e.reason()).isEqualTo("RunContainerError"))
         .hasMessageContaining("\"no-such-program-xyz\" not found");
   }
+
+  @Test
+  void aProgramOfTheImageReplacesTheEntrypointAsInKubernetes() throws Exception {
+    ProcessContainerRuntime rt =
+        new ProcessContainerRuntime()
+            .map("tensorcast/dataplane", "java", "-jar", "dp.jar")
+            .mapProgram("tensorcast/dataplane", "chown", "/bin/chown");
+
+    assertThat(
+            rt.argv(
+                launch(
+                    "tensorcast/dataplane:e2e",
+                    List.of("chown", "-R", "10001:10001", "/store"),
+                    List.of())))
+        .containsExactly("/bin/chown", "-R", "10001:10001", "/store");
+    // Another command still goes after the entrypoint; another image knows no chown.
+    assertThat(rt.argv(launch("tensorcast/dataplane:e2e", List.of("serve"), List.of("--x"))))
+        .containsExactly("java", "-jar", "dp.jar", "serve", "--x");
+    assertThatThrownBy(() -> rt.argv(launch("other/image", List.of("chown", "a", "/b"), List.of())))
+        .isInstanceOfSatisfying(
+            ContainerStartException.class, e -> assertThat(e.reason()).isEqualTo("ErrImagePull"));
+  }
 }

@@ -556,6 +556,8 @@ class ModelArtifactIT {
     ModelArtifact first = awaitPhase("rolling", ArtifactPhase.Ready);
     assertThat(first.getStatus().getFiles()).isEqualTo(files.size());
     Set<String> firstPods = podNames();
+    Map<String, String> firstSecret =
+        client.secrets().inNamespace(ns).withName("rolling-tensorcast").get().getData();
 
     resource("rolling")
         .edit(
@@ -592,6 +594,16 @@ class ModelArtifactIT {
         });
     assertStoreHolds(n, second, kept);
     assertThat(storeDir(n, first)).doesNotExist();
+    // The new generation got a new peer secret (patched into the artifact's own Secret); the
+    // tokens stay the artifact's.
+    Map<String, String> secondSecret =
+        client.secrets().inNamespace(ns).withName("rolling-tensorcast").get().getData();
+    assertThat(secondSecret.get(TensorcastConstants.SECRET_PEER_SECRET))
+        .isNotEqualTo(firstSecret.get(TensorcastConstants.SECRET_PEER_SECRET));
+    assertThat(secondSecret.get(TensorcastConstants.SECRET_READ_TOKEN))
+        .isEqualTo(firstSecret.get(TensorcastConstants.SECRET_READ_TOKEN));
+    assertThat(secondSecret.get(TensorcastConstants.SECRET_ADMIN_TOKEN))
+        .isEqualTo(firstSecret.get(TensorcastConstants.SECRET_ADMIN_TOKEN));
   }
 
   // ---------------------------------------------------------------------------------- helpers
@@ -617,6 +629,7 @@ class ModelArtifactIT {
     SourceSpec source = new SourceSpec();
     source.setUri(uri);
     source.setEndpoint(env.s3.endpoint().toString());
+    source.setInsecureEndpoint(true);
     source.setRegion(S3MockServer.REGION);
     source.setPathStyle(true);
     source.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
@@ -762,8 +775,18 @@ class ModelArtifactIT {
     }
   }
 
-  /** GET on a pod's control endpoint (pod IP, the operator's control port), body as text. */
+  /**
+   * GET on a pod's control endpoint (pod IP, the operator's control port) with the artifact's admin
+   * token from its Secret, body as text.
+   */
   private String controlGet(Pod p, String path) throws IOException, InterruptedException {
+    String artifact = p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT);
+    var secret = client.secrets().inNamespace(ns).withName(artifact + "-tensorcast").get();
+    String token =
+        new String(
+            java.util.Base64.getDecoder()
+                .decode(secret.getData().get(TensorcastConstants.SECRET_ADMIN_TOKEN)),
+            StandardCharsets.UTF_8);
     var resp =
         java.net.http.HttpClient.newHttpClient()
             .send(
@@ -774,6 +797,7 @@ class ModelArtifactIT {
                                 + ":"
                                 + env.config.controlPort()
                                 + path))
+                    .header("Authorization", "Bearer " + token)
                     .timeout(Duration.ofSeconds(5))
                     .build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString());

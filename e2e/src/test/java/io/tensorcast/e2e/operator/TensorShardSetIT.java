@@ -194,6 +194,8 @@ class TensorShardSetIT {
     assertThat(row.get("SIZE PER RANK")).isEqualTo(st.getSizePerRank()).isNotBlank();
     assertThat(kubectl("get", "tensorcast")).contains("llama-tp4").contains("llama");
 
+    assertSetIsolation(ready, pod);
+
     // tp 4 -> 2: a new generation, new rank files; the old ones go.
     Path oldDir = setDir(nodeOf(st.getRanks().get(0).getNode()), ready);
     TensorShardSet fresh = resource("llama-tp4").get();
@@ -395,6 +397,126 @@ class TensorShardSetIT {
 
   private List<Pod> shardPods() {
     return client.pods().inNamespace(ns).withLabel(ShardSetPod.LABEL_SHARD_SET).list().getItems();
+  }
+
+  /**
+   * The set's own Secret and NetworkPolicy (owned by it, not the ModelArtifact's of the same
+   * namespace), its pod's mounts (the set's folder only, the artifact's read token alone and
+   * read-only), and on the real sockets: the artifact's pod refuses {@code /v1/tensors} without a
+   * token and with the set's own read token, and serves it with the artifact's read token that the
+   * set's pod holds.
+   */
+  private void assertSetIsolation(TensorShardSet set, Pod pod) throws Exception {
+    String uid = set.getMetadata().getUid();
+    io.fabric8.kubernetes.api.model.Secret own =
+        client.secrets().inNamespace(ns).withName("llama-tp4-tss-tensorcast").get();
+    assertThat(own).as("Secret llama-tp4-tss-tensorcast").isNotNull();
+    assertThat(own.getMetadata().getOwnerReferences())
+        .singleElement()
+        .satisfies(
+            o -> {
+              assertThat(o.getKind()).isEqualTo("TensorShardSet");
+              assertThat(o.getUid()).isEqualTo(uid);
+            });
+    io.fabric8.kubernetes.api.model.Secret artifactSecret =
+        client.secrets().inNamespace(ns).withName("llama-tensorcast").get();
+    Map<String, String> setValues = decoded(own);
+    Map<String, String> artifactValues = decoded(artifactSecret);
+    assertThat(setValues).containsOnlyKeys("peer-secret", "read-token", "admin-token");
+    for (String k : List.of("peer-secret", "read-token", "admin-token")) {
+      assertThat(setValues.get(k)).as(k).isNotEqualTo(artifactValues.get(k));
+    }
+    var np =
+        client
+            .network()
+            .v1()
+            .networkPolicies()
+            .inNamespace(ns)
+            .withName("llama-tp4-tss-tensorcast")
+            .get();
+    assertThat(np).as("NetworkPolicy llama-tp4-tss-tensorcast").isNotNull();
+    assertThat(np.getMetadata().getOwnerReferences().get(0).getUid()).isEqualTo(uid);
+    assertThat(np.getSpec().getPodSelector().getMatchLabels())
+        .containsEntry(ShardSetPod.LABEL_SHARD_SET, "llama-tp4");
+    assertThat(np.getSpec().getIngress())
+        .singleElement()
+        .satisfies(
+            r ->
+                assertThat(r.getPorts().get(0).getPort().getIntVal())
+                    .isEqualTo(env.config.controlPort()));
+
+    // The pod: one host directory (the set's), its own Secret, the artifact's read token only.
+    String root = ShardSetPod.storeRoot(set, env.config);
+    assertThat(pod.getSpec().getVolumes())
+        .filteredOn(v -> v.getHostPath() != null)
+        .extracting(v -> v.getHostPath().getPath())
+        .containsExactly(root);
+    assertThat(pod.getSpec().getVolumes())
+        .filteredOn(v -> v.getSecret() != null)
+        .extracting(v -> v.getSecret().getSecretName())
+        .containsExactlyInAnyOrder("llama-tp4-tss-tensorcast", "llama-tensorcast");
+    assertThat(pod.getSpec().getVolumes())
+        .filteredOn(
+            v -> v.getSecret() != null && "llama-tensorcast".equals(v.getSecret().getSecretName()))
+        .singleElement()
+        .satisfies(
+            v ->
+                assertThat(v.getSecret().getItems())
+                    .extracting(i -> i.getKey())
+                    .containsExactly("read-token"));
+    assertThat(pod.getMetadata().getLabels())
+        .containsEntry(TensorcastConstants.CONSUMER_LABEL_PREFIX + "llama", "true");
+    assertThat(pod.getSpec().getSecurityContext().getRunAsNonRoot()).isTrue();
+
+    // Real sockets: the artifact's pod admits only its own read token.
+    Pod artifactPod =
+        client
+            .pods()
+            .inNamespace(ns)
+            .withLabel(TensorcastConstants.LABEL_ARTIFACT, "llama")
+            .list()
+            .getItems()
+            .stream()
+            .filter(p -> p.getStatus().getPodIP() != null)
+            .findFirst()
+            .orElseThrow();
+    assertThat(tensorsStatus(artifactPod, null)).isEqualTo(401);
+    assertThat(tensorsStatus(artifactPod, setValues.get("read-token"))).isEqualTo(401);
+    assertThat(tensorsStatus(artifactPod, artifactValues.get("read-token"))).isEqualTo(200);
+    // And the set's pod, in turn, refuses the artifact's token on its own endpoint.
+    assertThat(tensorsStatus(pod, artifactValues.get("read-token"))).isEqualTo(401);
+    assertThat(tensorsStatus(pod, setValues.get("read-token"))).isEqualTo(200);
+  }
+
+  private int tensorsStatus(Pod p, String token) throws IOException, InterruptedException {
+    var req =
+        java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create(
+                    "http://"
+                        + p.getStatus().getPodIP()
+                        + ":"
+                        + env.config.controlPort()
+                        + "/v1/tensors"))
+            .timeout(Duration.ofSeconds(5));
+    if (token != null) {
+      req.header("Authorization", "Bearer " + token);
+    }
+    return java.net.http.HttpClient.newHttpClient()
+        .send(req.build(), java.net.http.HttpResponse.BodyHandlers.discarding())
+        .statusCode();
+  }
+
+  private static Map<String, String> decoded(io.fabric8.kubernetes.api.model.Secret s) {
+    Map<String, String> out = new java.util.TreeMap<>();
+    s.getData()
+        .forEach(
+            (k, v) ->
+                out.put(
+                    k,
+                    new String(
+                        java.util.Base64.getDecoder().decode(v),
+                        java.nio.charset.StandardCharsets.UTF_8)));
+    return out;
   }
 
   private String controlGet(Pod p, String path) throws IOException, InterruptedException {

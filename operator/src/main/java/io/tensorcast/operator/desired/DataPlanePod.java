@@ -4,10 +4,10 @@ import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.EnvVarBuilder;
+import io.fabric8.kubernetes.api.model.LocalObjectReference;
 import io.fabric8.kubernetes.api.model.NodeSelectorRequirementBuilder;
 import io.fabric8.kubernetes.api.model.NodeSelectorTerm;
 import io.fabric8.kubernetes.api.model.NodeSelectorTermBuilder;
-import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodSpec;
@@ -29,6 +29,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
+import io.tensorcast.api.wire.FormatLimitFlags;
 import io.tensorcast.operator.config.OperatorConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -60,7 +61,11 @@ import java.util.OptionalLong;
  *       limit; artifact id {@link #artifactId}; store root {@link #storeRoot} (one store root per
  *       artifact, because a data-plane store holds an exclusive lock on its root); the pod's memory
  *       limit as {@code TENSORCAST_MEMORY_BUDGET}; source credentials as {@code secretKeyRef}s to
- *       {@code spec.source.credentialsSecretRef} (the operator never reads the Secret).
+ *       {@code spec.source.credentialsSecretRef} (the operator never reads the Secret), and {@code
+ *       AWS_EC2_METADATA_DISABLED=true} so that an artifact without credentials cannot borrow the
+ *       node's instance role.
+ *   <li>Image pull Secrets, PriorityClass and a CPU request (no CPU limit) from {@link
+ *       OperatorConfig#dataPlanePod()} when set.
  *   <li>Memory request = limit = {@link #memoryRequestBytes}: the artifact's size plus the
  *       operator's overhead once the size is known. Before that (the first pod, which resolves the
  *       source): {@code spec.memory.limit} plus the overhead when a limit is set (the artifact
@@ -70,10 +75,27 @@ import java.util.OptionalLong;
  *       OperatorConfig#peerPort()}); the peer flags of the P2P contract ({@code --peer-id}, {@code
  *       --piece-size}, {@code --distribution}), so a change of {@code spec.distribution} changes
  *       the args and the pod is replaced.
- *   <li>{@code IPC_LOCK} capability (page-locking); one {@value TensorcastConstants#RDMA_RESOURCE}
- *       when RDMA is used on that node (policy not Disabled and the node advertises the resource);
- *       the store root as a hostPath volume at the same path; readiness {@code GET /readyz} and
- *       liveness {@code GET /healthz} on the control port; no service account token.
+ *   <li>One {@value TensorcastConstants#RDMA_RESOURCE} when RDMA is used on that node (policy not
+ *       Disabled and the node advertises the resource); readiness {@code GET /readyz} and liveness
+ *       {@code GET /healthz} on the control port; no service account token.
+ *   <li>Tenancy: the only host directory is the artifact's own store root {@link #storeRoot}
+ *       ({@code hostPath}, {@code DirectoryOrCreate}, mounted at the same path), never the store
+ *       root of all artifacts. The artifact's Secret ({@link ArtifactSecret}) is mounted read-only
+ *       at {@value TensorcastConstants#ARTIFACT_SECRET_DIR} (files mode 0400, group {@code
+ *       fsGroup}) and passed as {@code --peer-secret-file}, {@code --read-token-file}, {@code
+ *       --admin-token-file}.
+ *   <li>Least privilege: the pod runs as the non-root uid {@link OperatorConfig#dataPlaneUser()}
+ *       ({@code runAsNonRoot}, same gid and fsGroup), seccomp {@code RuntimeDefault}; the container
+ *       drops every capability and adds {@code IPC_LOCK} only when {@code spec.memory.pinned}, no
+ *       privilege escalation, read-only root file system with an {@code emptyDir} at {@code /tmp}
+ *       for the JVM. The kubelet creates a missing store directory owned by root, so an init
+ *       container {@value #STORE_OWNER_CONTAINER} (uid 0, only {@code CHOWN} and {@code
+ *       DAC_READ_SEARCH}) runs {@code chown -R -h <uid>:<uid>} on that one directory first.
+ *   <li>The master key's id ({@link io.tensorcast.operator.trust.MasterKey#id()}) in annotation
+ *       {@link #ANNOTATION_KEY_ID} and in the spec digest: pods whose Secret came from another
+ *       master key are replaced.
+ *   <li>The format-reader bounds of the operator's configuration ({@link
+ *       OperatorConfig#formatLimits()}) as {@code --max-…=value} flags, sorted by name.
  * </ul>
  */
 public final class DataPlanePod {
@@ -99,8 +121,14 @@ public final class DataPlanePod {
   /** Name of the container port of the peer transport. */
   public static final String PEER_PORT_NAME = "peer";
 
-  /** Where a pod finds the control token when one is configured. */
-  public static final String CONTROL_TOKEN_DIR = "/var/run/secrets/tensorcast/control";
+  /** Annotation holding the id of the master key the pod's Secret values come from. */
+  public static final String ANNOTATION_KEY_ID = "tensorcast.io/key-id";
+
+  /** Name of the init container that gives the store directory to the data-plane user. */
+  public static final String STORE_OWNER_CONTAINER = "store-owner";
+
+  /** Name of the pod's volume of the artifact's Secret. */
+  public static final String SECRET_VOLUME = "tensorcast-secret";
 
   private DataPlanePod() {}
 
@@ -110,13 +138,15 @@ public final class DataPlanePod {
    * @param artifact the ModelArtifact (metadata name, namespace, uid, generation; spec)
    * @param node the chosen node
    * @param totalBytes the artifact's resolved size for this generation, if known
-   * @param config operator settings (image, port, store root, overhead, token)
+   * @param config operator settings (image, ports, store root, overhead, user)
+   * @param keyId id of the master key the artifact's Secret was derived from
    */
   public static Pod desired(
       ModelArtifact artifact,
       NodeSelection.Candidate node,
       OptionalLong totalBytes,
-      OperatorConfig config) {
+      OperatorConfig config,
+      String keyId) {
     ModelArtifactSpec spec = artifact.getSpec();
     String name = artifact.getMetadata().getName();
     String namespace = artifact.getMetadata().getNamespace();
@@ -124,43 +154,58 @@ public final class DataPlanePod {
     long memory = memoryRequestBytes(spec, totalBytes, config.memoryOverheadBytes());
     boolean rdma = usesRdma(spec, node);
 
-    Map<String, Quantity> requests = new LinkedHashMap<>();
-    requests.put("memory", ByteSize.quantity(memory));
+    Map<String, Quantity> limits = new LinkedHashMap<>();
+    limits.put("memory", ByteSize.quantity(memory));
     if (rdma) {
-      requests.put(TensorcastConstants.RDMA_RESOURCE, new Quantity("1"));
+      limits.put(TensorcastConstants.RDMA_RESOURCE, new Quantity("1"));
     }
+    Map<String, Quantity> requests = new LinkedHashMap<>();
+    config.dataPlanePod().cpuRequest().ifPresent(cpu -> requests.put("cpu", cpu));
+    requests.putAll(limits);
     ResourceRequirements resources = new ResourceRequirements();
     resources.setRequests(requests);
-    resources.setLimits(new LinkedHashMap<>(requests));
+    resources.setLimits(limits);
 
     String storeRoot = storeRoot(artifact, config);
     List<VolumeMount> mounts = new ArrayList<>();
     List<Volume> volumes = new ArrayList<>();
+    mounts.add(new VolumeMountBuilder().withName("store").withMountPath(storeRoot).build());
     mounts.add(
-        new VolumeMountBuilder().withName("store").withMountPath(config.storeRoot()).build());
+        new VolumeMountBuilder()
+            .withName(SECRET_VOLUME)
+            .withMountPath(TensorcastConstants.ARTIFACT_SECRET_DIR)
+            .withReadOnly(true)
+            .build());
+    mounts.add(new VolumeMountBuilder().withName("tmp").withMountPath("/tmp").build());
     volumes.add(
         new VolumeBuilder()
             .withName("store")
             .withNewHostPath()
-            .withPath(config.storeRoot())
+            .withPath(storeRoot)
             .withType("DirectoryOrCreate")
             .endHostPath()
             .build());
-    if (config.controlTokenSecret().isPresent()) {
-      mounts.add(
-          new VolumeMountBuilder()
-              .withName("control-token")
-              .withMountPath(CONTROL_TOKEN_DIR)
-              .withReadOnly(true)
-              .build());
-      volumes.add(
-          new VolumeBuilder()
-              .withName("control-token")
-              .withNewSecret()
-              .withSecretName(config.controlTokenSecret().get())
-              .endSecret()
-              .build());
-    }
+    volumes.add(
+        new VolumeBuilder()
+            .withName(SECRET_VOLUME)
+            .withNewSecret()
+            .withSecretName(ArtifactChildren.name(artifact))
+            .withDefaultMode(SECRET_FILE_MODE)
+            .withItems(
+                secretItem(TensorcastConstants.SECRET_PEER_SECRET),
+                secretItem(TensorcastConstants.SECRET_READ_TOKEN),
+                secretItem(TensorcastConstants.SECRET_ADMIN_TOKEN))
+            .endSecret()
+            .build());
+    volumes.add(
+        new VolumeBuilder()
+            .withName("tmp")
+            .withNewEmptyDir()
+            .withSizeLimit(new Quantity("64Mi"))
+            .endEmptyDir()
+            .build());
+    boolean pinned = pinned(spec);
+    long uid = config.dataPlaneUser();
 
     Container container =
         new ContainerBuilder()
@@ -182,8 +227,15 @@ public final class DataPlanePod {
             .withResources(resources)
             .withVolumeMounts(mounts)
             .withNewSecurityContext()
+            .withRunAsNonRoot(true)
+            .withRunAsUser(uid)
+            .withRunAsGroup(uid)
+            .withAllowPrivilegeEscalation(false)
+            .withPrivileged(false)
+            .withReadOnlyRootFilesystem(true)
             .withNewCapabilities()
-            .withAdd("IPC_LOCK")
+            .withDrop("ALL")
+            .withAdd(pinned ? List.of("IPC_LOCK") : List.of())
             .endCapabilities()
             .endSecurityContext()
             .withNewReadinessProbe()
@@ -212,10 +264,24 @@ public final class DataPlanePod {
             ? List.of()
             : spec.getPlacement().getTolerations();
 
+    OperatorConfig.DataPlanePodSettings extra = config.dataPlanePod();
     PodSpec podSpec =
         new io.fabric8.kubernetes.api.model.PodSpecBuilder()
+            .withInitContainers(storeOwner(config, storeRoot))
             .withContainers(container)
+            .withImagePullSecrets(
+                extra.imagePullSecrets().stream().map(n -> new LocalObjectReference(n)).toList())
+            .withPriorityClassName(extra.priorityClassName().orElse(null))
             .withVolumes(volumes)
+            .withNewSecurityContext()
+            .withRunAsNonRoot(true)
+            .withRunAsUser(uid)
+            .withRunAsGroup(uid)
+            .withFsGroup(uid)
+            .withNewSeccompProfile()
+            .withType("RuntimeDefault")
+            .endSeccompProfile()
+            .endSecurityContext()
             .withTolerations(tolerations)
             .withNewAffinity()
             .withNewNodeAffinity()
@@ -239,7 +305,8 @@ public final class DataPlanePod {
     Map<String, String> annotations = new LinkedHashMap<>();
     annotations.put(ANNOTATION_NODE, node.name());
     annotations.put(ANNOTATION_ARTIFACT_ID, artifactId(artifact));
-    annotations.put(ANNOTATION_SPEC_HASH, specHash(podSpec));
+    annotations.put(ANNOTATION_KEY_ID, keyId);
+    annotations.put(ANNOTATION_SPEC_HASH, specHash(podSpec, keyId));
 
     return new PodBuilder()
         .withNewMetadata()
@@ -247,15 +314,7 @@ public final class DataPlanePod {
         .withNamespace(namespace)
         .withLabels(labels)
         .withAnnotations(annotations)
-        .withOwnerReferences(
-            new OwnerReferenceBuilder()
-                .withApiVersion(artifact.getApiVersion())
-                .withKind(artifact.getKind())
-                .withName(name)
-                .withUid(artifact.getMetadata().getUid())
-                .withController(true)
-                .withBlockOwnerDeletion(true)
-                .build())
+        .withOwnerReferences(ArtifactChildren.ownerReference(artifact, true))
         .endMetadata()
         .withSpec(podSpec)
         .build();
@@ -343,7 +402,8 @@ public final class DataPlanePod {
   /**
    * The pod's store root: {@code <config storeRoot>/<namespace>.<name>} (unique: namespaces hold no
    * '.'). One root per ModelArtifact, shared by its generations on a node one at a time, so that a
-   * new pod's store start-up removes what an earlier, killed pod left behind.
+   * new pod's store start-up removes what an earlier, killed pod left behind. It is the only host
+   * directory the pod mounts.
    */
   public static String storeRoot(ModelArtifact artifact, OperatorConfig config) {
     String root = config.storeRoot();
@@ -358,11 +418,65 @@ public final class DataPlanePod {
     return g == null ? 1 : g;
   }
 
-  /** The digest stored in {@link #ANNOTATION_SPEC_HASH}: SHA-256 of the spec without resources. */
-  public static String specHash(PodSpec spec) {
+  /**
+   * The digest stored in {@link #ANNOTATION_SPEC_HASH}: SHA-256 of the spec without the data-plane
+   * container's resources, and of the master key's id.
+   */
+  public static String specHash(PodSpec spec, String keyId) {
     PodSpec copy = Serialization.clone(spec);
     copy.getContainers().forEach(c -> c.setResources(null));
-    return sha256(Serialization.asJson(copy)).substring(0, 16);
+    return sha256(Serialization.asJson(copy) + "\nkey-id " + keyId).substring(0, 16);
+  }
+
+  /** Mode of the Secret's files in the pod (0400; the kubelet adds group read for fsGroup). */
+  static final int SECRET_FILE_MODE = 0400;
+
+  private static io.fabric8.kubernetes.api.model.KeyToPath secretItem(String key) {
+    return new io.fabric8.kubernetes.api.model.KeyToPathBuilder()
+        .withKey(key)
+        .withPath(key)
+        .build();
+  }
+
+  /** Whether {@code spec.memory.pinned} (default true). */
+  static boolean pinned(ModelArtifactSpec spec) {
+    return spec.getMemory() == null || !Boolean.FALSE.equals(spec.getMemory().getPinned());
+  }
+
+  /**
+   * The init container that hands the artifact's store directory to the data-plane user: the
+   * kubelet creates a missing {@code hostPath} directory owned by root (mode 0755), where a
+   * non-root process cannot write. It runs the data-plane image's {@code chown} as uid 0 with only
+   * {@code CHOWN} (to change owners) and {@code DAC_READ_SEARCH} (to walk what an earlier pod
+   * left), {@code -h} so that no symbolic link is followed, on that one directory.
+   */
+  private static Container storeOwner(OperatorConfig config, String storeRoot) {
+    long uid = config.dataPlaneUser();
+    Map<String, Quantity> memory = Map.of("memory", new Quantity("32Mi"));
+    return new ContainerBuilder()
+        .withName(STORE_OWNER_CONTAINER)
+        .withImage(config.dataPlaneImage())
+        .withImagePullPolicy(config.imagePullPolicy())
+        .withCommand("chown", "-R", "-h", uid + ":" + uid, storeRoot)
+        .withVolumeMounts(
+            new VolumeMountBuilder().withName("store").withMountPath(storeRoot).build())
+        .withNewResources()
+        .withRequests(memory)
+        .withLimits(memory)
+        .endResources()
+        .withNewSecurityContext()
+        .withRunAsNonRoot(false)
+        .withRunAsUser(0L)
+        .withRunAsGroup(0L)
+        .withAllowPrivilegeEscalation(false)
+        .withPrivileged(false)
+        .withReadOnlyRootFilesystem(true)
+        .withNewCapabilities()
+        .withDrop("ALL")
+        .withAdd("CHOWN", "DAC_READ_SEARCH")
+        .endCapabilities()
+        .endSecurityContext()
+        .build();
   }
 
   private static NodeSelectorTerm pinTo(NodeSelection.Candidate node) {
@@ -407,13 +521,14 @@ public final class DataPlanePod {
       a.add("--memory-limit");
       a.add(Long.toString(limit.getAsLong()));
     }
-    boolean pinned =
-        spec.getMemory() == null || !Boolean.FALSE.equals(spec.getMemory().getPinned());
     a.add("--lock-policy");
-    a.add(pinned ? "REQUIRED" : "DISABLED");
+    a.add(pinned(spec) ? "REQUIRED" : "DISABLED");
     if (source.getEndpoint() != null) {
       a.add("--endpoint");
       a.add(source.getEndpoint());
+    }
+    if (Boolean.TRUE.equals(source.getInsecureEndpoint())) {
+      a.add("--allow-insecure-endpoint");
     }
     if (source.getRegion() != null) {
       a.add("--region");
@@ -434,10 +549,13 @@ public final class DataPlanePod {
       a.add("--exclude");
       a.add(g);
     }
-    if (config.controlTokenSecret().isPresent()) {
-      a.add("--control-token-file");
-      a.add(CONTROL_TOKEN_DIR + "/" + OperatorConfig.CONTROL_TOKEN_KEY);
-    }
+    a.add("--peer-secret-file");
+    a.add(TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_PEER_SECRET);
+    a.add("--read-token-file");
+    a.add(TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_READ_TOKEN);
+    a.add("--admin-token-file");
+    a.add(TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_ADMIN_TOKEN);
+    a.addAll(FormatLimitFlags.args(config.formatLimits()));
     return a;
   }
 
@@ -488,6 +606,9 @@ public final class DataPlanePod {
             .endResourceFieldRef()
             .endValueFrom()
             .build());
+    // The node's instance role is not the artifact's to use: without this the AWS SDK's default
+    // chain would fall back to the metadata service and read with the node's credentials.
+    env.add(new EnvVarBuilder().withName("AWS_EC2_METADATA_DISABLED").withValue("true").build());
     CredentialsSecretRef ref = source.getCredentialsSecretRef();
     if (ref != null) {
       String uri = source.getUri();

@@ -1,11 +1,14 @@
 package io.tensorcast.operator.desired;
 
 import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.KeyToPathBuilder;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeBuilder;
 import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.tensorcast.api.StoreLayout;
 import io.tensorcast.api.TensorcastConstants;
@@ -38,12 +41,20 @@ import java.util.stream.Collectors;
  *   <li>owner reference to the TensorShardSet; label {@link #LABEL_SHARD_SET} instead of {@link
  *       TensorcastConstants#LABEL_ARTIFACT} (so no ModelArtifact claims it); name {@code <set>-<10
  *       hex>} over (namespace, set, node, generation, kind);
- *   <li>store root {@code <storeRoot>/tensorshardsets/<namespace>.<name>} (args and hostPath);
+ *   <li>store root {@code <storeRoot>/tensorshardsets/<namespace>.<name>} (args, hostPath, the
+ *       store-owner init container): the only host directory the pod mounts;
+ *   <li>the set's own Secret ({@link ShardSetChildren#secret}, read and admin tokens and peer
+ *       secret of the set, not of its ModelArtifact) at {@value
+ *       TensorcastConstants#ARTIFACT_SECRET_DIR}; the same non-root security context as a
+ *       ModelArtifact's pod;
+ *   <li>when the set reads a ModelArtifact's copies: that artifact's {@code read-token} (the only
+ *       key of its Secret) read-only at {@value TensorcastConstants#COPY_TOKEN_DIR}, passed as
+ *       {@code --copy-token-file}, and the label {@code consumer.tensorcast.io/<artifact>: "true"}
+ *       that the artifact's NetworkPolicy admits to its control port;
  *   <li>{@code --distribution source-only} (the pods of a set hold different bytes, they form no
  *       swarm) and {@code --shards <sizes> --ranks <ranks>}, {@code --rules <json>} for explicit
- *       rules, {@code --copy-wait 10s} and the control token as {@code --copy-token-file} when the
- *       set reads from a ModelArtifact's copies, {@code --revision} pinned to the artifact's
- *       resolved Hugging Face commit;
+ *       rules, {@code --copy-wait 10s} when the set reads from a ModelArtifact's copies, {@code
+ *       --revision} pinned to the artifact's resolved Hugging Face commit;
  *   <li>memory request and limit: the node's rank files plus the operator's overhead.
  * </ul>
  */
@@ -54,6 +65,9 @@ public final class ShardSetPod {
 
   /** Annotation listing the global ranks the pod writes, e.g. {@code 2,3}. */
   public static final String ANNOTATION_RANKS = "tensorcast.io/ranks";
+
+  /** Name of the pod's volume of the read token of the ModelArtifact it reads slices from. */
+  public static final String COPY_TOKEN_VOLUME = "tensorcast-copy-token";
 
   /** How long a pod waits for the ModelArtifact copies to read from before using the source. */
   public static final String COPY_WAIT = "10s";
@@ -71,6 +85,7 @@ public final class ShardSetPod {
    * @param ranks the ranks the pod writes, ascending
    * @param bytes the bytes the node stores for them, if known
    * @param config operator settings
+   * @param keyId id of the master key the set's Secret was derived from
    */
   public static Pod desired(
       TensorShardSet set,
@@ -80,9 +95,10 @@ public final class ShardSetPod {
       NodeSelection.Candidate node,
       List<Integer> ranks,
       OptionalLong bytes,
-      OperatorConfig config) {
+      OperatorConfig config,
+      String keyId) {
     ModelArtifact carrier = carrier(set, source, revision);
-    Pod pod = DataPlanePod.desired(carrier, node, bytes, config);
+    Pod pod = DataPlanePod.desired(carrier, node, bytes, config, keyId);
     String maRoot = DataPlanePod.storeRoot(carrier, config);
     String root = storeRoot(set, config);
 
@@ -91,6 +107,11 @@ public final class ShardSetPod {
     Map<String, String> labels = new LinkedHashMap<>(meta.getLabels());
     labels.remove(TensorcastConstants.LABEL_ARTIFACT);
     labels.put(LABEL_SHARD_SET, set.getMetadata().getName());
+    String artifact = readsCopies ? set.getSpec().getArtifactRef().getName() : null;
+    if (artifact != null) {
+      // Admitted to the ModelArtifact's control port by its NetworkPolicy.
+      labels.put(TensorcastConstants.CONSUMER_LABEL_PREFIX + artifact, "true");
+    }
     meta.setLabels(labels);
     meta.getAnnotations()
         .put(
@@ -124,27 +145,59 @@ public final class ShardSetPod {
       args.add("--rules");
       args.add(Serialization.asJson(rules));
     }
-    if (readsCopies) {
+    if (artifact != null) {
       args.add("--copy-wait");
       args.add(COPY_WAIT);
-      if (config.controlTokenSecret().isPresent()) {
-        args.add("--copy-token-file");
-        args.add(DataPlanePod.CONTROL_TOKEN_DIR + "/" + OperatorConfig.CONTROL_TOKEN_KEY);
-      }
+      args.add("--copy-token-file");
+      args.add(TensorcastConstants.COPY_TOKEN_DIR + "/" + TensorcastConstants.SECRET_READ_TOKEN);
     }
     c.setArgs(args);
-    for (VolumeMount m : c.getVolumeMounts()) {
-      if (maRoot.equals(m.getMountPath())) {
-        m.setMountPath(root);
+    List<Container> all = new ArrayList<>(pod.getSpec().getInitContainers());
+    all.add(c);
+    for (Container x : all) {
+      for (VolumeMount m : x.getVolumeMounts()) {
+        if (maRoot.equals(m.getMountPath())) {
+          m.setMountPath(root);
+        }
+      }
+      if (x.getCommand() != null) {
+        x.setCommand(x.getCommand().stream().map(a -> a.equals(maRoot) ? root : a).toList());
       }
     }
     for (Volume v : pod.getSpec().getVolumes()) {
       if (v.getHostPath() != null && maRoot.equals(v.getHostPath().getPath())) {
         v.getHostPath().setPath(root);
       }
+      if (DataPlanePod.SECRET_VOLUME.equals(v.getName())) {
+        v.getSecret().setSecretName(ShardSetChildren.name(set));
+      }
+    }
+    if (artifact != null) {
+      pod.getSpec()
+          .getVolumes()
+          .add(
+              new VolumeBuilder()
+                  .withName(COPY_TOKEN_VOLUME)
+                  .withNewSecret()
+                  .withSecretName(ArtifactChildren.name(artifact))
+                  .withDefaultMode(DataPlanePod.SECRET_FILE_MODE)
+                  .withItems(
+                      new KeyToPathBuilder()
+                          .withKey(TensorcastConstants.SECRET_READ_TOKEN)
+                          .withPath(TensorcastConstants.SECRET_READ_TOKEN)
+                          .build())
+                  .endSecret()
+                  .build());
+      c.getVolumeMounts()
+          .add(
+              new VolumeMountBuilder()
+                  .withName(COPY_TOKEN_VOLUME)
+                  .withMountPath(TensorcastConstants.COPY_TOKEN_DIR)
+                  .withReadOnly(true)
+                  .build());
     }
     meta.getAnnotations()
-        .put(DataPlanePod.ANNOTATION_SPEC_HASH, DataPlanePod.specHash(pod.getSpec()));
+        .put(DataPlanePod.ANNOTATION_SPEC_HASH, DataPlanePod.specHash(pod.getSpec(), keyId));
     return pod;
   }
 

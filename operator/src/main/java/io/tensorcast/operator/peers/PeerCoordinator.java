@@ -67,9 +67,13 @@ public final class PeerCoordinator {
    * @param artifact "namespace/name" of the ModelArtifact
    * @param currentPods the artifact's pods of the current generation that the operator keeps
    * @param reports this round's {@code /status} reports by pod name (absent: not reached)
+   * @param adminToken the artifact's admin token, which {@code PUT /v1/peers} requires
    */
   public Outcome coordinate(
-      String artifact, List<Pod> currentPods, Map<String, DataPlaneStatus> reports) {
+      String artifact,
+      List<Pod> currentPods,
+      Map<String, DataPlaneStatus> reports,
+      String adminToken) {
     Membership m = Membership.of(currentPods, peerPort);
     Map<String, String> known = applied.computeIfAbsent(artifact, k -> new ConcurrentHashMap<>());
     known.keySet().retainAll(Set.copyOf(m.ids()));
@@ -81,7 +85,7 @@ public final class PeerCoordinator {
     if (targets.isEmpty()) {
       return new Outcome(m, Set.of(), Set.of());
     }
-    Set<String> ok = client.putPeers(targets, m);
+    Set<String> ok = client.putPeers(targets, m, adminToken);
     SortedSet<String> sent = new TreeSet<>();
     SortedSet<String> failed = new TreeSet<>();
     for (Pod p : targets) {

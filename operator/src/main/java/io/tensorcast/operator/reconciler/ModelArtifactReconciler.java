@@ -45,6 +45,9 @@ import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
+import io.tensorcast.operator.trust.ArtifactKeys;
+import io.tensorcast.operator.trust.MasterKey;
+import io.tensorcast.operator.validation.SourcePolicy;
 import io.tensorcast.operator.validation.SpecValidator;
 import io.tensorcast.operator.validation.Violation;
 import java.time.Clock;
@@ -62,10 +65,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Reconciles a ModelArtifact onto data-plane pods, one per chosen node, and reports their progress
  * in its status. One pass, top to bottom: observe (the artifact's pods and the nodes, from informer
- * caches) → validate the spec → poll the pods' {@code /status} → learn the artifact's size → select
- * nodes → reconcile pods → send peer membership to the pods that need it → aggregate the status →
- * patch it if it changed → come back after {@link OperatorConfig#pollInterval()} while not Ready or
- * while a pod has not applied the membership.
+ * caches) → validate the spec → poll the pods' {@code /status} (with the artifact's admin token) →
+ * learn the artifact's size → select nodes → make sure the artifact's Secret and NetworkPolicy are
+ * in place ({@link ArtifactObjects}) → reconcile pods → send peer membership to the pods that need
+ * it → aggregate the status → patch it if it changed → come back after {@link
+ * OperatorConfig#pollInterval()} while not Ready or while a pod has not applied the membership.
+ *
+ * <p>Trust: the artifact's peer secret and read/admin tokens are derived from the operator's {@link
+ * MasterKey} ({@link ArtifactKeys}); the operator writes them into a Secret it owns and never reads
+ * a Secret back.
  *
  * <p>Size first: while the size of the current generation is unknown, only one pod is created (on
  * the first chosen node); it resolves the source and reports files, tensors, bytes and revision.
@@ -99,6 +107,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   static final Duration CONSUMER_RECHECK = Duration.ofSeconds(10);
 
   private final OperatorConfig config;
+  private final MasterKey masterKey;
+  private final SourcePolicy sourcePolicy;
+  private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final PeerCoordinator peers;
   private final ArtifactMetrics metrics;
@@ -107,26 +118,35 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
   private volatile InformerEventSource<Pod, ModelArtifact> consumerPods;
 
-  public ModelArtifactReconciler(OperatorConfig config) {
-    this(config, new SimpleMeterRegistry());
+  public ModelArtifactReconciler(OperatorConfig config, MasterKey masterKey) {
+    this(config, masterKey, new SimpleMeterRegistry());
   }
 
   /**
    * @param config operator settings
+   * @param masterKey the key every artifact's Secret values are derived from
    * @param registry where the per-artifact gauges go ({@link ArtifactMetrics})
    */
-  public ModelArtifactReconciler(OperatorConfig config, MeterRegistry registry) {
+  public ModelArtifactReconciler(
+      OperatorConfig config, MasterKey masterKey, MeterRegistry registry) {
     this(
         config,
-        new DataPlaneClient(
-            config.controlPort(), config.statusTimeout(), config.controlTokenFile()),
+        masterKey,
+        new DataPlaneClient(config.controlPort(), config.statusTimeout()),
         registry,
         Clock.systemUTC());
   }
 
   public ModelArtifactReconciler(
-      OperatorConfig config, DataPlaneClient dataPlane, MeterRegistry registry, Clock clock) {
+      OperatorConfig config,
+      MasterKey masterKey,
+      DataPlaneClient dataPlane,
+      MeterRegistry registry,
+      Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
+    this.masterKey = Objects.requireNonNull(masterKey, "masterKey");
+    this.sourcePolicy = SourcePolicy.of(config);
+    this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.peers = new PeerCoordinator(dataPlane, config.peerPort());
     this.metrics = new ArtifactMetrics(registry);
@@ -207,7 +227,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     List<Pod> pods = dataPlanePods(artifact, context);
     List<Consumer> consumers = consumers(artifact);
 
-    List<Violation> violations = SpecValidator.validate(artifact);
+    List<Violation> violations = SpecValidator.validate(artifact, sourcePolicy);
     if (!violations.isEmpty()) {
       return fail(
           artifact,
@@ -228,7 +248,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           consumers);
     }
 
-    Map<String, DataPlaneStatus> reports = dataPlane.poll(currentPods(artifact, pods));
+    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    Map<String, DataPlaneStatus> reports =
+        dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
     Optional<Resolution> resolution = StatusAggregator.resolution(artifact, pods, reports);
     Optional<Failure> podFailure =
         StatusAggregator.podFailure(
@@ -252,8 +274,18 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         ConsumerHold.apply(
             PodPlan.plan(desiredPods(artifact, selection, resolution), pods), consumers);
     PodPlan plan = hold.plan();
+    Optional<String> conflict = objects.ensure(client, artifact, keys, !plan.create().isEmpty());
+    if (conflict.isPresent()) {
+      return fail(
+          artifact,
+          context,
+          pods,
+          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false),
+          resolution,
+          consumers);
+    }
     apply(plan, client);
-    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution);
+    boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution, keys);
 
     ModelArtifactStatus status =
         StatusAggregator.aggregate(
@@ -305,7 +337,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ModelArtifact artifact,
       PodPlan plan,
       Map<String, DataPlaneStatus> reports,
-      Optional<Resolution> resolution) {
+      Optional<Resolution> resolution,
+      ArtifactKeys keys) {
     if (!DataPlanePod.peerToPeer(artifact.getSpec()) || resolution.isEmpty()) {
       peers.forget(id(artifact));
       return true;
@@ -314,7 +347,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         plan.keep().values().stream()
             .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
             .toList();
-    return peers.coordinate(id(artifact), members, reports).settled();
+    return peers.coordinate(id(artifact), members, reports, keys.adminToken()).settled();
   }
 
   /**
@@ -356,6 +389,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .list()
             .getItems();
     peers.forget(id(artifact));
+    objects.forget(id(artifact));
     metrics.remove(artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
     if (pods.isEmpty()) {
       log.info("{}: every data-plane pod is gone; removing the finalizer", id(artifact));
@@ -481,7 +515,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         resolution.map(r -> OptionalLong.of(r.totalBytes())).orElse(OptionalLong.empty());
     return selection.chosen().stream()
         .limit(resolution.isPresent() ? Long.MAX_VALUE : 1)
-        .map(node -> DataPlanePod.desired(artifact, node, size, config))
+        .map(node -> DataPlanePod.desired(artifact, node, size, config, masterKey.id()))
         .toList();
   }
 
@@ -516,8 +550,10 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         clock.instant());
     labelReadyNodes(artifact, List.of(), context.getClient());
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
-    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in.
+    // Memory fit is checked again on a timer: nodes may grow without a node event we filter in;
+    // a name conflict likewise, since the operator does not watch Secrets or NetworkPolicies.
     return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())
+            || ArtifactObjects.REASON_NAME_CONFLICT.equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
   }
@@ -530,6 +566,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
    */
   private UpdateControl<ModelArtifact> patchIfChanged(
       ModelArtifact artifact, ModelArtifactStatus status, Context<ModelArtifact> context) {
+    metrics.status(
+        artifact.getMetadata().getNamespace(),
+        artifact.getMetadata().getName(),
+        artifact.getSpec() == null || DataPlanePod.peerToPeer(artifact.getSpec()),
+        status);
     if (Objects.equals(artifact.getStatus(), status)) {
       return UpdateControl.noUpdate();
     }

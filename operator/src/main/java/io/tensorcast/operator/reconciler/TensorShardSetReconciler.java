@@ -30,6 +30,7 @@ import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.PodPlan;
 import io.tensorcast.operator.desired.RankPlacement;
+import io.tensorcast.operator.desired.ShardSetChildren;
 import io.tensorcast.operator.desired.ShardSetPod;
 import io.tensorcast.operator.peers.Membership;
 import io.tensorcast.operator.status.DataPlaneClient;
@@ -37,6 +38,8 @@ import io.tensorcast.operator.status.ShardSetStatusAggregator;
 import io.tensorcast.operator.status.ShardSetStatusAggregator.Resolution;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
+import io.tensorcast.operator.trust.ArtifactKeys;
+import io.tensorcast.operator.trust.MasterKey;
 import io.tensorcast.operator.validation.ShardSetValidator;
 import io.tensorcast.operator.validation.SpecValidator;
 import io.tensorcast.operator.validation.Violation;
@@ -60,8 +63,9 @@ import org.slf4j.LoggerFactory;
  * artifact's pods, consumer pods) → validate the spec → wait for the ModelArtifact to be Ready
  * (saying so) → poll the pods' {@code /status} → learn the plan of this generation (per-rank sizes)
  * → place the ranks on nodes ({@link RankPlacement}) → reconcile pods ({@link ShardSetPod}, {@link
- * PodPlan}) → tell the pods which ModelArtifact copies they may read from ({@code PUT /v1/peers}) →
- * aggregate the status → patch it if it changed.
+ * PodPlan}), the set's own Secret and NetworkPolicy in place first ({@link ShardSetChildren}) →
+ * tell the pods which ModelArtifact copies they may read from ({@code PUT /v1/peers}) → aggregate
+ * the status → patch it if it changed.
  *
  * <p>Sizes first, as for a ModelArtifact: until one pod has resolved the plan only the pod of the
  * first block of ranks runs, with the overhead (or {@code spec.memory.limit}) as its memory; it
@@ -82,22 +86,31 @@ public class TensorShardSetReconciler
   public static final String NAME = "tensorshardset";
 
   private final OperatorConfig config;
+  private final MasterKey masterKey;
+  private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final Clock clock;
   private volatile InformerEventSource<Pod, TensorShardSet> pods;
   private volatile InformerEventSource<Node, TensorShardSet> nodes;
   private volatile InformerEventSource<ModelArtifact, TensorShardSet> artifacts;
 
-  public TensorShardSetReconciler(OperatorConfig config) {
+  /**
+   * @param config operator settings
+   * @param masterKey the key every set's Secret values are derived from
+   */
+  public TensorShardSetReconciler(OperatorConfig config, MasterKey masterKey) {
     this(
         config,
-        new DataPlaneClient(
-            config.controlPort(), config.statusTimeout(), config.controlTokenFile()),
+        masterKey,
+        new DataPlaneClient(config.controlPort(), config.statusTimeout()),
         Clock.systemUTC());
   }
 
-  public TensorShardSetReconciler(OperatorConfig config, DataPlaneClient dataPlane, Clock clock) {
+  public TensorShardSetReconciler(
+      OperatorConfig config, MasterKey masterKey, DataPlaneClient dataPlane, Clock clock) {
     this.config = Objects.requireNonNull(config, "config");
+    this.masterKey = Objects.requireNonNull(masterKey, "masterKey");
+    this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.clock = Objects.requireNonNull(clock, "clock");
   }
@@ -196,7 +209,8 @@ public class TensorShardSetReconciler
     KubernetesClient client = context.getClient();
     List<Pod> own = ownPods(set);
 
-    List<Violation> violations = ShardSetValidator.validate(set);
+    List<Violation> violations =
+        ShardSetValidator.validate(set, io.tensorcast.operator.validation.SourcePolicy.of(config));
     if (!violations.isEmpty()) {
       return fail(
           set,
@@ -229,7 +243,8 @@ public class TensorShardSetReconciler
     }
 
     List<Pod> current = currentPods(set, own);
-    Map<String, DataPlaneStatus> reports = dataPlane.poll(current);
+    ArtifactKeys keys = ArtifactKeys.derive(masterKey, set);
+    Map<String, DataPlaneStatus> reports = dataPlane.poll(current, keys.adminToken());
     Optional<Resolution> resolution = ShardSetStatusAggregator.resolution(set, current, reports);
     Optional<Failure> podFailure =
         ShardSetStatusAggregator.podFailure(
@@ -259,11 +274,33 @@ public class TensorShardSetReconciler
           slot.bytes().isPresent() ? OptionalLong.of(slot.bytes().get()) : OptionalLong.empty();
       desired.add(
           ShardSetPod.desired(
-              set, source, revision, readsCopies, slot.node(), slot.ranks(), bytes, config));
+              set,
+              source,
+              revision,
+              readsCopies,
+              slot.node(),
+              slot.ranks(),
+              bytes,
+              config,
+              masterKey.id()));
     }
     PodPlan plan = PodPlan.plan(desired, own);
+    Optional<String> conflict =
+        objects.ensure(
+            client,
+            set,
+            ShardSetChildren.secret(set, keys),
+            config.networkPolicy() ? ShardSetChildren.networkPolicy(set, config) : null,
+            !plan.create().isEmpty());
+    if (conflict.isPresent()) {
+      return fail(
+          set,
+          context,
+          own,
+          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false));
+    }
     apply(plan, client);
-    boolean copiesSettled = sendCopies(plan, reports, copies);
+    boolean copiesSettled = sendCopies(plan, reports, copies, keys.adminToken());
 
     TensorShardSetStatus status =
         ShardSetStatusAggregator.aggregate(
@@ -366,11 +403,12 @@ public class TensorShardSetReconciler
 
   /**
    * Sends the ModelArtifact copies (their control endpoints) as the membership of {@code PUT
-   * /v1/peers} to each kept pod that has not applied it yet.
+   * /v1/peers} to each kept pod that has not applied it yet, with the set's admin token.
    *
    * @return whether every kept pod has applied it
    */
-  private boolean sendCopies(PodPlan plan, Map<String, DataPlaneStatus> reports, List<Pod> copies) {
+  private boolean sendCopies(
+      PodPlan plan, Map<String, DataPlaneStatus> reports, List<Pod> copies, String adminToken) {
     if (copies.isEmpty() || plan.keep().isEmpty()) {
       return true;
     }
@@ -387,7 +425,7 @@ public class TensorShardSetReconciler
     if (targets.isEmpty()) {
       return true;
     }
-    return dataPlane.putPeers(targets, m).size() == targets.size();
+    return dataPlane.putPeers(targets, m, adminToken).size() == targets.size();
   }
 
   private RankPlacement.Result place(
@@ -462,6 +500,7 @@ public class TensorShardSetReconciler
             .list()
             .getItems();
     if (left.isEmpty()) {
+      objects.forget(set.getMetadata().getNamespace() + "/" + set.getMetadata().getName());
       log.info("{}: every data-plane pod is gone; removing the finalizer", id(set));
       return DeleteControl.defaultDelete();
     }

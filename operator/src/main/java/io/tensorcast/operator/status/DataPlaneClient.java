@@ -11,8 +11,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,8 +33,9 @@ import org.slf4j.LoggerFactory;
  * JSON that does not parse is left out of the result for this round: the caller treats it as
  * unknown, not as failed.
  *
- * <p>With a token file, the call carries {@code Authorization: Bearer <token>}; the file is read on
- * every round, so a rotated Secret takes effect without a restart.
+ * <p>Every call carries {@code Authorization: Bearer <admin token>}: the artifact's admin token,
+ * which the operator derives from its master key ({@link
+ * io.tensorcast.operator.trust.ArtifactKeys}) and never reads from a Secret.
  */
 public final class DataPlaneClient {
   private static final Logger log = LoggerFactory.getLogger(DataPlaneClient.class);
@@ -47,19 +46,16 @@ public final class DataPlaneClient {
   private final HttpClient http;
   private final int port;
   private final Duration timeout;
-  private final Optional<Path> tokenFile;
   private final ObjectMapper json =
       new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
   /**
    * @param port the pods' control port
    * @param timeout bound on connect plus response of one call
-   * @param tokenFile file holding the bearer token, if the pods require one
    */
-  public DataPlaneClient(int port, Duration timeout, Optional<Path> tokenFile) {
+  public DataPlaneClient(int port, Duration timeout) {
     this.port = port;
     this.timeout = timeout;
-    this.tokenFile = tokenFile;
     this.http =
         HttpClient.newBuilder()
             .version(HttpClient.Version.HTTP_1_1)
@@ -71,10 +67,12 @@ public final class DataPlaneClient {
   /**
    * Asks every pod that has an IP and is not being deleted.
    *
+   * @param pods pods of one ModelArtifact
+   * @param adminToken that artifact's admin token
    * @return reports by pod name; pods that did not answer properly are absent
    */
-  public Map<String, DataPlaneStatus> poll(List<Pod> pods) {
-    Optional<String> token = token();
+  public Map<String, DataPlaneStatus> poll(List<Pod> pods, String adminToken) {
+    Optional<String> token = Optional.of(adminToken);
     Map<String, CompletableFuture<DataPlaneStatus>> calls = new LinkedHashMap<>();
     for (Pod p : pods) {
       String ip = p.getStatus() == null ? null : p.getStatus().getPodIP();
@@ -116,6 +114,15 @@ public final class DataPlaneClient {
     return http.sendAsync(req.build(), HttpResponse.BodyHandlers.ofByteArray())
         .thenApply(
             resp -> {
+              if (resp.statusCode() == 401 || resp.statusCode() == 403) {
+                log.warn(
+                    "pod {}: /status answered {}: the pod does not accept this artifact's admin"
+                        + " token (its Secret volume not refreshed yet, or made from another"
+                        + " master key)",
+                    pod,
+                    resp.statusCode());
+                return null;
+              }
               if (resp.statusCode() != 200) {
                 log.debug("pod {}: /status answered {}", pod, resp.statusCode());
                 return null;
@@ -137,24 +144,24 @@ public final class DataPlaneClient {
   /**
    * Sends {@code membership} with {@code PUT http://<podIP>:<port>/v1/peers} to each of {@code
    * targets} in parallel (P2P contract: body {@code {"epoch":...,"members":[{"id":...,"address":
-   * ...}]}}, {@code Content-Type: application/json}, the control token as for {@code /status}).
-   * Every call is bounded by the timeout, so one round takes at most about one timeout. A pod
-   * applied the membership when it answers 204 (applied) or 200 (already its epoch); any other
-   * answer, a timeout or a connection failure leaves it out of the result, for the caller to try
-   * again later.
+   * ...}]}}, {@code Content-Type: application/json}, the admin token as for {@code /status}). Every
+   * call is bounded by the timeout, so one round takes at most about one timeout. A pod applied the
+   * membership when it answers 204 (applied) or 200 (already its epoch); any other answer, a
+   * timeout or a connection failure leaves it out of the result, for the caller to try again later.
    *
    * @param targets pods to send to; those without an IP or being deleted are skipped
    * @param membership what to send
+   * @param adminToken the artifact's admin token
    * @return names of the pods that applied it
    */
-  public Set<String> putPeers(List<Pod> targets, Membership membership) {
+  public Set<String> putPeers(List<Pod> targets, Membership membership, String adminToken) {
     byte[] body;
     try {
       body = json.writeValueAsBytes(membership);
     } catch (IOException e) {
       throw new IllegalStateException("cannot write membership as JSON", e);
     }
-    Optional<String> token = token();
+    Optional<String> token = Optional.of(adminToken);
     Map<String, CompletableFuture<Boolean>> calls = new LinkedHashMap<>();
     for (Pod p : targets) {
       String ip = p.getStatus() == null ? null : p.getStatus().getPodIP();
@@ -210,17 +217,5 @@ public final class DataPlaneClient {
   private URI uri(String ip, String path) {
     String host = ip.contains(":") ? "[" + ip + "]" : ip;
     return URI.create("http://" + host + ":" + port + path);
-  }
-
-  private Optional<String> token() {
-    if (tokenFile.isEmpty()) {
-      return Optional.empty();
-    }
-    try {
-      return Optional.of(Files.readString(tokenFile.get(), StandardCharsets.UTF_8).strip());
-    } catch (IOException e) {
-      log.warn("cannot read control token {}: {}", tokenFile.get(), e.toString());
-      return Optional.empty();
-    }
   }
 }

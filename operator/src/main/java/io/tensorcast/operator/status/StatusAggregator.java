@@ -14,6 +14,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.ArtifactVerification;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -176,7 +177,8 @@ public final class StatusAggregator {
   /**
    * The failure recorded for this generation by an earlier reconcile that a pod reported (pods are
    * removed after such a failure, so the status remembers it until the spec changes). Failures the
-   * operator computes itself (invalid spec, memory) are not remembered: they are checked anew.
+   * operator computes itself (invalid spec, memory, a name conflict) are not remembered: they are
+   * checked anew.
    */
   public static Optional<Failure> recordedFailure(ModelArtifact artifact) {
     ModelArtifactStatus old = artifact.getStatus();
@@ -190,7 +192,8 @@ public final class StatusAggregator {
     Condition ready = ConditionSet.find(old.getConditions(), READY);
     if (ready == null
         || Conditions.REASON_INVALID_SPEC.equals(ready.getReason())
-        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())) {
+        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())
+        || Conditions.REASON_NAME_CONFLICT.equals(ready.getReason())) {
       return Optional.empty();
     }
     Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
@@ -262,6 +265,7 @@ public final class StatusAggregator {
             .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
+    s.setVerification(verification(current, in.reports(), in.upToDate(), old, generation));
     if (res.isPresent() && res.get().totalBytes() > 0) {
       long whole = (long) replicas * res.get().totalBytes();
       long pct = Math.min(100, (long) Math.floor(100.0 * Math.min(loaded, whole) / whole));
@@ -544,6 +548,50 @@ public final class StatusAggregator {
 
   private static boolean bound(Pod p) {
     return p.getSpec() != null && p.getSpec().getNodeName() != null;
+  }
+
+  /**
+   * How the Ready copies' files were verified: from the first up-to-date pod (by name) of this
+   * generation that reports Ready with per-file verification; while none does this round, what the
+   * status held for this generation (a pod not reachable for one round does not clear it). Files
+   * verified by reader piece hashes only are listed, sorted, at most {@value
+   * ArtifactVerification#MAX_FILES_LISTED}.
+   */
+  static ArtifactVerification verification(
+      List<Pod> current,
+      Map<String, DataPlaneStatus> reports,
+      Set<String> upToDate,
+      ModelArtifactStatus old,
+      long generation) {
+    for (Pod p : current.stream().sorted(Comparator.comparing(StatusAggregator::name)).toList()) {
+      DataPlaneStatus r = reports.get(name(p));
+      if (r == null
+          || r.phase() != DataPlaneStatus.Phase.Ready
+          || !upToDate.contains(name(p))
+          || r.fileStatuses() == null
+          || r.fileStatuses().isEmpty()
+          || r.fileStatuses().stream().anyMatch(f -> f.verification() == null)) {
+        continue;
+      }
+      ArtifactVerification v = new ArtifactVerification();
+      List<String> weaker =
+          r.fileStatuses().stream()
+              .filter(f -> f.verification() == DataPlaneStatus.Verification.ReaderPieceHashes)
+              .map(DataPlaneStatus.FileStatus::path)
+              .sorted()
+              .toList();
+      v.setSourceDigest(r.fileStatuses().size() - weaker.size());
+      v.setReaderPieceHashes(weaker.size());
+      v.setReaderPieceHashesFiles(
+          new ArrayList<>(
+              weaker.subList(0, Math.min(weaker.size(), ArtifactVerification.MAX_FILES_LISTED))));
+      return v;
+    }
+    return old != null
+            && old.getObservedGeneration() != null
+            && old.getObservedGeneration() == generation
+        ? old.getVerification()
+        : null;
   }
 
   private static ArtifactNodeStatus previous(ModelArtifactStatus old, Pod p) {

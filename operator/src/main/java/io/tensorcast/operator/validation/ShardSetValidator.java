@@ -25,8 +25,17 @@ public final class ShardSetValidator {
 
   private ShardSetValidator() {}
 
-  /** The violations of {@code set}'s spec; empty when valid. */
+  /** The violations of {@code set}'s spec under the default source policy; empty when valid. */
   public static List<Violation> validate(TensorShardSet set) {
+    return validate(set, SourcePolicy.DEFAULT);
+  }
+
+  /**
+   * The violations of {@code set}'s spec; empty when valid. An own source is checked under {@code
+   * policy} as a ModelArtifact's is (the operator's endpoint allowlist, no {@code file://} under
+   * the store root, credentials only over https unless {@code insecureEndpoint}).
+   */
+  public static List<Violation> validate(TensorShardSet set, SourcePolicy policy) {
     List<Violation> out = new ArrayList<>();
     TensorShardSetSpec spec = set.getSpec();
     if (spec == null) {
@@ -52,7 +61,7 @@ public final class ShardSetValidator {
       s.setSource(spec.getSource());
       s.setMemory(spec.getMemory());
       carrier.setSpec(s);
-      out.addAll(SpecValidator.validate(carrier));
+      out.addAll(SpecValidator.validate(carrier, policy));
     }
     ParallelismSpec p =
         spec.getParallelism() == null ? new ParallelismSpec() : spec.getParallelism();

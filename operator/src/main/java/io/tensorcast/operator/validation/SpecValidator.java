@@ -28,6 +28,11 @@ import java.util.regex.Pattern;
  * Kubernetes label and quantity syntax (apimachinery {@code validation.IsQualifiedName}, {@code
  * IsValidLabelValue}, {@code resource.ParseQuantity}), toleration rules (core/v1 validation of
  * {@code Toleration}), and the data plane's glob syntax ({@link GlobSyntax}).
+ *
+ * <p>Rules of trust, which depend on the operator's {@link SourcePolicy}: a {@code file://} source
+ * may not reach into (or contain) the store root, which holds every artifact's copy on a node, and
+ * endpoints follow {@link EndpointRules} (https unless declared insecure, never for {@code hf://};
+ * no link-local or metadata addresses; the operator's allowlist).
  */
 public final class SpecValidator {
 
@@ -48,11 +53,22 @@ public final class SpecValidator {
   private SpecValidator() {}
 
   /**
-   * Every rule the artifact breaks, in field order; empty when the spec is valid.
+   * Every rule the artifact breaks under {@link SourcePolicy#DEFAULT}; empty when the spec is
+   * valid.
    *
    * @param artifact the object as read from the API server
    */
   public static List<Violation> validate(ModelArtifact artifact) {
+    return validate(artifact, SourcePolicy.DEFAULT);
+  }
+
+  /**
+   * Every rule the artifact breaks, in field order; empty when the spec is valid.
+   *
+   * @param artifact the object as read from the API server
+   * @param policy the operator's store root and endpoint allowlist
+   */
+  public static List<Violation> validate(ModelArtifact artifact, SourcePolicy policy) {
     List<Violation> out = new ArrayList<>();
     String name = artifact.getMetadata() == null ? null : artifact.getMetadata().getName();
     if (name != null && name.length() > MAX_NAME_LENGTH) {
@@ -71,7 +87,7 @@ public final class SpecValidator {
       out.add(new Violation("spec", "is missing"));
       return out;
     }
-    source(spec.getSource(), out);
+    source(spec.getSource(), policy, out);
     placement(spec.getPlacement(), out);
     memory(spec.getMemory(), out);
     distribution(spec.getDistribution(), out);
@@ -87,7 +103,7 @@ public final class SpecValidator {
     return b.toString();
   }
 
-  private static void source(SourceSpec source, List<Violation> out) {
+  private static void source(SourceSpec source, SourcePolicy policy, List<Violation> out) {
     if (source == null) {
       out.add(new Violation("spec.source", "is required"));
       return;
@@ -108,6 +124,8 @@ public final class SpecValidator {
       s3Bucket(authority(uri, "s3://"), out);
     } else if (uri.startsWith("hf://")) {
       hfRepo(uri, out);
+    } else if (uri.startsWith("file://")) {
+      fileOutsideStore(uri, policy.storeRoot(), out);
     }
     String revision = source.getRevision();
     if (revision != null
@@ -133,8 +151,50 @@ public final class SpecValidator {
               "spec.source.region",
               "'" + source.getRegion() + "' has characters other than a-z, 0-9 and '-'"));
     }
+    EndpointRules.check(source, policy, out);
     globs("spec.source.include", source.getInclude(), out);
     globs("spec.source.exclude", source.getExclude(), out);
+  }
+
+  /**
+   * A {@code file://} directory must be neither the store root, nor under it (another artifact's
+   * copy, possibly of another namespace), nor above it (which would take every copy in). Checked on
+   * the path as written; the CRD pattern already refuses {@code .} and {@code ..} segments. A
+   * symbolic link elsewhere that points into the store is for the data plane to refuse once it has
+   * resolved the path on the node.
+   */
+  private static void fileOutsideStore(String uri, String storeRoot, List<Violation> out) {
+    String path = trimSlashes(uri.substring("file://".length()));
+    String root = trimSlashes(storeRoot);
+    String rule = null;
+    if (path.equals(root)) {
+      rule = "is the store root";
+    } else if (path.startsWith(root + "/")) {
+      rule = "is inside the store root";
+    } else if (path.isEmpty() || root.startsWith(path + "/")) {
+      rule = "contains the store root";
+    }
+    if (rule != null) {
+      out.add(
+          new Violation(
+              "spec.source.uri",
+              "'"
+                  + uri
+                  + "' "
+                  + rule
+                  + " "
+                  + storeRoot
+                  + ", which holds the copies of every ModelArtifact on a node (of every"
+                  + " namespace); a file:// source must be a directory outside it"));
+    }
+  }
+
+  private static String trimSlashes(String p) {
+    String s = p;
+    while (s.endsWith("/")) {
+      s = s.substring(0, s.length() - 1);
+    }
+    return s;
   }
 
   private static String authority(String uri, String scheme) {

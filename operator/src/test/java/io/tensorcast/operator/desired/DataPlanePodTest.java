@@ -31,6 +31,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 class DataPlanePodTest {
+  private static final String KEY_ID = "0123456789abcdef";
   private static final NodeSelection.Candidate RDMA_NODE =
       node("node-a").rdmaResource(1).candidate();
   private static final NodeSelection.Candidate LABEL_NODE = node("node-b").rdmaLabel().candidate();
@@ -38,6 +39,7 @@ class DataPlanePodTest {
   private static ModelArtifact s3Artifact() {
     ModelArtifact a = artifact("team-a", "llama", 3, "s3://models/llama/");
     a.getSpec().getSource().setEndpoint("http://127.0.0.1:9090");
+    a.getSpec().getSource().setInsecureEndpoint(true);
     a.getSpec().getSource().setRegion("us-east-1");
     a.getSpec().getSource().setPathStyle(true);
     a.getSpec().getSource().setInclude(List.of("*.safetensors", "config.json"));
@@ -54,7 +56,7 @@ class DataPlanePodTest {
   void identityLabelsAndOwner() {
     ModelArtifact a = s3Artifact();
 
-    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(GI), config());
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
 
     assertThat(p.getMetadata().getName()).matches("llama-[0-9a-f]{10}");
     assertThat(p.getMetadata().getNamespace()).isEqualTo("team-a");
@@ -137,12 +139,42 @@ class DataPlanePodTest {
       a.getSpec().setMemory(m);
     }
 
-    Pod p = DataPlanePod.desired(a, RDMA_NODE, size, config());
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, size, config(), KEY_ID);
 
     Map<String, Quantity> requests = container(p).getResources().getRequests();
     assertThat(ByteSize.bytes(requests.get("memory"))).isEqualTo(expected);
     assertThat(container(p).getResources().getLimits()).isEqualTo(requests);
     assertThat(PodPlanTestAccess.memoryRequest(p)).isEqualTo(expected);
+  }
+
+  @Test
+  void pullSecretsPriorityClassAndCpuRequestComeFromTheOperatorsSettings() {
+    OperatorConfig config =
+        OperatorConfig.fromLookup(
+            Map.of(
+                    "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "regcred, mirror-cred",
+                    "TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast-dataplane",
+                    "TENSORCAST_DATAPLANE_CPU_REQUEST", "500m")
+                ::get);
+
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config, KEY_ID);
+
+    assertThat(p.getSpec().getImagePullSecrets())
+        .extracting(r -> r.getName())
+        .containsExactly("regcred", "mirror-cred");
+    assertThat(p.getSpec().getPriorityClassName()).isEqualTo("tensorcast-dataplane");
+    assertThat(container(p).getResources().getRequests())
+        .containsEntry("cpu", new Quantity("500m"))
+        .containsEntry("memory", ByteSize.quantity(GI + 256 * MI));
+    assertThat(container(p).getResources().getLimits()).doesNotContainKey("cpu");
+    // The settings are part of the pod spec: an operator given new ones replaces its pods.
+    Pod plain =
+        DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
+    assertThat(p.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH))
+        .isNotEqualTo(plain.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH));
+    assertThat(plain.getSpec().getImagePullSecrets()).isEmpty();
+    assertThat(plain.getSpec().getPriorityClassName()).isNull();
+    assertThat(container(plain).getResources().getRequests()).doesNotContainKey("cpu");
   }
 
   static Stream<Arguments> rdma() {
@@ -162,7 +194,7 @@ class DataPlanePodTest {
     ModelArtifact a = s3Artifact();
     a.getSpec().getPlacement().setRdma(policy);
 
-    Pod p = DataPlanePod.desired(a, node, OptionalLong.of(GI), config());
+    Pod p = DataPlanePod.desired(a, node, OptionalLong.of(GI), config(), KEY_ID);
 
     Map<String, Quantity> requests = container(p).getResources().getRequests();
     if (requested) {
@@ -179,7 +211,7 @@ class DataPlanePodTest {
     ModelArtifact a = s3Artifact();
 
     NodeSelectorTerm byHostname =
-        DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config())
+        DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID)
             .getSpec()
             .getAffinity()
             .getNodeAffinity()
@@ -188,7 +220,11 @@ class DataPlanePodTest {
             .get(0);
     NodeSelectorTerm byName =
         DataPlanePod.desired(
-                a, node("odd").withoutHostnameLabel().candidate(), OptionalLong.empty(), config())
+                a,
+                node("odd").withoutHostnameLabel().candidate(),
+                OptionalLong.empty(),
+                config(),
+                KEY_ID)
             .getSpec()
             .getAffinity()
             .getNodeAffinity()
@@ -211,7 +247,8 @@ class DataPlanePodTest {
     a.getSpec().setMemory(m);
 
     List<String> args =
-        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config())).getArgs();
+        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID))
+            .getArgs();
 
     assertThat(args)
         .containsExactly(
@@ -230,6 +267,7 @@ class DataPlanePodTest {
             "REQUIRED",
             "--endpoint",
             "http://127.0.0.1:9090",
+            "--allow-insecure-endpoint",
             "--region",
             "us-east-1",
             "--path-style",
@@ -238,7 +276,30 @@ class DataPlanePodTest {
             "--include",
             "config.json",
             "--exclude",
-            "original/");
+            "original/",
+            "--peer-secret-file",
+            "/var/run/secrets/tensorcast/peer-secret",
+            "--read-token-file",
+            "/var/run/secrets/tensorcast/read-token",
+            "--admin-token-file",
+            "/var/run/secrets/tensorcast/admin-token");
+  }
+
+  @Test
+  void formatLimitsOfTheConfigurationAreFlagsOfTheDataPlane() {
+    ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
+    OperatorConfig cfg =
+        OperatorConfig.fromLookup(
+            Map.of("TENSORCAST_FORMAT_LIMITS", "max-tensors=2000000,max-header-bytes=200Mi")::get);
+
+    List<String> args =
+        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg, KEY_ID)).getArgs();
+    List<String> defaults =
+        container(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID))
+            .getArgs();
+
+    assertThat(args).endsWith("--max-header-bytes=200Mi", "--max-tensors=2000000");
+    assertThat(defaults).noneMatch(arg -> arg.startsWith("--max-"));
   }
 
   @Test
@@ -248,7 +309,7 @@ class DataPlanePodTest {
     a.getSpec().getDistribution().setMode(DistributionMode.SourceOnly);
     OperatorConfig cfg = OperatorConfig.fromLookup(Map.of("TENSORCAST_PEER_PORT", "9472")::get);
 
-    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg);
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg, KEY_ID);
 
     assertThat(container(p).getArgs())
         .containsSequence("--peer-id", "$(POD_NAME)")
@@ -265,7 +326,11 @@ class DataPlanePodTest {
     // Defaults: peer-to-peer, port 8472, data plane's piece size: no flag but the id.
     Pod plain =
         DataPlanePod.desired(
-            artifact("ns", "m", 1, "file:///models/m"), RDMA_NODE, OptionalLong.empty(), config());
+            artifact("ns", "m", 1, "file:///models/m"),
+            RDMA_NODE,
+            OptionalLong.empty(),
+            config(),
+            KEY_ID);
     assertThat(container(plain).getArgs())
         .doesNotContain("--peer-listen", "--piece-size", "--distribution");
     assertThat(container(plain).getPorts())
@@ -276,44 +341,124 @@ class DataPlanePodTest {
   @Test
   void changingTheDistributionChangesTheSpecHash() {
     ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
-    Pod before = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config());
+    Pod before = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID);
     a.getSpec().getDistribution().setMode(DistributionMode.SourceOnly);
-    Pod after = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config());
+    Pod after = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID);
 
     assertThat(after.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH))
         .isNotEqualTo(before.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH));
   }
 
   @Test
-  void unpinnedAndOtherPortAndTokenShowInArgs() {
+  void unpinnedAndOtherPortShowInArgsAndDropIpcLock() {
     ModelArtifact a = artifact("ns", "m", 1, "file:///models/m");
     a.getSpec().getMemory().setPinned(false);
-    OperatorConfig cfg =
-        OperatorConfig.fromLookup(
-            Map.of(
-                    "TENSORCAST_CONTROL_PORT", "9000",
-                    "TENSORCAST_CONTROL_TOKEN_SECRET", "control",
-                    "TENSORCAST_CONTROL_TOKEN_FILE", "/etc/tc/token")
-                ::get);
+    OperatorConfig cfg = OperatorConfig.fromLookup(Map.of("TENSORCAST_CONTROL_PORT", "9000")::get);
 
-    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg);
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), cfg, KEY_ID);
 
     assertThat(container(p).getArgs())
         .containsSequence("--lock-policy", "DISABLED")
         .containsSequence("--listen", "$(POD_IP):9000")
-        .containsSequence("--control-token-file", DataPlanePod.CONTROL_TOKEN_DIR + "/token");
+        .doesNotContain("--control-token-file", "--allow-insecure-endpoint");
     assertThat(container(p).getReadinessProbe().getHttpGet().getPort().getIntVal()).isEqualTo(9000);
+    assertThat(container(p).getSecurityContext().getCapabilities().getAdd()).isEmpty();
+    assertThat(container(p).getSecurityContext().getCapabilities().getDrop())
+        .containsExactly("ALL");
+  }
+
+  @Test
+  void mountsOnlyTheArtifactsOwnStoreDirectoryAndItsSecret() {
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
+
+    var hostPaths = p.getSpec().getVolumes().stream().filter(v -> v.getHostPath() != null).toList();
+    assertThat(hostPaths).hasSize(1);
+    assertThat(hostPaths.get(0).getHostPath().getPath())
+        .isEqualTo("/dev/shm/tensorcast/team-a.llama");
+    assertThat(hostPaths.get(0).getHostPath().getType()).isEqualTo("DirectoryOrCreate");
+    var secret =
+        p.getSpec().getVolumes().stream()
+            .filter(v -> v.getSecret() != null)
+            .findFirst()
+            .orElseThrow()
+            .getSecret();
+    assertThat(secret.getSecretName()).isEqualTo("llama-tensorcast");
+    assertThat(secret.getDefaultMode()).isEqualTo(0400);
+    assertThat(secret.getItems())
+        .extracting(i -> i.getKey() + "=" + i.getPath())
+        .containsExactly(
+            "peer-secret=peer-secret", "read-token=read-token", "admin-token=admin-token");
+    assertThat(container(p).getVolumeMounts())
+        .extracting(m -> m.getName() + ":" + m.getMountPath() + ":" + m.getReadOnly())
+        .containsExactly(
+            "store:/dev/shm/tensorcast/team-a.llama:null",
+            DataPlanePod.SECRET_VOLUME + ":/var/run/secrets/tensorcast:true",
+            "tmp:/tmp:null");
     assertThat(p.getSpec().getVolumes())
-        .anySatisfy(
-            v -> {
-              assertThat(v.getSecret()).isNotNull();
-              assertThat(v.getSecret().getSecretName()).isEqualTo("control");
-            });
+        .filteredOn(v -> v.getName().equals("tmp"))
+        .singleElement()
+        .satisfies(v -> assertThat(v.getEmptyDir()).isNotNull());
+  }
+
+  @Test
+  void runsNonRootWithoutPrivilegesAndAnInitContainerHandsItTheStoreDirectory() {
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
+
+    var pod = p.getSpec().getSecurityContext();
+    assertThat(pod.getRunAsNonRoot()).isTrue();
+    assertThat(pod.getRunAsUser()).isEqualTo(10001L);
+    assertThat(pod.getRunAsGroup()).isEqualTo(10001L);
+    assertThat(pod.getFsGroup()).isEqualTo(10001L);
+    assertThat(pod.getSeccompProfile().getType()).isEqualTo("RuntimeDefault");
+    var c = container(p).getSecurityContext();
+    assertThat(c.getRunAsNonRoot()).isTrue();
+    assertThat(c.getRunAsUser()).isEqualTo(10001L);
+    assertThat(c.getAllowPrivilegeEscalation()).isFalse();
+    assertThat(c.getPrivileged()).isFalse();
+    assertThat(c.getReadOnlyRootFilesystem()).isTrue();
+    assertThat(c.getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(c.getCapabilities().getAdd()).containsExactly("IPC_LOCK");
+
+    assertThat(p.getSpec().getInitContainers()).hasSize(1);
+    Container init = p.getSpec().getInitContainers().get(0);
+    assertThat(init.getName()).isEqualTo(DataPlanePod.STORE_OWNER_CONTAINER);
+    assertThat(init.getImage()).isEqualTo(OperatorConfig.DEFAULT_IMAGE);
+    assertThat(init.getCommand())
+        .containsExactly("chown", "-R", "-h", "10001:10001", "/dev/shm/tensorcast/team-a.llama");
+    assertThat(init.getVolumeMounts())
+        .extracting(m -> m.getName() + ":" + m.getMountPath())
+        .containsExactly("store:/dev/shm/tensorcast/team-a.llama");
+    assertThat(init.getSecurityContext().getRunAsUser()).isZero();
+    assertThat(init.getSecurityContext().getRunAsNonRoot()).isFalse();
+    assertThat(init.getSecurityContext().getAllowPrivilegeEscalation()).isFalse();
+    assertThat(init.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
+    assertThat(init.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(init.getSecurityContext().getCapabilities().getAdd())
+        .containsExactly("CHOWN", "DAC_READ_SEARCH");
+
+    OperatorConfig other =
+        OperatorConfig.fromLookup(Map.of("TENSORCAST_DATAPLANE_USER", "4242")::get);
+    Pod q = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), other, KEY_ID);
+    assertThat(q.getSpec().getSecurityContext().getRunAsUser()).isEqualTo(4242L);
+    assertThat(q.getSpec().getInitContainers().get(0).getCommand()).contains("4242:4242");
+  }
+
+  @Test
+  void aPodOfAnotherMasterKeyHasAnotherSpecHash() {
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
+    Pod q =
+        DataPlanePod.desired(
+            s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), "fedcba9876543210");
+
+    assertThat(p.getMetadata().getAnnotations())
+        .containsEntry(DataPlanePod.ANNOTATION_KEY_ID, KEY_ID);
+    assertThat(hash(q)).isNotEqualTo(hash(p));
+    assertThat(q.getSpec()).isEqualTo(p.getSpec());
   }
 
   @Test
   void environmentGivesPodIpBudgetAndCredentialsByReference() {
-    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config());
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
 
     Map<String, EnvVar> env =
         container(p).getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
@@ -330,7 +475,10 @@ class DataPlanePodTest {
         .isEqualTo("AWS_SECRET_ACCESS_KEY");
     assertThat(env.get("AWS_SESSION_TOKEN").getValueFrom().getSecretKeyRef().getOptional())
         .isTrue();
-    assertThat(env.values()).allSatisfy(e -> assertThat(e.getValue()).isNull());
+    assertThat(env.get("AWS_EC2_METADATA_DISABLED").getValue()).isEqualTo("true");
+    assertThat(env.values())
+        .filteredOn(e -> !e.getName().equals("AWS_EC2_METADATA_DISABLED"))
+        .allSatisfy(e -> assertThat(e.getValue()).isNull());
   }
 
   @Test
@@ -342,9 +490,10 @@ class DataPlanePodTest {
     ModelArtifact file = artifact("ns", "m", 1, "file:///models/m");
     file.getSpec().getSource().setCredentialsSecretRef(new CredentialsSecretRef("unused"));
 
-    List<String> hfEnv = names(DataPlanePod.desired(hf, RDMA_NODE, OptionalLong.empty(), config()));
+    List<String> hfEnv =
+        names(DataPlanePod.desired(hf, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID));
     List<String> fileEnv =
-        names(DataPlanePod.desired(file, RDMA_NODE, OptionalLong.empty(), config()));
+        names(DataPlanePod.desired(file, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID));
 
     assertThat(hfEnv).contains("HF_TOKEN").doesNotContain("AWS_ACCESS_KEY_ID");
     assertThat(fileEnv).doesNotContain("HF_TOKEN", "AWS_ACCESS_KEY_ID");
@@ -357,10 +506,10 @@ class DataPlanePodTest {
     ModelArtifact unpinned = artifact("ns", "m", 1, "hf://Qwen/Qwen2-7B");
 
     List<String> args =
-        container(DataPlanePod.desired(pinned, RDMA_NODE, OptionalLong.empty(), config()))
+        container(DataPlanePod.desired(pinned, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID))
             .getArgs();
     List<String> none =
-        container(DataPlanePod.desired(unpinned, RDMA_NODE, OptionalLong.empty(), config()))
+        container(DataPlanePod.desired(unpinned, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID))
             .getArgs();
 
     assertThat(args).containsSequence("--revision", "refs/pr/1");
@@ -372,25 +521,25 @@ class DataPlanePodTest {
   }
 
   @Test
-  void securityStoreVolumeAndProbes() {
+  void storeVolumeAndProbes() {
     ModelArtifact a = s3Artifact();
     a.getSpec()
         .getPlacement()
         .setTolerations(
             List.of(new TolerationBuilder().withKey("gpu").withOperator("Exists").build()));
 
-    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(GI), config());
+    Pod p = DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
 
     Container c = container(p);
     assertThat(c.getImage()).isEqualTo(OperatorConfig.DEFAULT_IMAGE);
-    assertThat(c.getSecurityContext().getCapabilities().getAdd()).containsExactly("IPC_LOCK");
     assertThat(c.getReadinessProbe().getHttpGet().getPath()).isEqualTo("/readyz");
     assertThat(c.getLivenessProbe().getHttpGet().getPath()).isEqualTo("/healthz");
     assertThat(c.getReadinessProbe().getHttpGet().getPort().getIntVal()).isEqualTo(8471);
     assertThat(c.getPorts().get(0).getContainerPort()).isEqualTo(8471);
     assertThat(p.getSpec().getVolumes().get(0).getHostPath().getPath())
-        .isEqualTo("/dev/shm/tensorcast");
-    assertThat(c.getVolumeMounts().get(0).getMountPath()).isEqualTo("/dev/shm/tensorcast");
+        .isEqualTo("/dev/shm/tensorcast/team-a.llama");
+    assertThat(c.getVolumeMounts().get(0).getMountPath())
+        .isEqualTo("/dev/shm/tensorcast/team-a.llama");
     assertThat(p.getSpec().getTolerations()).hasSize(1);
     assertThat(p.getSpec().getTolerations().get(0).getKey()).isEqualTo("gpu");
   }
@@ -401,14 +550,22 @@ class DataPlanePodTest {
     ModelArtifact otherFilter = s3Artifact();
     otherFilter.getSpec().getSource().setInclude(List.of("*.json"));
 
-    String unsized = hash(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config()));
-    String sized = hash(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(5 * GI), config()));
+    String unsized =
+        hash(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.empty(), config(), KEY_ID));
+    String sized =
+        hash(DataPlanePod.desired(a, RDMA_NODE, OptionalLong.of(5 * GI), config(), KEY_ID));
     String filtered =
-        hash(DataPlanePod.desired(otherFilter, RDMA_NODE, OptionalLong.of(5 * GI), config()));
+        hash(
+            DataPlanePod.desired(
+                otherFilter, RDMA_NODE, OptionalLong.of(5 * GI), config(), KEY_ID));
     String otherImage =
         hash(
             DataPlanePod.desired(
-                a, RDMA_NODE, OptionalLong.of(5 * GI), config().withDataPlaneImage("x/y:2")));
+                a,
+                RDMA_NODE,
+                OptionalLong.of(5 * GI),
+                config().withDataPlaneImage("x/y:2"),
+                KEY_ID));
 
     assertThat(sized).isEqualTo(unsized);
     assertThat(filtered).isNotEqualTo(sized);

@@ -1,6 +1,7 @@
 package io.tensorcast.operator.desired;
 
 import static io.tensorcast.operator.testing.Fixtures.GI;
+import static io.tensorcast.operator.testing.Fixtures.KEY_ID;
 import static io.tensorcast.operator.testing.Fixtures.artifact;
 import static io.tensorcast.operator.testing.Fixtures.config;
 import static io.tensorcast.operator.testing.Fixtures.node;
@@ -24,7 +25,7 @@ class PodPlanTest {
   }
 
   private static Pod desired(ModelArtifact a, NodeSelection.Candidate n, OptionalLong size) {
-    return DataPlanePod.desired(a, n, size, config());
+    return DataPlanePod.desired(a, n, size, config(), KEY_ID);
   }
 
   private static List<String> names(List<Pod> pods) {

@@ -57,7 +57,8 @@ class ShardSetPodTest {
             Fixtures.node("n1").candidate(),
             List.of(2, 3),
             OptionalLong.of(1_000_000),
-            CONFIG);
+            CONFIG,
+            "key-1");
     assertThat(p.getMetadata().getLabels())
         .containsEntry(ShardSetPod.LABEL_SHARD_SET, "llama")
         .containsEntry(DataPlanePod.LABEL_GENERATION, "3")
@@ -81,6 +82,141 @@ class ShardSetPodTest {
     assertThat(p.getSpec().getVolumes()).anySatisfy(v -> assertThat(v.getHostPath()).isNotNull());
     assertThat(PodPlan.memoryRequest(p)).isEqualTo(1_000_000 + CONFIG.memoryOverheadBytes());
     assertThat(c.getReadinessProbe().getHttpGet().getPath()).isEqualTo("/readyz");
+  }
+
+  @Test
+  void podMountsOnlyTheSetsFolderItsOwnSecretAndTheArtifactsReadTokenAndCarriesItsConsumerLabel() {
+    TensorShardSet set = set(4, 2);
+    Pod p =
+        ShardSetPod.desired(
+            set,
+            source(),
+            null,
+            true,
+            Fixtures.node("n1").candidate(),
+            List.of(0, 1),
+            OptionalLong.of(1_000_000),
+            CONFIG,
+            "key-1");
+    String root = CONFIG.storeRoot() + "/tensorshardsets/team.llama";
+    // One host directory: the set's own folder, also for the init container that chowns it.
+    assertThat(p.getSpec().getVolumes().stream().filter(v -> v.getHostPath() != null))
+        .singleElement()
+        .satisfies(v -> assertThat(v.getHostPath().getPath()).isEqualTo(root));
+    Container init = p.getSpec().getInitContainers().get(0);
+    assertThat(init.getCommand()).last().isEqualTo(root);
+    assertThat(init.getVolumeMounts())
+        .allSatisfy(m -> assertThat(m.getMountPath()).isEqualTo(root));
+    // The set's own Secret, not the ModelArtifact's of the same name.
+    var own =
+        p.getSpec().getVolumes().stream()
+            .filter(v -> DataPlanePod.SECRET_VOLUME.equals(v.getName()))
+            .findFirst()
+            .orElseThrow();
+    assertThat(own.getSecret().getSecretName()).isEqualTo("llama-tss-tensorcast");
+    // Of the artifact's Secret only the read token, read-only, passed as --copy-token-file.
+    var copy =
+        p.getSpec().getVolumes().stream()
+            .filter(v -> ShardSetPod.COPY_TOKEN_VOLUME.equals(v.getName()))
+            .findFirst()
+            .orElseThrow();
+    assertThat(copy.getSecret().getSecretName()).isEqualTo("llama-tensorcast");
+    assertThat(copy.getSecret().getItems())
+        .singleElement()
+        .satisfies(i -> assertThat(i.getKey()).isEqualTo(TensorcastConstants.SECRET_READ_TOKEN));
+    Container c = p.getSpec().getContainers().get(0);
+    assertThat(c.getVolumeMounts())
+        .anySatisfy(
+            m -> {
+              assertThat(m.getName()).isEqualTo(ShardSetPod.COPY_TOKEN_VOLUME);
+              assertThat(m.getMountPath()).isEqualTo(TensorcastConstants.COPY_TOKEN_DIR);
+              assertThat(m.getReadOnly()).isTrue();
+            });
+    assertThat(c.getArgs())
+        .containsSequence(
+            "--copy-token-file",
+            TensorcastConstants.COPY_TOKEN_DIR + "/" + TensorcastConstants.SECRET_READ_TOKEN)
+        .containsSequence(
+            "--admin-token-file",
+            TensorcastConstants.ARTIFACT_SECRET_DIR + "/" + TensorcastConstants.SECRET_ADMIN_TOKEN);
+    assertThat(p.getMetadata().getLabels())
+        .containsEntry(TensorcastConstants.CONSUMER_LABEL_PREFIX + "llama", "true");
+    // Non-root, nothing added but IPC_LOCK.
+    assertThat(p.getSpec().getSecurityContext().getRunAsNonRoot()).isTrue();
+    assertThat(c.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(c.getSecurityContext().getCapabilities().getAdd()).containsExactly("IPC_LOCK");
+    assertThat(c.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
+    assertThat(p.getMetadata().getAnnotations())
+        .containsEntry(DataPlanePod.ANNOTATION_KEY_ID, "key-1");
+  }
+
+  @Test
+  void aSetWithItsOwnSourceMountsNoArtifactTokenAndCarriesNoConsumerLabel() {
+    TensorShardSet set = set(2, 2);
+    set.getSpec().setArtifactRef(null);
+    set.getSpec().setSource(source());
+    Pod p =
+        ShardSetPod.desired(
+            set,
+            source(),
+            null,
+            false,
+            Fixtures.node("n1").candidate(),
+            List.of(0, 1),
+            OptionalLong.empty(),
+            CONFIG,
+            "key-1");
+    assertThat(p.getSpec().getVolumes())
+        .noneSatisfy(v -> assertThat(v.getName()).isEqualTo(ShardSetPod.COPY_TOKEN_VOLUME));
+    assertThat(p.getMetadata().getLabels().keySet())
+        .noneMatch(k -> k.startsWith(TensorcastConstants.CONSUMER_LABEL_PREFIX));
+    assertThat(p.getSpec().getContainers().get(0).getArgs()).doesNotContain("--copy-token-file");
+  }
+
+  @Test
+  void theSetsSecretAndNetworkPolicyAreItsOwnNotTheArtifactsOfTheSameName() {
+    TensorShardSet set = set(4, 2);
+    io.tensorcast.api.v1alpha1.ModelArtifact ma = new io.tensorcast.api.v1alpha1.ModelArtifact();
+    ma.getMetadata().setName("llama");
+    ma.getMetadata().setNamespace("team");
+    ma.getMetadata().setUid("uid-ma");
+    ma.getMetadata().setGeneration(3L);
+    var key = io.tensorcast.operator.trust.MasterKey.random();
+    var setKeys = io.tensorcast.operator.trust.ArtifactKeys.derive(key, set);
+    var maKeys = io.tensorcast.operator.trust.ArtifactKeys.derive(key, ma);
+    var secret = ShardSetChildren.secret(set, setKeys);
+    assertThat(secret.getMetadata().getName())
+        .isEqualTo("llama-tss-tensorcast")
+        .isNotEqualTo(ArtifactChildren.name(ma));
+    assertThat(secret.getMetadata().getOwnerReferences().get(0).getKind())
+        .isEqualTo("TensorShardSet");
+    assertThat(secret.getMetadata().getOwnerReferences().get(0).getUid()).isEqualTo("uid-1");
+    assertThat(secret.getData().keySet())
+        .containsExactly(
+            TensorcastConstants.SECRET_PEER_SECRET,
+            TensorcastConstants.SECRET_READ_TOKEN,
+            TensorcastConstants.SECRET_ADMIN_TOKEN);
+    assertThat(setKeys.peerSecret()).isNotEqualTo(maKeys.peerSecret());
+    assertThat(setKeys.readToken()).isNotEqualTo(maKeys.readToken());
+    assertThat(setKeys.adminToken()).isNotEqualTo(maKeys.adminToken());
+
+    var policy = ShardSetChildren.networkPolicy(set, CONFIG);
+    assertThat(policy.getMetadata().getName()).isEqualTo("llama-tss-tensorcast");
+    assertThat(policy.getSpec().getPodSelector().getMatchLabels())
+        .containsEntry(ShardSetPod.LABEL_SHARD_SET, "llama")
+        .containsEntry(TensorcastConstants.LABEL_NAME, TensorcastConstants.LABEL_NAME_DATAPLANE);
+    // The control port only; the set's pods form no swarm, so nothing reaches their peer port.
+    assertThat(policy.getSpec().getIngress())
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.getPorts().get(0).getPort().getIntVal()).isEqualTo(CONFIG.controlPort());
+              assertThat(r.getFrom())
+                  .anySatisfy(
+                      f ->
+                          assertThat(f.getPodSelector().getMatchLabels())
+                              .containsEntry("shardset.consumer.tensorcast.io/llama", "true"));
+            });
   }
 
   @Test

@@ -14,21 +14,17 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link PeerCoordinator} and {@link DataPlaneClient#putPeers} against real HTTP servers standing
@@ -36,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * a cluster: what goes on the wire, when it is sent again, and that failures are retried.
  */
 class PeerCoordinatorIT {
-  private static final String TOKEN = "control-token-0123456789abcdef";
+  private static final String TOKEN = "admin-token-0123456789abcdef0123456789";
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final List<HttpServer> servers = new ArrayList<>();
@@ -125,17 +121,13 @@ class PeerCoordinatorIT {
   }
 
   @Test
-  void sendsTheContractBodyWithTheTokenToEveryMemberOnceAndAgainOnlyWhenNeeded(@TempDir Path dir)
-      throws Exception {
+  void sendsTheContractBodyWithTheTokenToEveryMemberOnceAndAgainOnlyWhenNeeded() throws Exception {
     int port = freePort("127.0.46.1");
     StandIn a = new StandIn("127.0.46.1", port);
     StandIn b = new StandIn("127.0.46.2", port);
     StandIn c = new StandIn("127.0.46.3", port);
-    Path tokenFile = dir.resolve("token");
-    Files.writeString(tokenFile, TOKEN + "\n");
     PeerCoordinator coordinator =
-        new PeerCoordinator(
-            new DataPlaneClient(port, Duration.ofSeconds(2), Optional.of(tokenFile)), 8472);
+        new PeerCoordinator(new DataPlaneClient(port, Duration.ofSeconds(2)), 8472);
     Pod pa = pod("m-a", "Running", "127.0.46.1", false);
     Pod pb = pod("m-b", "Running", "127.0.46.2", false);
     Pod pc = pod("m-c", "Running", "127.0.46.3", false);
@@ -143,7 +135,7 @@ class PeerCoordinatorIT {
     // Round 1: two members (b not yet running) get the membership.
     Pod pbPending = pod("m-b", "Pending", null, false);
     PeerCoordinator.Outcome first =
-        coordinator.coordinate("ns/m", List.of(pc, pbPending, pa), Map.of());
+        coordinator.coordinate("ns/m", List.of(pc, pbPending, pa), Map.of(), TOKEN);
 
     assertThat(first.sentTo()).containsExactlyInAnyOrder("m-a", "m-c");
     assertThat(first.settled()).isTrue();
@@ -167,14 +159,17 @@ class PeerCoordinatorIT {
     String e1 = first.membership().epoch();
     PeerCoordinator.Outcome quiet =
         coordinator.coordinate(
-            "ns/m", List.of(pa, pbPending, pc), Map.of("m-a", report(e1), "m-c", report(e1)));
+            "ns/m",
+            List.of(pa, pbPending, pc),
+            Map.of("m-a", report(e1), "m-c", report(e1)),
+            TOKEN);
     assertThat(quiet.sentTo()).isEmpty();
     assertThat(a.received).hasSize(1);
 
     // Round 3: b runs: a new epoch goes to all three.
     PeerCoordinator.Outcome grown =
         coordinator.coordinate(
-            "ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e1), "m-c", report(e1)));
+            "ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e1), "m-c", report(e1)), TOKEN);
     assertThat(grown.membership().epoch()).isNotEqualTo(e1);
     assertThat(grown.sentTo()).containsExactlyInAnyOrder("m-a", "m-b", "m-c");
     assertThat(JSON.readTree(b.received.get(0).body()).get("members")).hasSize(3);
@@ -185,7 +180,8 @@ class PeerCoordinatorIT {
         coordinator.coordinate(
             "ns/m",
             List.of(pa, pb, pc),
-            Map.of("m-a", report(e2), "m-b", report(e2), "m-c", report(null)));
+            Map.of("m-a", report(e2), "m-b", report(e2), "m-c", report(null)),
+            TOKEN);
     assertThat(resend.sentTo()).containsExactly("m-c");
     assertThat(a.received).hasSize(2);
     assertThat(b.received).hasSize(1);
@@ -194,7 +190,7 @@ class PeerCoordinatorIT {
 
     // A pod that is not reached this round but applied the epoch is left alone.
     PeerCoordinator.Outcome unreached =
-        coordinator.coordinate("ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e2)));
+        coordinator.coordinate("ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e2)), TOKEN);
     assertThat(unreached.sentTo()).isEmpty();
   }
 
@@ -207,8 +203,7 @@ class PeerCoordinatorIT {
     b.codes.add(503);
     c.hang = true;
     PeerCoordinator coordinator =
-        new PeerCoordinator(
-            new DataPlaneClient(port, Duration.ofMillis(1500), Optional.empty()), 8472);
+        new PeerCoordinator(new DataPlaneClient(port, Duration.ofMillis(1500)), 8472);
     List<Pod> pods =
         List.of(
             pod("m-a", "Running", "127.0.47.1", false),
@@ -217,22 +212,23 @@ class PeerCoordinatorIT {
             pod("m-d", "Running", "127.0.47.4", false)); // nobody listens
 
     long start = System.nanoTime();
-    PeerCoordinator.Outcome first = coordinator.coordinate("ns/m", pods, Map.of());
+    PeerCoordinator.Outcome first = coordinator.coordinate("ns/m", pods, Map.of(), TOKEN);
     Duration took = Duration.ofNanos(System.nanoTime() - start);
 
     assertThat(first.settled()).isFalse();
     assertThat(first.failed()).containsExactly("m-b", "m-c", "m-d");
     // Bounded by about one timeout (1.5 s + 0.5 s grace) however many members hang.
     assertThat(took).isLessThan(Duration.ofMillis(4000));
-    assertThat(a.received.get(0).auth()).isNull();
+    assertThat(a.received.get(0).auth()).isEqualTo("Bearer " + TOKEN);
 
     c.hang = false;
     b.codes.add(400);
-    PeerCoordinator.Outcome second = coordinator.coordinate("ns/m", pods, Map.of());
+    PeerCoordinator.Outcome second = coordinator.coordinate("ns/m", pods, Map.of(), TOKEN);
     assertThat(second.sentTo()).containsExactly("m-b", "m-c", "m-d");
     assertThat(second.failed()).containsExactly("m-b", "m-d");
 
-    PeerCoordinator.Outcome third = coordinator.coordinate("ns/m", pods.subList(0, 3), Map.of());
+    PeerCoordinator.Outcome third =
+        coordinator.coordinate("ns/m", pods.subList(0, 3), Map.of(), TOKEN);
     // m-d left: a new epoch for the three; b now applies (204).
     assertThat(third.membership().epoch()).isNotEqualTo(first.membership().epoch());
     assertThat(third.sentTo()).containsExactly("m-a", "m-b", "m-c");
@@ -248,14 +244,15 @@ class PeerCoordinatorIT {
     a.codes.add(204);
     a.codes.add(200); // already its epoch: applied
     List<Pod> pods = List.of(pod("m-a", "Running", "127.0.48.1", false));
-    DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2), Optional.empty());
+    DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2));
 
     PeerCoordinator.Outcome before =
-        new PeerCoordinator(client, 8472).coordinate("ns/m", pods, Map.of());
+        new PeerCoordinator(client, 8472).coordinate("ns/m", pods, Map.of(), TOKEN);
     PeerCoordinator restarted = new PeerCoordinator(client, 8472);
-    PeerCoordinator.Outcome after = restarted.coordinate("ns/m", pods, Map.of());
+    PeerCoordinator.Outcome after = restarted.coordinate("ns/m", pods, Map.of(), TOKEN);
     PeerCoordinator.Outcome steady =
-        restarted.coordinate("ns/m", pods, Map.of("m-a", report(after.membership().epoch())));
+        restarted.coordinate(
+            "ns/m", pods, Map.of("m-a", report(after.membership().epoch())), TOKEN);
 
     assertThat(after.membership().epoch()).isEqualTo(before.membership().epoch());
     assertThat(after.sentTo()).containsExactly("m-a");

@@ -11,17 +11,13 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link DataPlaneClient} against real HTTP servers on loopback addresses, one per "pod", all on
@@ -93,7 +89,7 @@ class DataPlaneClientIT {
     serve("127.0.44.2", port, 503, "not ready", null, false);
     serve("127.0.44.3", port, 200, "{not json", null, false);
     serve("127.0.44.4", port, 200, GOOD, null, true);
-    DataPlaneClient client = new DataPlaneClient(port, Duration.ofMillis(800), Optional.empty());
+    DataPlaneClient client = new DataPlaneClient(port, Duration.ofMillis(800));
 
     long start = System.nanoTime();
     Map<String, DataPlaneStatus> out =
@@ -104,7 +100,8 @@ class DataPlaneClientIT {
                 pod("garbage", "127.0.44.3"),
                 pod("hangs", "127.0.44.4"),
                 pod("nobody-listens", "127.0.44.5"),
-                pod("no-ip", null)));
+                pod("no-ip", null)),
+            "admin-token-0123456789abcdef0123456789");
     Duration took = Duration.ofNanos(System.nanoTime() - start);
 
     assertThat(out).containsOnlyKeys("good");
@@ -121,16 +118,15 @@ class DataPlaneClientIT {
   }
 
   @Test
-  void presentsTheTokenFromTheFileReadEachRound(@TempDir Path dir) throws IOException {
-    int port = serve("127.0.45.1", 0, 200, GOOD, "s3cret-token-0123456789", false);
-    Path file = dir.resolve("token");
-    Files.writeString(file, "wrong-token-000000000000\n");
-    DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2), Optional.of(file));
+  void presentsTheArtifactsAdminToken() throws IOException {
+    int port = serve("127.0.45.1", 0, 200, GOOD, "admin-token-of-m-0123456789abcdef012", false);
+    DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2));
     List<Pod> pods = List.of(pod("p", "127.0.45.1"));
 
-    Map<String, DataPlaneStatus> refused = client.poll(pods);
-    Files.writeString(file, "s3cret-token-0123456789\n");
-    Map<String, DataPlaneStatus> accepted = client.poll(pods);
+    Map<String, DataPlaneStatus> refused =
+        client.poll(pods, "admin-token-of-other-0123456789abcdef");
+    Map<String, DataPlaneStatus> accepted =
+        client.poll(pods, "admin-token-of-m-0123456789abcdef012");
 
     assertThat(refused).isEmpty();
     assertThat(accepted).containsOnlyKeys("p");

@@ -16,6 +16,7 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
@@ -36,6 +37,8 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusAggregatorTest {
   private static final long SIZE = 8 * MI;
@@ -244,6 +247,88 @@ class StatusAggregatorTest {
   }
 
   @Test
+  void theVerificationSummaryCountsLevelsAndNamesTheFilesVerifiedByReaderHashesOnly() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    List<DataPlaneStatus.FileStatus> files = new java.util.ArrayList<>();
+    files.add(
+        new DataPlaneStatus.FileStatus(
+            "model.safetensors",
+            SIZE - 100,
+            true,
+            "ab",
+            DataPlaneStatus.Verification.SourceDigest,
+            "CRC64NVME (full-object checksum)"));
+    for (int i = 11; i >= 0; i--) {
+      files.add(
+          new DataPlaneStatus.FileStatus(
+              String.format("tok/%02d.json", i),
+              1,
+              true,
+              "cd",
+              DataPlaneStatus.Verification.ReaderPieceHashes,
+              "file:///m publishes no digest for its files"));
+    }
+    DataPlaneStatus ready = withFiles(report(artifact, Ready, 13, SIZE, SIZE, null, null), files);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa),
+            ready,
+            name(pb),
+            report(artifact, DataPlaneStatus.Phase.Loading, 13, SIZE, 10, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+
+    assertThat(s.getVerification().getSourceDigest()).isEqualTo(1);
+    assertThat(s.getVerification().getReaderPieceHashes()).isEqualTo(12);
+    assertThat(s.getVerification().getReaderPieceHashesFiles())
+        .containsExactly(
+            "tok/00.json",
+            "tok/01.json",
+            "tok/02.json",
+            "tok/03.json",
+            "tok/04.json",
+            "tok/05.json",
+            "tok/06.json",
+            "tok/07.json",
+            "tok/08.json",
+            "tok/09.json");
+    // The Ready pod unreachable for a round: the summary stands, nothing is written.
+    artifact.setStatus(s);
+    ModelArtifactStatus next =
+        aggregate(List.of(pa, pb), Map.of(name(pb), reports.get(name(pb))), names(pa, pb), T1);
+    assertThat(next.getVerification()).isEqualTo(s.getVerification());
+    // No pod Ready yet: no summary.
+    artifact.setStatus(null);
+    assertThat(
+            aggregate(List.of(pb), Map.of(name(pb), reports.get(name(pb))), names(pb), T0)
+                .getVerification())
+        .isNull();
+  }
+
+  private static DataPlaneStatus withFiles(
+      DataPlaneStatus r, List<DataPlaneStatus.FileStatus> files) {
+    return new DataPlaneStatus(
+        r.artifactId(),
+        r.phase(),
+        r.reason(),
+        r.message(),
+        r.source(),
+        r.resolvedRevision(),
+        files.size(),
+        files.size(),
+        r.tensors(),
+        r.bytesTotal(),
+        r.bytesLoaded(),
+        r.bytesFromSource(),
+        r.bytesFromPeers(),
+        r.lock(),
+        r.storeDirectory(),
+        r.readyTime(),
+        files);
+  }
+
+  @Test
   void steadyStateProducesAnEqualStatusSoNothingIsWritten() {
     Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
     Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);
@@ -351,6 +436,38 @@ class StatusAggregatorTest {
                 + name(resolver)
                 + "): broken.safetensors: header length 1000 exceeds the file size 88");
     assertThat(s.getNodes()).isEmpty();
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        Conditions.REASON_INVALID_INDEX,
+        Conditions.REASON_INVALID_TORCH_CHECKPOINT,
+        Conditions.REASON_INVALID_SAFETENSORS
+      })
+  void aFileRefusedByTheDataPlaneFailsTheArtifactWithThatReason(String reason) {
+    Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
+    String message =
+        "model.safetensors.index.json: is not JSON: line 3, column 1 holds the git merge-conflict"
+            + " marker \"<<<<<<< HEAD\" [rule merge-conflict]";
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(resolver), report(artifact, Failed, 0, 0, 0, reason, message));
+
+    Optional<Failure> f =
+        StatusAggregator.podFailure(
+            artifact, List.of(resolver), reports, Optional.empty(), OVERHEAD);
+    ModelArtifactStatus s =
+        StatusAggregator.aggregate(
+            new Input(
+                artifact, List.of(resolver), reports, Set.of(), Optional.empty(), null, f, T0));
+    artifact.setStatus(s);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertCondition(s, "Ready", "False", reason);
+    assertCondition(s, "Resolved", "False", reason);
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo("node a (pod " + name(resolver) + "): " + message);
+    assertThat(StatusAggregator.recordedFailure(artifact).map(Failure::reason)).contains(reason);
   }
 
   private static final String OUTAGE =

@@ -30,6 +30,9 @@ public final class Fixtures {
 
   private Fixtures() {}
 
+  /** The master key id the fixtures' pods carry. */
+  public static final String KEY_ID = "0123456789abcdef";
+
   /** Operator settings with a 256 MiB overhead and the default image and port. */
   public static OperatorConfig config() {
     return OperatorConfig.defaults();
@@ -149,7 +152,7 @@ public final class Fixtures {
   /** The desired pod of {@code artifact} on {@code node}, as the server would hold it. */
   public static Pod pod(
       ModelArtifact artifact, NodeSelection.Candidate node, OptionalLong size, PodState state) {
-    Pod desired = DataPlanePod.desired(artifact, node, size, config());
+    Pod desired = DataPlanePod.desired(artifact, node, size, config(), KEY_ID);
     return state.apply(desired, node.name());
   }
 

@@ -10,7 +10,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -32,10 +31,14 @@ final class HeaderParser {
           // guard would fail valid headers with many colliding names.
           .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+          // Strings and names are bounded by the header's byte length, checked before parsing;
+          // nesting as in the reference reader (serde_json's recursion limit).
           .streamReadConstraints(
               StreamReadConstraints.builder()
-                  .maxStringLength((int) SafetensorsHeader.MAX_HEADER_LENGTH)
-                  .maxNameLength((int) SafetensorsHeader.MAX_HEADER_LENGTH)
+                  .maxStringLength(Integer.MAX_VALUE)
+                  .maxNameLength(Integer.MAX_VALUE)
+                  .maxNestingDepth(128)
+                  .maxNumberLength(1000)
                   .build())
           .build();
 
@@ -47,20 +50,24 @@ final class HeaderParser {
   private final String fileName;
   private final long fileSize;
   private final byte[] json;
+  private final SafetensorsLimits limits;
 
-  private HeaderParser(String fileName, long fileSize, byte[] json) {
+  private HeaderParser(String fileName, long fileSize, byte[] json, SafetensorsLimits limits) {
     this.fileName = fileName;
     this.fileSize = fileSize;
     this.json = json;
+    this.limits = limits;
   }
 
-  static SafetensorsHeader parse(String fileName, long fileSize, byte[] json)
+  static SafetensorsHeader parse(
+      String fileName, long fileSize, byte[] json, SafetensorsLimits limits)
       throws SafetensorsFormatException {
-    return new HeaderParser(fileName, fileSize, json).parse();
+    return new HeaderParser(fileName, fileSize, json, limits).parse();
   }
 
   /** Checks a header length against the prefix rules; shared with readHeaderLength. */
-  static void checkHeaderLength(String fileName, long headerLength, long fileSize)
+  static void checkHeaderLength(
+      String fileName, long headerLength, long fileSize, SafetensorsLimits limits)
       throws SafetensorsFormatException {
     if (fileSize < SafetensorsHeader.LENGTH_PREFIX_BYTES) {
       throw new SafetensorsFormatException(
@@ -80,16 +87,18 @@ final class HeaderParser {
           null,
           "header length prefix is 0; a header holds at least the JSON object {}");
     }
-    if (headerLength < 0 || headerLength > SafetensorsHeader.MAX_HEADER_LENGTH) {
+    if (headerLength < 0 || headerLength > limits.maxHeaderBytes()) {
       throw new SafetensorsFormatException(
           fileName,
           HEADER_TOO_LARGE,
           null,
           "header length prefix says "
               + Long.toUnsignedString(headerLength)
-              + " bytes, above the cap of "
+              + " bytes, above the limit of "
+              + limits.maxHeaderBytes()
+              + " bytes (--max-header-bytes; huggingface/safetensors caps headers at "
               + SafetensorsHeader.MAX_HEADER_LENGTH
-              + " bytes (huggingface/safetensors MAX_HEADER_SIZE)");
+              + ")");
     }
     long available = fileSize - SafetensorsHeader.LENGTH_PREFIX_BYTES;
     if (headerLength > available) {
@@ -108,7 +117,7 @@ final class HeaderParser {
   }
 
   private SafetensorsHeader parse() throws SafetensorsFormatException {
-    checkHeaderLength(fileName, json.length, fileSize);
+    checkHeaderLength(fileName, json.length, fileSize, limits);
     int bad = firstInvalidUtf8(json);
     if (bad >= 0) {
       throw fail(
@@ -131,6 +140,13 @@ final class HeaderParser {
               + printable(json[0]));
     }
 
+    if (json.length > 1 && json[1] == 0) {
+      // Jackson would take "{" followed by NUL bytes for UTF-16 or UTF-32 text.
+      throw fail(
+          INVALID_JSON,
+          null,
+          "header is not valid JSON: a NUL byte at header offset 1 (file offset 9)");
+    }
     Map<String, String> metadata = null;
     List<TensorInfo> tensors = new ArrayList<>();
     try (JsonParser p = JSON.createParser(json)) {
@@ -141,6 +157,18 @@ final class HeaderParser {
         if (METADATA_KEY.equals(key)) {
           metadata = readMetadata(p);
         } else {
+          checkName(key);
+          if (tensors.size() >= limits.maxTensors()) {
+            throw fail(
+                LIMIT_EXCEEDED,
+                null,
+                "header declares more than "
+                    + limits.maxTensors()
+                    + " tensors (--max-tensors); refused at \""
+                    + abbreviate(key)
+                    + "\""
+                    + at(p));
+          }
           tensors.add(readTensor(p, key));
         }
       }
@@ -166,7 +194,7 @@ final class HeaderParser {
       }
       throw fail(INVALID_JSON, null, "header is not valid JSON: " + msg + at(e.getLocation()));
     } catch (IOException e) {
-      throw new UncheckedIOException("reading an in-memory header", e);
+      throw fail(INVALID_JSON, null, "header is not valid JSON: " + e.getMessage());
     }
 
     tensors.sort(OFFSET_ORDER);
@@ -233,6 +261,15 @@ final class HeaderParser {
     Map<String, String> metadata = new LinkedHashMap<>();
     while (p.nextToken() == JsonToken.FIELD_NAME) {
       String key = p.currentName();
+      if (metadata.size() >= limits.maxTensors()) {
+        throw fail(
+            LIMIT_EXCEEDED,
+            null,
+            "\"__metadata__\" has more than "
+                + limits.maxTensors()
+                + " entries (--max-tensors)"
+                + at(p));
+      }
       JsonToken v = p.nextToken();
       if (v != JsonToken.VALUE_STRING) {
         throw fail(
@@ -272,9 +309,9 @@ final class HeaderParser {
           }
           dtypeName = p.getText();
         }
-        case "shape" -> shape = readIntegers(p, name, "shape", INVALID_SHAPE);
+        case "shape" -> shape = readIntegers(p, name, "shape", INVALID_SHAPE, limits.maxRank());
         case "data_offsets" -> {
-          offsets = readIntegers(p, name, "data_offsets", INVALID_DATA_OFFSETS);
+          offsets = readIntegers(p, name, "data_offsets", INVALID_DATA_OFFSETS, 2);
           if (offsets.length != 2) {
             throw fail(
                 INVALID_DATA_OFFSETS,
@@ -371,8 +408,11 @@ final class HeaderParser {
     return new TensorInfo(name, dtype, shape, begin, end);
   }
 
-  /** Reads a JSON array of non-negative integers that fit in a long. */
-  private long[] readIntegers(JsonParser p, String tensor, String field, String rule)
+  /**
+   * Reads a JSON array of non-negative integers that fit in a long, refusing it at its {@code max +
+   * 1}st element (before keeping it).
+   */
+  private long[] readIntegers(JsonParser p, String tensor, String field, String rule, int max)
       throws IOException, SafetensorsFormatException {
     JsonToken t = p.nextToken();
     if (t != JsonToken.START_ARRAY) {
@@ -398,6 +438,28 @@ final class HeaderParser {
       long v = p.getLongValue();
       if (v < 0) {
         throw fail(INVALID_NUMBER, tensor, where + " = " + v + " is negative");
+      }
+      if (n == max) {
+        if (rule.equals(INVALID_SHAPE)) {
+          throw fail(
+              LIMIT_EXCEEDED,
+              tensor,
+              "shape has more than "
+                  + max
+                  + " dimensions (--max-rank); refused at "
+                  + where
+                  + at(p));
+        }
+        long[] shown = Arrays.copyOf(values, n + 1);
+        shown[n] = v;
+        throw fail(
+            rule,
+            tensor,
+            field
+                + " must be [begin, end] but has more than "
+                + max
+                + " numbers: "
+                + Arrays.toString(shown).replace("]", ", …]"));
       }
       if (n == values.length) {
         values = Arrays.copyOf(values, n * 2);
@@ -476,6 +538,39 @@ final class HeaderParser {
       prev = t;
     }
     return expected;
+  }
+
+  /**
+   * A tensor name must be addressable: not empty (it could not be asked for by name, e.g. in {@code
+   * GET /v1/tensors/{name}}), and valid Unicode (a lone surrogate from a {@code \\uD800} escape has
+   * no UTF-8 form; the reference reader refuses it as invalid JSON).
+   */
+  private void checkName(String name) throws SafetensorsFormatException {
+    if (name.isEmpty()) {
+      throw fail(
+          INVALID_TENSOR_NAME,
+          null,
+          "a tensor is named \"\" (the empty string): it cannot be addressed by name; rename it");
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (Character.isHighSurrogate(c)
+          && i + 1 < name.length()
+          && Character.isLowSurrogate(name.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        throw fail(
+            INVALID_TENSOR_NAME,
+            null,
+            "tensor name \""
+                + abbreviate(name.substring(0, i))
+                + "…\" has a lone surrogate \\u"
+                + String.format("%04X", (int) c)
+                + " at character "
+                + i
+                + ": it is not valid Unicode");
+      }
+    }
   }
 
   private SafetensorsFormatException fail(String rule, String tensor, String detail) {

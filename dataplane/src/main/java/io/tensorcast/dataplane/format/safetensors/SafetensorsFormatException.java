@@ -18,7 +18,10 @@ public class SafetensorsFormatException extends Exception {
   /** The header length prefix is 0; a header holds at least {@code {}}. */
   public static final String HEADER_LENGTH_ZERO = "header-length-zero";
 
-  /** The header length prefix is above the reference cap of 100,000,000 bytes. */
+  /**
+   * The header length prefix is above the limit ({@link SafetensorsLimits#maxHeaderBytes()}; by
+   * default the reference cap of 100,000,000 bytes).
+   */
   public static final String HEADER_TOO_LARGE = "header-too-large";
 
   /** The header length prefix claims more bytes than the file has after the prefix. */
@@ -41,6 +44,12 @@ public class SafetensorsFormatException extends Exception {
 
   /** A {@code __metadata__} value is not a JSON string. */
   public static final String METADATA_VALUE_NOT_STRING = "metadata-value-not-string";
+
+  /** The header holds more tensors, dimensions or metadata entries than a limit allows. */
+  public static final String LIMIT_EXCEEDED = "limit-exceeded";
+
+  /** A tensor name is empty or not valid Unicode (a lone surrogate). */
+  public static final String INVALID_TENSOR_NAME = "invalid-tensor-name";
 
   /** A tensor's entry is not a JSON object. */
   public static final String TENSOR_NOT_OBJECT = "tensor-not-object";

@@ -70,15 +70,25 @@ public final class SafetensorsHeader {
    */
   public static long readHeaderLength(String fileName, byte[] first8, long fileSize)
       throws SafetensorsFormatException {
+    return readHeaderLength(fileName, first8, fileSize, SafetensorsLimits.DEFAULT);
+  }
+
+  /**
+   * {@link #readHeaderLength(String, byte[], long)} with {@code limits.maxHeaderBytes()} as the
+   * largest header accepted.
+   */
+  public static long readHeaderLength(
+      String fileName, byte[] first8, long fileSize, SafetensorsLimits limits)
+      throws SafetensorsFormatException {
     if (fileSize < LENGTH_PREFIX_BYTES) {
-      HeaderParser.checkHeaderLength(fileName, 0, fileSize); // throws file-too-small
+      HeaderParser.checkHeaderLength(fileName, 0, fileSize, limits); // throws file-too-small
     }
     if (first8.length != LENGTH_PREFIX_BYTES) {
       throw new IllegalArgumentException(
           "need the first 8 bytes of " + fileName + ", got " + first8.length);
     }
     long n = ByteBuffer.wrap(first8).order(ByteOrder.LITTLE_ENDIAN).getLong();
-    HeaderParser.checkHeaderLength(fileName, n, fileSize);
+    HeaderParser.checkHeaderLength(fileName, n, fileSize, limits);
     return n;
   }
 
@@ -95,7 +105,17 @@ public final class SafetensorsHeader {
    */
   public static SafetensorsHeader parse(String fileName, long fileSize, byte[] headerJson)
       throws SafetensorsFormatException {
-    return HeaderParser.parse(fileName, fileSize, headerJson);
+    return parse(fileName, fileSize, headerJson, SafetensorsLimits.DEFAULT);
+  }
+
+  /**
+   * {@link #parse(String, long, byte[])} within {@code limits}: a header over one is refused
+   * ({@code header-too-large}, {@code limit-exceeded}) as soon as the parser meets what is over it.
+   */
+  public static SafetensorsHeader parse(
+      String fileName, long fileSize, byte[] headerJson, SafetensorsLimits limits)
+      throws SafetensorsFormatException {
+    return HeaderParser.parse(fileName, fileSize, headerJson, limits);
   }
 
   /**
@@ -105,6 +125,12 @@ public final class SafetensorsHeader {
    * @throws IOException if the file cannot be read
    */
   public static SafetensorsHeader read(Path file) throws IOException, SafetensorsFormatException {
+    return read(file, SafetensorsLimits.DEFAULT);
+  }
+
+  /** {@link #read(Path)} within {@code limits}. */
+  public static SafetensorsHeader read(Path file, SafetensorsLimits limits)
+      throws IOException, SafetensorsFormatException {
     String name = file.toString();
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       long size = ch.size();
@@ -112,10 +138,10 @@ public final class SafetensorsHeader {
       if (size >= LENGTH_PREFIX_BYTES) {
         readFully(ch, ByteBuffer.wrap(prefix), 0, name);
       }
-      long n = readHeaderLength(name, prefix, size);
+      long n = readHeaderLength(name, prefix, size, limits);
       byte[] json = new byte[(int) n];
       readFully(ch, ByteBuffer.wrap(json), LENGTH_PREFIX_BYTES, name);
-      return parse(name, size, json);
+      return parse(name, size, json, limits);
     }
   }
 

@@ -18,4 +18,10 @@ public record PickleTuple(List<Object> items) {
   public int size() {
     return items.size();
   }
+
+  /** Python-like text, bounded in depth and length whatever the tuple holds. */
+  @Override
+  public String toString() {
+    return PickleText.describe(this);
+  }
 }

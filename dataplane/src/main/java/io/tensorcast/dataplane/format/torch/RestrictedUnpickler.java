@@ -93,6 +93,12 @@ final class RestrictedUnpickler {
           "torch.QUInt4x2Storage",
           "torch.QUInt2x4Storage");
 
+  /** Most values in one dict key or set item, counted with repetition. */
+  static final int MAX_KEY_VALUES = 4096;
+
+  /** Deepest nesting of tuples in one dict key or set item. */
+  static final int MAX_KEY_DEPTH = 32;
+
   private final String file;
   private final String label;
   private final long base;
@@ -109,6 +115,7 @@ final class RestrictedUnpickler {
   private final ArrayList<Object> stack = new ArrayList<>();
   private final ArrayList<Integer> marks = new ArrayList<>();
   private final Map<Long, Object> memo = new HashMap<>();
+  private long objects;
 
   /**
    * @param start offset of the pickle's first byte in {@code src}
@@ -149,6 +156,7 @@ final class RestrictedUnpickler {
     stack.clear();
     marks.clear();
     memo.clear();
+    objects = 0;
     while (true) {
       long at = pos;
       opAt = at;
@@ -337,6 +345,10 @@ final class RestrictedUnpickler {
           DISALLOWED_CALL,
           "REDUCE on " + typeName(fn) + ": only allowed functions may be called");
     }
+    return reduce(g, args, 0);
+  }
+
+  private Object reduce(Global g, Object args, int depth) throws TorchFormatException {
     PickleTuple a = argsTuple(g, args);
     switch (g.qualified()) {
       case "collections.OrderedDict" -> {
@@ -398,7 +410,24 @@ final class RestrictedUnpickler {
                   + (a.size() > 1 ? typeName(a.get(1)) : "?")
                   + ": only torch.Tensor and torch.nn.parameter.Parameter are allowed");
         }
-        Object inner = reduce(a.get(0), a.get(2));
+        if (depth >= limits.maxNesting()) {
+          throw new TorchFormatException(
+              file,
+              LIMIT_EXCEEDED,
+              "_rebuild_from_type_v2 nested deeper than "
+                  + limits.maxNesting()
+                  + " calls (--max-nesting) at "
+                  + where(opAt));
+        }
+        if (!(a.get(0) instanceof Global inner0)) {
+          throw new TorchFormatException(
+              file,
+              DISALLOWED_CALL,
+              "_rebuild_from_type_v2 calls "
+                  + typeName(a.get(0))
+                  + ": only allowed functions may be called");
+        }
+        Object inner = reduce(inner0, a.get(2), depth + 1);
         if (!(inner instanceof TorchTensor t)) {
           throw bad("_rebuild_from_type_v2 did not rebuild a tensor");
         }
@@ -474,10 +503,6 @@ final class RestrictedUnpickler {
               + stride.length
               + " strides");
     }
-    if (shape.length > limits.maxRank()) {
-      throw new TorchFormatException(
-          file, LIMIT_EXCEEDED, "tensor rank " + shape.length + " > " + limits.maxRank());
-    }
     String what = "tensor on storage " + storage.key() + " (numel " + storage.numel() + ")";
     if (offset < 0) {
       throw new TorchFormatException(
@@ -550,17 +575,24 @@ final class RestrictedUnpickler {
   }
 
   private long[] ints(Object o, String what) throws TorchFormatException {
-    List<Object> items;
+    List<?> items;
     if (o instanceof PickleTuple t) {
       items = t.items();
     } else if (o instanceof List<?> l) {
-      items = new ArrayList<>(l);
+      items = l;
     } else {
       throw bad(what + " is " + typeName(o) + ", not a tuple of ints");
     }
     if (items.size() > limits.maxRank()) {
       throw new TorchFormatException(
-          file, LIMIT_EXCEEDED, what + " has " + items.size() + " dims > " + limits.maxRank());
+          file,
+          LIMIT_EXCEEDED,
+          what
+              + " has "
+              + items.size()
+              + " dims, more than the limit of "
+              + limits.maxRank()
+              + " (--max-rank)");
     }
     long[] r = new long[items.size()];
     for (int i = 0; i < r.length; i++) {
@@ -592,39 +624,68 @@ final class RestrictedUnpickler {
       }
     }
     for (Pair p : pairs) {
-      checkHashable(p.key(), 0);
+      checkHashable(p.key());
       d.put(p.key(), p.value());
     }
   }
 
   private void addToSet(Object set, Object o) throws TorchFormatException {
-    checkHashable(o, 0);
+    checkHashable(o);
     @SuppressWarnings("unchecked")
     Set<Object> s = (Set<Object>) set;
     s.add(o);
   }
 
-  /** Dict keys and set items: primitives or tuples of them (Python's hashable values we model). */
-  private void checkHashable(Object k, int depth) throws TorchFormatException {
-    if (depth > limits.maxNesting()) {
-      throw new TorchFormatException(
-          file, LIMIT_EXCEEDED, "dict key nested deeper than " + limits.maxNesting());
-    }
-    if (k == null
-        || k instanceof String
-        || k instanceof Long
-        || k instanceof BigInteger
-        || k instanceof Double
-        || k instanceof Boolean) {
-      return;
-    }
-    if (k instanceof PickleTuple t) {
-      for (Object o : t.items()) {
-        checkHashable(o, depth + 1);
+  /**
+   * Dict keys and set items: primitives or tuples of them (Python's hashable values we model), of
+   * at most {@value #MAX_KEY_VALUES} values counted with repetition (a tuple reached twice counts
+   * twice): hashing and comparing a key visits each of them, so a key whose tuples double through
+   * the memo must be refused before it is hashed.
+   */
+  private void checkHashable(Object k) throws TorchFormatException {
+    ArrayList<Object> todo = new ArrayList<>();
+    ArrayList<Integer> depths = new ArrayList<>();
+    todo.add(k);
+    depths.add(0);
+    int seen = 0;
+    while (!todo.isEmpty()) {
+      Object o = todo.remove(todo.size() - 1);
+      int depth = depths.remove(depths.size() - 1);
+      if (depth > MAX_KEY_DEPTH) {
+        throw new TorchFormatException(
+            file,
+            LIMIT_EXCEEDED,
+            "a dict key or set item nests tuples deeper than "
+                + MAX_KEY_DEPTH
+                + " at "
+                + where(opAt));
       }
-      return;
+      if (++seen > MAX_KEY_VALUES) {
+        throw new TorchFormatException(
+            file,
+            LIMIT_EXCEEDED,
+            "a dict key or set item holds more than "
+                + MAX_KEY_VALUES
+                + " values (tuples shared through the memo count each time) at "
+                + where(opAt));
+      }
+      if (o == null
+          || o instanceof String
+          || o instanceof Long
+          || o instanceof BigInteger
+          || o instanceof Double
+          || o instanceof Boolean) {
+        continue;
+      }
+      if (o instanceof PickleTuple t) {
+        for (Object item : t.items()) {
+          todo.add(item);
+          depths.add(depth + 1);
+        }
+        continue;
+      }
+      throw bad("dict key or set item of type " + typeName(o) + " is not supported");
     }
-    throw bad("dict key or set item of type " + typeName(k) + " is not supported");
   }
 
   @SuppressWarnings("unchecked")
@@ -690,6 +751,16 @@ final class RestrictedUnpickler {
   // ---------------------------------------------------------------- stack and memo
 
   private void push(Object o) throws TorchFormatException {
+    if (++objects > limits.maxObjects()) {
+      throw new TorchFormatException(
+          file,
+          LIMIT_EXCEEDED,
+          label
+              + " builds more than "
+              + limits.maxObjects()
+              + " objects (--max-pickle-objects) by "
+              + where(opAt));
+    }
     stack.add(o);
     checkStack();
   }

@@ -26,7 +26,8 @@ import java.util.OptionalLong;
  * @param storageAlignment the {@code .storage_alignment} record, when present: every storage's file
  *     offset is a multiple of it (checked)
  * @param version the {@code version} record (zip) or the legacy protocol version
- * @param root the unpickled object tree
+ * @param root the unpickled object tree; a container or tensor the pickle shares (through its memo)
+ *     is one shared object here too, a tensor carrying the name of its first path
  * @param tensors every tensor reached in the tree, depth-first in insertion order, named by path (a
  *     tensor reached by two paths is listed twice, sharing one storage)
  * @param storages the storages the tensors reference, by key

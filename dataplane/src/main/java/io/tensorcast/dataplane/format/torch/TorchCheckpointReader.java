@@ -139,9 +139,11 @@ public final class TorchCheckpointReader {
 
   private static TorchCheckpoint readZip(String fileName, ByteSource src, TorchLimits limits)
       throws TorchFormatException, IOException {
+    ByteSourceChannel channel = new ByteSourceChannel(src);
+    ZipDirectory.checkRecords(fileName, channel, limits);
     ZipFile zip;
     try {
-      zip = ZipFile.builder().setSeekableByteChannel(new ByteSourceChannel(src)).get();
+      zip = ZipFile.builder().setSeekableByteChannel(channel).get();
     } catch (IOException | RuntimeException e) {
       TorchFormatException f =
           new TorchFormatException(
@@ -151,6 +153,16 @@ public final class TorchCheckpointReader {
     }
     try (zip) {
       List<ZipArchiveEntry> entries = Collections.list(zip.getEntries());
+      if (entries.size() > limits.maxZipEntries()) {
+        throw new TorchFormatException(
+            fileName,
+            LIMIT_EXCEEDED,
+            "zip central directory holds "
+                + entries.size()
+                + " entries, more than the limit of "
+                + limits.maxZipEntries()
+                + " (--max-zip-entries)");
+      }
       String prefix = null;
       for (ZipArchiveEntry e : entries) {
         String n = e.getName();
@@ -206,7 +218,7 @@ public final class TorchCheckpointReader {
         }
       }
       ByteOrder order = ByteOrder.LITTLE_ENDIAN;
-      Optional<String> byteorder = smallRecord(fileName, zip, records.get(p + "byteorder"));
+      Optional<String> byteorder = smallRecord(fileName, zip, limits, records.get(p + "byteorder"));
       if (byteorder.isPresent()) {
         switch (byteorder.get().trim()) {
           case "little" -> order = ByteOrder.LITTLE_ENDIAN;
@@ -219,7 +231,8 @@ public final class TorchCheckpointReader {
         }
       }
       OptionalLong alignment = OptionalLong.empty();
-      Optional<String> align = smallRecord(fileName, zip, records.get(p + ".storage_alignment"));
+      Optional<String> align =
+          smallRecord(fileName, zip, limits, records.get(p + ".storage_alignment"));
       if (align.isPresent()) {
         try {
           long a = Long.parseLong(align.get().trim());
@@ -235,9 +248,10 @@ public final class TorchCheckpointReader {
         }
       }
       Optional<String> version =
-          smallRecord(fileName, zip, records.get(p + "version")).map(String::trim);
+          smallRecord(fileName, zip, limits, records.get(p + "version")).map(String::trim);
 
       ZipArchiveEntry pkl = records.get(p + "data.pkl");
+      InputStream inflating = null;
       ByteSource pickleSource;
       long start;
       long end;
@@ -245,21 +259,27 @@ public final class TorchCheckpointReader {
         throw new TorchFormatException(
             fileName,
             LIMIT_EXCEEDED,
-            "data.pkl is " + pkl.getSize() + " bytes > limit " + limits.maxPickleBytes());
+            pkl.getName()
+                + " is "
+                + pkl.getSize()
+                + " bytes, more than the limit of "
+                + limits.maxPickleBytes()
+                + " (--max-pickle-bytes)");
       }
+      checkInflatable(fileName, pkl, limits);
       if (pkl.getMethod() == ZipArchiveEntry.STORED && pkl.getDataOffset() >= 0) {
         pickleSource = src;
         start = pkl.getDataOffset();
         end = start + pkl.getSize();
-        if (end > src.size()) {
+        if (pkl.getSize() < 0 || pkl.getSize() > src.size() - start) {
           throw new TorchFormatException(
               fileName, INVALID_ARCHIVE, "data.pkl runs past the end of the file");
         }
       } else {
-        byte[] b = readEntry(fileName, zip, pkl, limits.maxPickleBytes());
-        pickleSource = ByteSource.of(b);
+        inflating = inputStream(fileName, zip, pkl);
+        pickleSource = new InflatingSource(inflating, pkl.getSize(), pkl.getName());
         start = 0;
-        end = b.length;
+        end = pkl.getSize();
       }
 
       ByteOrder byteOrder = order;
@@ -272,14 +292,17 @@ public final class TorchCheckpointReader {
                   fileName,
                   MALFORMED_PICKLE,
                   "persistent id "
-                      + pid.items()
+                      + PickleText.describe(pid)
                       + " is not ('storage', type, key, location, numel)");
             }
             TorchDtype dtype = dtypeOf(fileName, pid.get(1));
             if (!(pid.get(2) instanceof String key) || !(pid.get(4) instanceof Long numel)) {
               throw new TorchFormatException(
-                  fileName, MALFORMED_PICKLE, "storage key/numel of " + pid.items() + " mistyped");
+                  fileName,
+                  MALFORMED_PICKLE,
+                  "storage key/numel of " + PickleText.describe(pid) + " mistyped");
             }
+            checkKey(fileName, key);
             TorchStorage known = storages.get(key);
             if (known != null) {
               if (known.dtype() != dtype) {
@@ -347,12 +370,24 @@ public final class TorchCheckpointReader {
             storages.put(key, s);
             return s;
           };
-      Object raw =
-          new RestrictedUnpickler(
-                  fileName, prefix + "/data.pkl", pickleSource, start, end, limits, loader)
-              .load();
+      Object raw;
+      try {
+        raw =
+            new RestrictedUnpickler(
+                    fileName, prefix + "/data.pkl", pickleSource, start, end, limits, loader)
+                .load();
+      } catch (InflatingSource.BadEntry e) {
+        TorchFormatException f =
+            new TorchFormatException(fileName, INVALID_ARCHIVE, e.getMessage());
+        f.initCause(e);
+        throw f;
+      } finally {
+        if (inflating != null) {
+          inflating.close(); // ends the inflater's native memory now, not at collection
+        }
+      }
       List<TorchTensor> tensors = new ArrayList<>();
-      Object root = new TreeWalker(fileName, limits, tensors).walk(raw, "", 0);
+      Object root = new TreeWalker(fileName, limits, tensors, storages.values()).walk(raw);
       return new TorchCheckpoint(
           fileName,
           Format.ZIP,
@@ -366,25 +401,42 @@ public final class TorchCheckpointReader {
     }
   }
 
-  private static Optional<String> smallRecord(String fileName, ZipFile zip, ZipArchiveEntry e)
+  private static Optional<String> smallRecord(
+      String fileName, ZipFile zip, TorchLimits limits, ZipArchiveEntry e)
       throws TorchFormatException, IOException {
     if (e == null) {
       return Optional.empty();
     }
-    return Optional.of(new String(readEntry(fileName, zip, e, 4096), StandardCharsets.UTF_8));
+    return Optional.of(
+        new String(readEntry(fileName, zip, e, 4096, limits), StandardCharsets.UTF_8));
   }
 
-  private static byte[] readEntry(String fileName, ZipFile zip, ZipArchiveEntry e, long max)
+  /**
+   * Reads a small record whole: at most {@code max} bytes, and never more than its central
+   * directory record declares.
+   */
+  private static byte[] readEntry(
+      String fileName, ZipFile zip, ZipArchiveEntry e, int max, TorchLimits limits)
       throws TorchFormatException, IOException {
     if (e.getSize() > max) {
       throw new TorchFormatException(
-          fileName, LIMIT_EXCEEDED, e.getName() + " is " + e.getSize() + " bytes > " + max);
+          fileName,
+          LIMIT_EXCEEDED,
+          e.getName() + " is " + e.getSize() + " bytes, more than the " + max + " it may hold");
     }
-    try (InputStream in = zip.getInputStream(e)) {
-      byte[] b = in.readNBytes((int) Math.min(max, Integer.MAX_VALUE - 8) + 1);
-      if (b.length > max) {
+    checkInflatable(fileName, e, limits);
+    try (InputStream in = inputStream(fileName, zip, e)) {
+      byte[] b = in.readNBytes((int) e.getSize() + 1);
+      if (b.length != e.getSize()) {
         throw new TorchFormatException(
-            fileName, LIMIT_EXCEEDED, e.getName() + " inflates to more than " + max + " bytes");
+            fileName,
+            INVALID_ARCHIVE,
+            e.getName()
+                + " inflates to "
+                + (b.length > e.getSize() ? "more than" : "only " + b.length + " of")
+                + " the "
+                + e.getSize()
+                + " bytes its central directory record declares");
       }
       return b;
     } catch (IOException | RuntimeException x) {
@@ -393,6 +445,79 @@ public final class TorchCheckpointReader {
               fileName, INVALID_ARCHIVE, "cannot read " + e.getName() + ": " + x.getMessage());
       f.initCause(x);
       throw f;
+    }
+  }
+
+  private static InputStream inputStream(String fileName, ZipFile zip, ZipArchiveEntry e)
+      throws TorchFormatException {
+    try {
+      return zip.getInputStream(e);
+    } catch (IOException | RuntimeException x) {
+      TorchFormatException f =
+          new TorchFormatException(
+              fileName, INVALID_ARCHIVE, "cannot read " + e.getName() + ": " + x.getMessage());
+      f.initCause(x);
+      throw f;
+    }
+  }
+
+  /**
+   * Before an entry is inflated: it must be stored or deflated (what torch's readers accept), its
+   * sizes known, and a deflated entry over {@link TorchLimits#ZIP_RATIO_FLOOR_BYTES} may not
+   * declare more than {@link TorchLimits#maxZipRatio()} inflated bytes per compressed byte.
+   */
+  private static void checkInflatable(String fileName, ZipArchiveEntry e, TorchLimits limits)
+      throws TorchFormatException {
+    int method = e.getMethod();
+    if (method != ZipArchiveEntry.STORED && method != ZipArchiveEntry.DEFLATED) {
+      throw new TorchFormatException(
+          fileName,
+          INVALID_ARCHIVE,
+          e.getName()
+              + " uses compression method "
+              + method
+              + "; torch archives are stored (0) or deflated (8)");
+    }
+    long size = e.getSize();
+    long compressed = e.getCompressedSize();
+    if (size < 0 || compressed < 0) {
+      throw new TorchFormatException(
+          fileName, INVALID_ARCHIVE, e.getName() + " has no sizes in its central directory record");
+    }
+    if (method == ZipArchiveEntry.DEFLATED
+        && size > TorchLimits.ZIP_RATIO_FLOOR_BYTES
+        && size > compressed * (double) limits.maxZipRatio()) {
+      throw new TorchFormatException(
+          fileName,
+          LIMIT_EXCEEDED,
+          e.getName()
+              + " declares "
+              + size
+              + " bytes inflated from "
+              + compressed
+              + " compressed: a ratio of "
+              + size / Math.max(1, compressed)
+              + ":1, over the limit of "
+              + limits.maxZipRatio()
+              + ":1 (--max-zip-ratio)");
+    }
+  }
+
+  /** Longest storage key accepted: torch's are decimal numbers. */
+  static final int MAX_KEY_LENGTH = 1024;
+
+  private static void checkKey(String fileName, String key) throws TorchFormatException {
+    if (key.length() > MAX_KEY_LENGTH) {
+      throw new TorchFormatException(
+          fileName,
+          MALFORMED_PICKLE,
+          "storage key "
+              + PickleText.describe(key)
+              + " has "
+              + key.length()
+              + " characters; torch's keys are short numbers (at most "
+              + MAX_KEY_LENGTH
+              + " accepted)");
     }
   }
 
@@ -431,7 +556,7 @@ public final class TorchCheckpointReader {
       throw new TorchFormatException(
           fileName,
           NOT_A_CHECKPOINT,
-          "legacy magic number is " + magic + ", not 0x1950a86a20f9469cfc6c");
+          "legacy magic number is " + PickleText.describe(magic) + ", not 0x1950a86a20f9469cfc6c");
     }
     header =
         new RestrictedUnpickler(
@@ -441,7 +566,10 @@ public final class TorchCheckpointReader {
       throw new TorchFormatException(
           fileName,
           UNSUPPORTED_FEATURE,
-          "legacy protocol version " + protocol + "; torch writes " + LEGACY_PROTOCOL_VERSION);
+          "legacy protocol version "
+              + PickleText.describe(protocol)
+              + "; torch writes "
+              + LEGACY_PROTOCOL_VERSION);
     }
     header =
         new RestrictedUnpickler(
@@ -497,7 +625,7 @@ public final class TorchCheckpointReader {
         throw new TorchFormatException(
             fileName,
             MISSING_STORAGE,
-            "legacy storage key " + k + " is not referenced by the pickle");
+            "legacy storage key " + PickleText.describe(k) + " is not referenced by the pickle");
       }
       if (offsets.containsKey(key)) {
         throw new TorchFormatException(
@@ -590,7 +718,9 @@ public final class TorchCheckpointReader {
         new RestrictedUnpickler(fileName, "legacy pickle", src, objectStart, size, limits, resolve)
             .load();
     List<TorchTensor> tensors = new ArrayList<>();
-    Object root = new TreeWalker(fileName, limits, tensors).walk(raw, "", 0);
+    List<TorchStorage> rootStorages =
+        storages.values().stream().filter(st -> roots.containsKey(st.key())).toList();
+    Object root = new TreeWalker(fileName, limits, tensors, rootStorages).walk(raw);
     return new TorchCheckpoint(
         fileName,
         Format.LEGACY,
@@ -622,9 +752,10 @@ public final class TorchCheckpointReader {
           fileName,
           MALFORMED_PICKLE,
           "legacy persistent id "
-              + pid.items()
+              + PickleText.describe(pid)
               + " is not ('storage', type, key, location, numel, view)");
     }
+    checkKey(fileName, rootKey);
     TorchDtype dtype = dtypeOf(fileName, pid.get(1));
     try {
       Math.multiplyExact(numel, (long) dtype.elementSize());
@@ -641,40 +772,135 @@ public final class TorchCheckpointReader {
         && v.get(0) instanceof String viewKey
         && v.get(1) instanceof Long off
         && v.get(2) instanceof Long viewSize) {
+      checkKey(fileName, viewKey);
       return new LegacyPid(dtype, rootKey, numel, viewKey, off, viewSize);
     }
     throw new TorchFormatException(
-        fileName, MALFORMED_PICKLE, "legacy view metadata " + view + " is not (key, offset, size)");
+        fileName,
+        MALFORMED_PICKLE,
+        "legacy view metadata " + PickleText.describe(view) + " is not (key, offset, size)");
   }
 
   // ------------------------------------------------------------------------------- the tree
 
-  /** Copies the unpickled tree into public types and names each tensor by its path. */
+  /**
+   * Copies the unpickled object graph into public types and names each tensor by its path, within
+   * bounds: a container is converted once however often it is reached (the copy shares it as the
+   * pickle did), a container or tensor that leads to tensors may be reached by at most {@link
+   * TorchLimits#maxReuse()} paths (each path names its tensors again, so memo reuse would otherwise
+   * multiply the tensors listed exponentially), every step of the walk counts against {@link
+   * TorchLimits#maxObjects()}, the listed tensors against {@link TorchLimits#maxTensors()} and
+   * their bytes against {@code maxReuse ×} the storages' bytes. Recursion is bounded by {@link
+   * TorchLimits#maxNesting()}.
+   */
   private static final class TreeWalker {
+    /** Longest tensor name kept, in characters. */
+    static final int MAX_NAME_LENGTH = 65_536;
+
+    /** One step of a path: a dict key, or a list/tuple index. */
+    private record Step(Step parent, Object key, boolean index) {}
+
+    /** A container converted once, with whether tensors are below it and how often it was met. */
+    private static final class Converted {
+      Object value;
+      boolean hasTensors;
+      int reached = 1;
+    }
+
     private final String fileName;
     private final TorchLimits limits;
     private final List<TorchTensor> tensors;
+    private final long storageBytes;
     private final Set<Object> onPath = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Map<Object, Converted> converted = new IdentityHashMap<>();
+    private final Map<TorchTensor, TorchTensor> firstNamed = new IdentityHashMap<>();
+    private final Map<TorchTensor, Integer> tensorReached = new IdentityHashMap<>();
+    private final Map<String, Step> names = new HashMap<>();
+    private long steps;
+    private long tensorBytes;
 
-    TreeWalker(String fileName, TorchLimits limits, List<TorchTensor> tensors) {
+    TreeWalker(
+        String fileName,
+        TorchLimits limits,
+        List<TorchTensor> tensors,
+        java.util.Collection<TorchStorage> storages) {
       this.fileName = fileName;
       this.limits = limits;
       this.tensors = tensors;
+      long bytes = 0;
+      for (TorchStorage s : storages) {
+        bytes = saturatedAdd(bytes, s.byteLength());
+      }
+      this.storageBytes = bytes;
     }
 
-    Object walk(Object o, String path, int depth) throws TorchFormatException {
-      if (o instanceof TorchTensor t) {
-        TorchTensor named = t.withName(path);
-        tensors.add(named);
-        return named;
+    /**
+     * @return the converted tree
+     * @throws TorchFormatException past a bound, on a cycle, or for two tensors of one name
+     */
+    Object walk(Object root) throws TorchFormatException {
+      Object out = visit(root, null, 0);
+      long allowed =
+          storageBytes > Long.MAX_VALUE / limits.maxReuse()
+              ? Long.MAX_VALUE
+              : storageBytes * limits.maxReuse();
+      if (tensorBytes > allowed) {
+        throw new TorchFormatException(
+            fileName,
+            LIMIT_EXCEEDED,
+            "the "
+                + tensors.size()
+                + " tensors listed hold "
+                + tensorBytes
+                + " bytes, more than "
+                + limits.maxReuse()
+                + " × the "
+                + storageBytes
+                + " bytes of its storages (--max-reuse): views and shared tensors this"
+                + " many times over their storages are not a checkpoint's weights");
       }
-      boolean container =
-          o instanceof Map<?, ?>
-              || o instanceof List<?>
-              || o instanceof PickleTuple
-              || o instanceof Set<?>;
-      if (!container) {
+      return out;
+    }
+
+    private static boolean isContainer(Object o) {
+      return o instanceof Map<?, ?>
+          || o instanceof List<?>
+          || o instanceof PickleTuple
+          || o instanceof Set<?>;
+    }
+
+    private void step(long n) throws TorchFormatException {
+      steps += n;
+      if (steps > limits.maxObjects()) {
+        throw new TorchFormatException(
+            fileName,
+            LIMIT_EXCEEDED,
+            "walking the object tree takes more than "
+                + limits.maxObjects()
+                + " steps (--max-pickle-objects)");
+      }
+    }
+
+    private Object visit(Object o, Step path, int depth) throws TorchFormatException {
+      if (o instanceof TorchTensor t) {
+        return tensor(t, path);
+      }
+      if (!isContainer(o)) {
         return o;
+      }
+      Converted c = converted.get(o);
+      if (c != null) {
+        if (!c.hasTensors) {
+          return c.value; // nothing below to name: a shared leaf costs nothing more
+        }
+        if (++c.reached > limits.maxReuse()) {
+          throw reusedTooOften(o, path);
+        }
+      } else if (onPath.contains(o)) {
+        throw new TorchFormatException(
+            fileName,
+            MALFORMED_PICKLE,
+            "object tree contains itself (a cycle at " + render(path) + ")");
       }
       if (depth >= limits.maxNesting()) {
         throw new TorchFormatException(
@@ -682,45 +908,149 @@ public final class TorchCheckpointReader {
             LIMIT_EXCEEDED,
             "object tree nested deeper than "
                 + limits.maxNesting()
-                + " levels (at \""
-                + path
-                + "\")");
+                + " levels (--max-nesting) at "
+                + render(path));
       }
-      if (!onPath.add(o)) {
-        throw new TorchFormatException(
-            fileName,
-            MALFORMED_PICKLE,
-            "object tree contains itself (a cycle at \"" + path + "\")");
-      }
+      onPath.add(o);
       try {
-        if (o instanceof Map<?, ?> m) {
-          Map<Object, Object> out = new LinkedHashMap<>();
-          for (Map.Entry<?, ?> e : m.entrySet()) {
-            out.put(e.getKey(), walk(e.getValue(), join(path, pyStr(e.getKey())), depth + 1));
-          }
-          return Collections.unmodifiableMap(out);
+        int before = tensors.size();
+        Object value = children(o, path, depth, c == null);
+        if (c == null) {
+          c = new Converted();
+          c.value = value;
+          c.hasTensors = tensors.size() > before;
+          converted.put(o, c);
         }
-        if (o instanceof Set<?> s) {
-          return Collections.unmodifiableSet(new LinkedHashSet<>(s));
-        }
-        List<?> items = o instanceof PickleTuple t ? t.items() : (List<?>) o;
-        List<Object> out = new ArrayList<>(items.size());
-        for (int i = 0; i < items.size(); i++) {
-          out.add(walk(items.get(i), join(path, Integer.toString(i)), depth + 1));
-        }
-        return o instanceof PickleTuple
-            ? new PickleTuple(Collections.unmodifiableList(out))
-            : Collections.unmodifiableList(out);
+        return c.value;
       } finally {
         onPath.remove(o);
       }
     }
 
-    private static String join(String path, String key) {
-      return path.isEmpty() ? key : path + "." + key;
+    /** Visits the children; builds the converted container when {@code build}, else only names. */
+    private Object children(Object o, Step path, int depth, boolean build)
+        throws TorchFormatException {
+      if (o instanceof Map<?, ?> m) {
+        step(1 + m.size());
+        Map<Object, Object> out = build ? new LinkedHashMap<>() : null;
+        for (Map.Entry<?, ?> e : m.entrySet()) {
+          Object v = visit(e.getValue(), new Step(path, e.getKey(), false), depth + 1);
+          if (build) {
+            out.put(e.getKey(), v);
+          }
+        }
+        return build ? Collections.unmodifiableMap(out) : null;
+      }
+      if (o instanceof Set<?> s) {
+        step(1 + s.size());
+        return build ? Collections.unmodifiableSet(new LinkedHashSet<>(s)) : null;
+      }
+      List<?> items = o instanceof PickleTuple t ? t.items() : (List<?>) o;
+      step(1 + items.size());
+      List<Object> out = build ? new ArrayList<>(items.size()) : null;
+      for (int i = 0; i < items.size(); i++) {
+        Object v = visit(items.get(i), new Step(path, i, true), depth + 1);
+        if (build) {
+          out.add(v);
+        }
+      }
+      if (!build) {
+        return null;
+      }
+      return o instanceof PickleTuple
+          ? new PickleTuple(Collections.unmodifiableList(out))
+          : Collections.unmodifiableList(out);
     }
 
-    /** Python's {@code str(key)} for the key types a checkpoint uses. */
+    private TorchTensor tensor(TorchTensor t, Step path) throws TorchFormatException {
+      step(1);
+      int reached = tensorReached.merge(t, 1, Integer::sum);
+      if (reached > limits.maxReuse()) {
+        throw reusedTooOften(t, path);
+      }
+      if (tensors.size() >= limits.maxTensors()) {
+        throw new TorchFormatException(
+            fileName,
+            LIMIT_EXCEEDED,
+            "the object tree holds more than "
+                + limits.maxTensors()
+                + " tensors (--max-tensors); the next is at "
+                + render(path));
+      }
+      String name = name(path);
+      Step other = names.putIfAbsent(name, path == null ? new Step(null, "", true) : path);
+      if (other != null) {
+        throw new TorchFormatException(
+            fileName,
+            TorchFormatException.DUPLICATE_TENSOR_NAME,
+            "the tensors at "
+                + render(other)
+                + " and "
+                + render(path)
+                + " are both named "
+                + PickleText.quoted(name)
+                + " once keys are joined with '.'; rename one of the keys");
+      }
+      TorchTensor named = t.withName(name);
+      tensors.add(named);
+      tensorBytes = saturatedAdd(tensorBytes, named.byteLength());
+      return firstNamed.computeIfAbsent(t, k -> named);
+    }
+
+    private TorchFormatException reusedTooOften(Object o, Step path) {
+      return new TorchFormatException(
+          fileName,
+          LIMIT_EXCEEDED,
+          "the "
+              + RestrictedUnpickler.typeName(o)
+              + " at "
+              + render(path)
+              + " is reached by more than "
+              + limits.maxReuse()
+              + " paths through the pickle memo (--max-reuse); each path would list its tensors"
+              + " again");
+    }
+
+    /** Keys and indexes joined with {@code .}, as torch state_dict keys are. */
+    private String name(Step path) throws TorchFormatException {
+      List<String> parts = new ArrayList<>();
+      long length = 0;
+      for (Step s = path; s != null; s = s.parent()) {
+        String part = s.index() ? s.key().toString() : pyStr(s.key());
+        length += part.length() + 1;
+        if (length > MAX_NAME_LENGTH + 1) {
+          throw new TorchFormatException(
+              fileName,
+              LIMIT_EXCEEDED,
+              "the tensor at "
+                  + render(path)
+                  + " would be named with more than "
+                  + MAX_NAME_LENGTH
+                  + " characters");
+        }
+        parts.add(part);
+      }
+      Collections.reverse(parts);
+      return String.join(".", parts);
+    }
+
+    /** A path as Python subscripts, {@code ['model']['layers'][0]}; {@code the root} when empty. */
+    private static String render(Step path) {
+      if (path == null || (path.parent() == null && "".equals(path.key()) && path.index())) {
+        return "the root";
+      }
+      List<String> parts = new ArrayList<>();
+      for (Step s = path; s != null; s = s.parent()) {
+        parts.add(s.index() ? "[" + s.key() + "]" : "[" + PickleText.describe(s.key()) + "]");
+      }
+      Collections.reverse(parts);
+      String joined = String.join("", parts);
+      return joined.length() > 300 ? "…" + joined.substring(joined.length() - 300) : joined;
+    }
+
+    /**
+     * Python's {@code str(key)} for the key types a checkpoint uses (tuples at most 4096 values).
+     */
     private static String pyStr(Object k) {
       if (k == null) {
         return "None";
@@ -736,6 +1066,11 @@ public final class TorchCheckpointReader {
         return "(" + String.join(", ", parts) + (parts.size() == 1 ? ",)" : ")");
       }
       return String.valueOf(k);
+    }
+
+    private static long saturatedAdd(long a, long b) {
+      long r = a + b;
+      return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
     }
   }
 

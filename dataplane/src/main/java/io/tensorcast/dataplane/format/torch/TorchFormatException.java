@@ -43,6 +43,12 @@ public class TorchFormatException extends Exception {
   /** A tensor's shape, strides or storage offset are invalid or exceed its storage. */
   public static final String INVALID_TENSOR = "invalid-tensor";
 
+  /**
+   * Two tensors get the same name once the keys of their paths are joined with {@code .} (e.g.
+   * {@code {'a.b': t1, 'a': {'b': t2}}}).
+   */
+  public static final String DUPLICATE_TENSOR_NAME = "duplicate-tensor-name";
+
   /** A zip entry name is absolute, contains {@code ..} or a backslash. */
   public static final String UNSAFE_ENTRY_NAME = "unsafe-entry-name";
 

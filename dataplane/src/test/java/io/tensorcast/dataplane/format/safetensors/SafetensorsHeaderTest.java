@@ -322,7 +322,11 @@ class SafetensorsHeaderTest {
       String one = "{\"w\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4]}}";
       refused(FileBytes.header(one).data(4), INVALID_DATA_OFFSETS, "1 numbers", "[4]");
       String three = "{\"w\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4,8]}}";
-      refused(FileBytes.header(three).data(4), INVALID_DATA_OFFSETS, "3 numbers", "[0, 4, 8]");
+      refused(
+          FileBytes.header(three).data(4),
+          INVALID_DATA_OFFSETS,
+          "more than 2 numbers",
+          "[0, 4, 8, …]");
       String text = "{\"w\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":\"0,4\"}}";
       refused(FileBytes.header(text).data(4), INVALID_DATA_OFFSETS, "a string \"0,4\"");
     }

@@ -125,4 +125,61 @@ final class PickleBytes {
     }
     return b.toByteArray();
   }
+
+  /** BINPUT / LONG_BINPUT: memo[i] = top of stack. */
+  PickleBytes put(int i) {
+    return i < 256 ? op('q', i) : op('r').le4(i);
+  }
+
+  /** BINGET / LONG_BINGET: push memo[i]. */
+  PickleBytes get(int i) {
+    return i < 256 ? op('h', i) : op('j').le4(i);
+  }
+
+  /** A zip archive like {@link #zip} but with {@code deflated} entries compressed (DEFLATED). */
+  static byte[] zipDeflating(java.util.Set<String> deflated, Object... nameThenBytes)
+      throws IOException {
+    ByteArrayOutputStream b = new ByteArrayOutputStream();
+    try (ZipOutputStream z = new ZipOutputStream(b)) {
+      for (int i = 0; i < nameThenBytes.length; i += 2) {
+        String name = (String) nameThenBytes[i];
+        byte[] data =
+            nameThenBytes[i + 1] instanceof String s
+                ? s.getBytes(StandardCharsets.UTF_8)
+                : (byte[]) nameThenBytes[i + 1];
+        ZipEntry e = new ZipEntry(name);
+        if (!deflated.contains(name)) {
+          e.setMethod(ZipEntry.STORED);
+          e.setSize(data.length);
+          e.setCompressedSize(data.length);
+          CRC32 crc = new CRC32();
+          crc.update(data);
+          e.setCrc(crc.getValue());
+        }
+        z.putNextEntry(e);
+        z.write(data);
+        z.closeEntry();
+      }
+    }
+    return b.toByteArray();
+  }
+
+  /**
+   * Rewrites the uncompressed size of central directory record {@code name} (the size a reader
+   * trusts) to {@code size}.
+   */
+  static byte[] withDeclaredSize(byte[] zip, String name, long size) {
+    byte[] n = name.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.wrap(zip).order(ByteOrder.LITTLE_ENDIAN);
+    for (int at = 0; at + 46 <= zip.length; at++) {
+      if (b.getInt(at) == 0x02014b50 && (b.getShort(at + 28) & 0xffff) == n.length) {
+        if (java.util.Arrays.equals(zip, at + 46, at + 46 + n.length, n, 0, n.length)) {
+          byte[] out = zip.clone();
+          ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN).putInt(at + 24, (int) size);
+          return out;
+        }
+      }
+    }
+    throw new IllegalArgumentException("no central directory record " + name);
+  }
 }

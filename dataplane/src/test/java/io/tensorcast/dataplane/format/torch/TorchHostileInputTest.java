@@ -292,7 +292,7 @@ class TorchHostileInputTest {
     for (int i = 0; i < 100; i++) {
       p.op('(');
     }
-    TorchLimits small = new TorchLimits(1 << 20, 1000, 50, 1 << 20, 200, 64);
+    TorchLimits small = TorchLimits.DEFAULT.withMaxStackDepth(50);
     TorchFormatException e = refusal(checkpoint(p.op('N', '.').bytes(), 0), small);
     assertThat(e.rule()).isEqualTo(TorchFormatException.LIMIT_EXCEEDED);
     assertThat(e).hasMessageContaining("pickle stack deeper than 50 entries");
@@ -304,7 +304,7 @@ class TorchHostileInputTest {
     for (int i = 0; i < 20; i++) {
       p.op(0x94);
     }
-    TorchLimits small = new TorchLimits(1 << 20, 10, 50, 1 << 20, 200, 64);
+    TorchLimits small = TorchLimits.DEFAULT.withMaxMemoEntries(10);
     TorchFormatException e = refusal(checkpoint(p.op('.').bytes(), 0), small);
     assertThat(e).hasMessageContaining("more than 10 memo entries");
   }

@@ -207,7 +207,10 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(
       names = "--copy-token-file",
-      description = "With --shards: bearer token for the copies' /v1/tensors.")
+      description =
+          "With --shards: file holding the ModelArtifact's read token, presented to the copies'"
+              + " /v1/tensors (a copy refuses any other token; its slices then come from the"
+              + " source).")
   Path copyTokenFile;
 
   @Option(

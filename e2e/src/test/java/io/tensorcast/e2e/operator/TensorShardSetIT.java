@@ -359,6 +359,7 @@ class TensorShardSetIT {
     s.setRegion(S3MockServer.REGION);
     s.setPathStyle(true);
     s.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    s.setInsecureEndpoint(true); // S3Mock serves plain http on loopback
     return s;
   }
 

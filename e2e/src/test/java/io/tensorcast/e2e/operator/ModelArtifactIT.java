@@ -319,6 +319,138 @@ class ModelArtifactIT {
     }
   }
 
+  /**
+   * {@code kubectl scale} 1→2→1 through the scale subresource: the original copy stays the same
+   * pod, Ready at every look, and reads nothing more from the source; the second node's copy comes
+   * from it (counted on the wire); scaling down removes the newer copy only. No pod is replaced,
+   * the copy generation stays 1 while the spec's generation moves to 3.
+   */
+  @Test
+  void scalingUpAndDownKeepsTheReadyCopyAndReadsNothingMoreForIt() throws Exception {
+    node("scale-1", Map.of(), Map.of());
+    node("scale-2", Map.of(), Map.of());
+    Map<String, Path> files = new LinkedHashMap<>();
+    files.put(
+        "lora.safetensors",
+        corpus("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
+    files.put("adapter.safetensors", corpus("safetensors/peft-gpt2__adapter_model.safetensors"));
+    String bucket = seed(files);
+    long size = files.values().stream().mapToLong(ModelArtifactIT::size).sum();
+
+    try (FaultInjectingProxy counting = new FaultInjectingProxy(env.s3.endpoint())) {
+      ModelArtifact spec = artifact("scaled", "s3://" + bucket + "/model/", 1, RdmaPolicy.Disabled);
+      spec.getSpec().getSource().setEndpoint(counting.endpoint().toString());
+      spec.getSpec().getDistribution().setPieceSize(new Quantity("256Ki"));
+      create(spec);
+      ModelArtifact one = awaitPhase("scaled", ArtifactPhase.Ready);
+      assertThat(pods()).hasSize(1);
+      Pod original = pods().get(0);
+      String originalNode = PodPlan.node(original);
+      ArtifactNodeStatus before = nodeEntry(one, original);
+      assertThat(before.getBytesFromSource()).isEqualTo(size);
+      long proxiedBefore = counting.getBodyBytes();
+
+      // Watch the original copy at every change of the artifact and of its pods.
+      List<String> lapses = java.util.Collections.synchronizedList(new ArrayList<>());
+      Runnable look =
+          () -> {
+            ModelArtifact a = get("scaled");
+            Pod p = client.pods().inNamespace(ns).withName(original.getMetadata().getName()).get();
+            ArtifactNodeStatus e =
+                a == null || a.getStatus() == null ? null : nodeEntry(a, original);
+            if (p == null
+                || PodPlan.terminating(p)
+                || !original.getMetadata().getUid().equals(p.getMetadata().getUid())) {
+              lapses.add("pod " + original.getMetadata().getName() + " gone or replaced");
+            } else if (e == null
+                || e.getPhase() != ArtifactPhase.Ready
+                || !a.getStatus().getReadyNodes().contains(originalNode)) {
+              lapses.add("not Ready at resourceVersion " + a.getMetadata().getResourceVersion());
+            }
+          };
+      java.util.concurrent.ScheduledExecutorService watcher =
+          java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+      watcher.scheduleWithFixedDelay(look, 0, 100, TimeUnit.MILLISECONDS);
+      try {
+        kubectl("scale", "modelartifact/scaled", "--replicas=2");
+        ModelArtifact two =
+            await()
+                .atMost(LOAD_TIMEOUT)
+                .until(
+                    () -> get("scaled"),
+                    a ->
+                        a.getStatus() != null
+                            && Long.valueOf(2).equals(a.getStatus().getObservedGeneration())
+                            && "2/2".equals(a.getStatus().getReady()));
+        assertThat(two.getStatus().getCopyGeneration()).isEqualTo(1L);
+        assertThat(two.getStatus().getPhase()).isEqualTo(ArtifactPhase.Ready);
+        List<Pod> pods = pods();
+        assertThat(pods).hasSize(2);
+        assertThat(pods)
+            .allSatisfy(
+                p ->
+                    assertThat(p.getMetadata().getLabels())
+                        .containsEntry(DataPlanePod.LABEL_GENERATION, "1"));
+        ArtifactNodeStatus survivor = nodeEntry(two, original);
+        assertThat(survivor.getBytesFromSource())
+            .as("source bytes of the copy that stayed")
+            .isEqualTo(before.getBytesFromSource());
+        ArtifactNodeStatus added =
+            two.getStatus().getNodes().stream()
+                .filter(e -> !e.getNode().equals(originalNode))
+                .findFirst()
+                .orElseThrow();
+        assertThat(added.getBytesFromSource() + added.getBytesFromPeers())
+            .isGreaterThanOrEqualTo(size);
+        assertThat(added.getBytesFromPeers()).as("the new copy from its peer").isPositive();
+        long headerBytes = 0;
+        for (Path f : files.values()) {
+          headerBytes += 8 + headerLength(f);
+        }
+        long listings =
+            counting.requests().stream()
+                .filter(r -> r.method().equals("GET") && r.range().isEmpty())
+                .count();
+        assertThat(counting.getBodyBytes() - proxiedBefore)
+            .as("what the source served during the scale-up: the new copy's own source bytes")
+            .isBetween(
+                added.getBytesFromSource(),
+                added.getBytesFromSource() + headerBytes + listings * 8192);
+        // The scale subresource's selector finds exactly the artifact's data-plane pods.
+        assertThat(
+                client
+                    .pods()
+                    .inNamespace(ns)
+                    .withLabelSelector(two.getStatus().getSelector())
+                    .list()
+                    .getItems())
+            .extracting(p -> p.getMetadata().getName())
+            .containsExactlyInAnyOrderElementsOf(podNames());
+
+        kubectl("scale", "modelartifact/scaled", "--replicas=1");
+        ModelArtifact back =
+            await()
+                .atMost(LOAD_TIMEOUT)
+                .until(
+                    () -> get("scaled"),
+                    a ->
+                        a.getStatus() != null
+                            && Long.valueOf(3).equals(a.getStatus().getObservedGeneration())
+                            && "1/1".equals(a.getStatus().getReady())
+                            && pods().size() == 1);
+        assertThat(back.getStatus().getCopyGeneration()).isEqualTo(1L);
+        assertThat(podNames()).containsExactly(original.getMetadata().getName());
+        assertThat(back.getStatus().getReadyNodes()).containsExactly(originalNode);
+        assertThat(nodeEntry(back, original).getBytesFromSource())
+            .isEqualTo(before.getBytesFromSource());
+      } finally {
+        watcher.shutdownNow();
+      }
+      look.run();
+      assertThat(lapses).as("the original copy at every look").isEmpty();
+    }
+  }
+
   @Test
   void rdmaRequiredWithoutRdmaNodesIsNotScheduledAndCreatesNoPod() {
     node("plain-1", Map.of(), Map.of());

@@ -45,7 +45,8 @@ import java.util.OptionalLong;
  * The data-plane Pod that holds one copy of a ModelArtifact on one node. Pure: builds objects,
  * never calls the API server.
  *
- * <p>Shape of the pod for (artifact, node, generation):
+ * <p>Shape of the pod for (artifact, node, generation), where generation is the artifact's {@link
+ * CopyGeneration} (scaling keeps it, so scaling keeps the pods):
  *
  * <ul>
  *   <li>Name {@code <artifact>-<10 hex>}, the hex a SHA-256 over namespace, artifact, node and
@@ -412,10 +413,12 @@ public final class DataPlanePod {
             artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
   }
 
-  /** The generation the pod is for ({@code metadata.generation}, 1 if the server gave none). */
+  /**
+   * The generation the pod is for: the artifact's {@link CopyGeneration}, which a change of {@code
+   * spec.placement.replicas} alone leaves as it is.
+   */
   public static long generation(ModelArtifact artifact) {
-    Long g = artifact.getMetadata().getGeneration();
-    return g == null ? 1 : g;
+    return CopyGeneration.of(artifact).generation();
   }
 
   /**

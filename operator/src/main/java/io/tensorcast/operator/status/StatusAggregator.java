@@ -12,6 +12,7 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
+import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
@@ -19,6 +20,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.operator.desired.ByteSize;
+import io.tensorcast.operator.desired.CopyGeneration;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
@@ -120,9 +122,12 @@ public final class StatusAggregator {
       ModelArtifact artifact, Collection<Pod> pods, Map<String, DataPlaneStatus> reports) {
     long generation = DataPlanePod.generation(artifact);
     ModelArtifactStatus old = artifact.getStatus();
+    Condition resolved = old == null ? null : ConditionSet.find(old.getConditions(), RESOLVED);
     if (old != null
         && old.getTotalBytes() != null
-        && ConditionSet.is(old.getConditions(), RESOLVED, TRUE, generation)) {
+        && resolved != null
+        && TRUE.equals(resolved.getStatus())
+        && CopyGeneration.recorded(old).orElse(-1) == generation) {
       return Optional.of(
           new Resolution(
               old.getTotalBytes(),
@@ -184,8 +189,7 @@ public final class StatusAggregator {
     long generation = DataPlanePod.generation(artifact);
     if (old == null
         || old.getPhase() != ArtifactPhase.Failed
-        || old.getObservedGeneration() == null
-        || old.getObservedGeneration() != generation) {
+        || CopyGeneration.recorded(old).orElse(-1) != generation) {
       return Optional.empty();
     }
     Condition ready = ConditionSet.find(old.getConditions(), READY);
@@ -203,15 +207,19 @@ public final class StatusAggregator {
   /** The status for {@code in}. */
   public static ModelArtifactStatus aggregate(Input in) {
     ModelArtifact artifact = in.artifact();
-    long generation = DataPlanePod.generation(artifact);
+    CopyGeneration copy = CopyGeneration.of(artifact);
+    long observed = CopyGeneration.metadataGeneration(artifact);
     int replicas = replicas(artifact);
     ModelArtifactStatus old = artifact.getStatus();
     List<Condition> oldConditions = old == null ? List.of() : old.getConditions();
     Optional<Resolution> res = in.resolution();
-    List<Pod> current = currentPods(in.pods(), generation);
+    List<Pod> current = currentPods(in.pods(), copy.generation());
 
     ModelArtifactStatus s = new ModelArtifactStatus();
-    s.setObservedGeneration(generation);
+    s.setObservedGeneration(observed);
+    s.setCopyGeneration(copy.generation());
+    s.setSpecDigest(copy.specDigest());
+    s.setSelector(selector(artifact));
     s.setReplicas(replicas);
     res.ifPresent(
         r -> {
@@ -273,7 +281,7 @@ public final class StatusAggregator {
       s.setProgress(pct + "%");
     }
 
-    ConditionSet c = new ConditionSet(oldConditions, generation, in.now());
+    ConditionSet c = new ConditionSet(oldConditions, observed, in.now());
     if (in.failure().isPresent()) {
       Failure f = in.failure().get();
       s.setPhase(ArtifactPhase.Failed);
@@ -411,8 +419,8 @@ public final class StatusAggregator {
 
     // Degraded: lost a replica after this generation was Ready, until Ready again.
     boolean wasReady =
-        ConditionSet.is(oldConditions, READY, TRUE, generation)
-            || ConditionSet.is(oldConditions, DEGRADED, TRUE, generation);
+        ConditionSet.is(oldConditions, READY, TRUE, observed)
+            || ConditionSet.is(oldConditions, DEGRADED, TRUE, observed);
     if (!allReady && wasReady) {
       c.set(
           DEGRADED,
@@ -599,6 +607,20 @@ public final class StatusAggregator {
     Map<String, String> a = p.getMetadata().getAnnotations();
     String id = a == null ? null : a.get(DataPlanePod.ANNOTATION_ARTIFACT_ID);
     return id == null || r.artifactId() == null || id.equals(r.artifactId()) ? r : null;
+  }
+
+  /**
+   * Label selector of the artifact's data-plane pods ({@code status.selector}, the scale
+   * subresource's): the data-plane name label and {@link TensorcastConstants#LABEL_ARTIFACT}.
+   */
+  public static String selector(ModelArtifact a) {
+    return TensorcastConstants.LABEL_NAME
+        + "="
+        + TensorcastConstants.LABEL_NAME_DATAPLANE
+        + ","
+        + TensorcastConstants.LABEL_ARTIFACT
+        + "="
+        + a.getMetadata().getName();
   }
 
   private static int replicas(ModelArtifact a) {

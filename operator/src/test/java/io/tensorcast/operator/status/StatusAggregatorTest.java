@@ -581,7 +581,14 @@ class StatusAggregatorTest {
 
     assertThat(StatusAggregator.recordedFailure(artifact)).contains(bucket);
 
+    // Scaling is not a new spec for the copies: the failure stays.
     artifact.getMetadata().setGeneration(2L);
+    artifact.getSpec().getPlacement().setReplicas(3);
+    assertThat(StatusAggregator.recordedFailure(artifact)).contains(bucket);
+
+    // A new source is.
+    artifact.getMetadata().setGeneration(3L);
+    artifact.getSpec().getSource().setUri("s3://other/model/");
     assertThat(StatusAggregator.recordedFailure(artifact)).isEmpty();
 
     artifact.getMetadata().setGeneration(1L);
@@ -608,9 +615,15 @@ class StatusAggregatorTest {
 
     Optional<Resolution> sameGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
     artifact.getMetadata().setGeneration(2L);
+    artifact.getSpec().getPlacement().setReplicas(5);
+    Optional<Resolution> scaled = StatusAggregator.resolution(artifact, List.of(), Map.of());
+    artifact.getMetadata().setGeneration(3L);
+    artifact.getSpec().getSource().setRevision("v2");
     Optional<Resolution> nextGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
 
-    assertThat(sameGen).contains(new Resolution(SIZE, 3, 9, "listing-sha256:0123456789abcdef"));
+    Resolution expected = new Resolution(SIZE, 3, 9, "listing-sha256:0123456789abcdef");
+    assertThat(sameGen).contains(expected);
+    assertThat(scaled).as("replicas alone keep the copy generation").contains(expected);
     assertThat(nextGen).isEmpty();
   }
 
@@ -635,6 +648,7 @@ class StatusAggregatorTest {
             .endStatus()
             .build();
     artifact.setStatus(new ModelArtifactStatus());
+    artifact.getStatus().setObservedGeneration(1L);
     artifact.getStatus().setTotalBytes(SIZE);
     artifact
         .getStatus()

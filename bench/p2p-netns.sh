@@ -162,6 +162,19 @@ echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin
 
 has_distribution=false
 java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
+# Data planes with the authenticated peer port and control tokens: one peer secret for the swarm,
+# one read token to poll /status, plain http to the origin allowed explicitly.
+has_auth=false
+java -jar "$jar" serve --help 2>/dev/null | grep -q -- --peer-secret-file && has_auth=true
+read_token=bench-read-token-0123456789abcdef
+if $has_auth; then
+  (umask 077; head -c 32 /dev/urandom | base64 >"$work/peer-secret"
+   printf '%s' "$read_token" >"$work/read-token"
+   printf 'bench-admin-%s' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$work/admin-token")
+fi
+auth_args=()
+$has_auth && auth_args=(--allow-insecure-endpoint --read-token-file "$work/read-token"
+  --admin-token-file "$work/admin-token")
 
 secs() {  # HH:MM:SS.mmm -> seconds of the day
   local h m rest
@@ -202,10 +215,11 @@ run() {
   for k in $(seq 1 "$n"); do
     local args=(serve --uri s3://bench/model --endpoint "$origin" --path-style --region us-east-1
       --artifact-id bench --store-root "$store_base/n$k" --lock-policy BEST_EFFORT
-      --listen "10.231.0.$((10 + k)):8471")
+      --listen "10.231.0.$((10 + k)):8471" "${auth_args[@]}")
     if [ "$mode" = p2p ]; then
       args+=(--distribution peer-to-peer --peer-id "n$k" --peers "$peers"
         --peer-listen "10.231.0.$((10 + k)):8472" --piece-size "$PIECE")
+      $has_auth && args+=(--peer-secret-file "$work/peer-secret")
     elif $has_distribution; then
       args+=(--distribution source-only)
     fi
@@ -255,7 +269,8 @@ run() {
   [ -n "$tu" ] && swarm=$(echo "$all_loaded - $(secs "$tu")" | bc -l)
   local src=0 b
   for k in $(seq 1 "$n"); do
-    b=$(ip netns exec "tcb-n$k" curl -sf "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
+    b=$(ip netns exec "tcb-n$k" curl -sf -H "Authorization: Bearer $read_token" \
+      "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
     src=$(( src + b ))
   done
   local tx1

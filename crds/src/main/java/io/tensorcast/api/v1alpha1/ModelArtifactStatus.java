@@ -116,6 +116,19 @@ public class ModelArtifactStatus {
       "Verified bytes over all nodes divided by replicas x totalBytes, rounded down, e.g. 45%.")
   private String progress;
 
+  @JsonPropertyDescription(
+      "How the files of the Ready copies were verified (from a Ready pod's report): counts per"
+          + " level, SourceDigest or ReaderPieceHashes, and the files at the weaker level.")
+  private ArtifactVerification verification;
+
+  public ArtifactVerification getVerification() {
+    return verification;
+  }
+
+  public void setVerification(ArtifactVerification verification) {
+    this.verification = verification;
+  }
+
   public ArtifactPhase getPhase() {
     return phase;
   }
@@ -298,7 +311,8 @@ public class ModelArtifactStatus {
         && Objects.equals(ready, that.ready)
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
-        && Objects.equals(progress, that.progress);
+        && Objects.equals(progress, that.progress)
+        && Objects.equals(verification, that.verification);
   }
 
   @Override
@@ -323,6 +337,7 @@ public class ModelArtifactStatus {
         ready,
         readyNodes,
         consumers,
-        progress);
+        progress,
+        verification);
   }
 }

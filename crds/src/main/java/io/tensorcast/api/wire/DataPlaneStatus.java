@@ -41,6 +41,8 @@ import java.util.regex.Pattern;
  * @param peerEpoch the epoch of the peer membership this pod applied last ({@code PUT /v1/peers},
  *     opaque; {@code "static"} for a {@code --peers} list); {@code null} when it has none
  * @param peers number of peers this pod is connected to over the peer transport now
+ * @param droppedPeers members this pod dropped for announcing a piece hash that differs from the
+ *     piece's reader's (at most 16), or null
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
@@ -63,7 +65,52 @@ public record DataPlaneStatus(
     String readyTime,
     List<FileStatus> fileStatuses,
     String peerEpoch,
-    int peers) {
+    int peers,
+    List<DroppedPeer> droppedPeers) {
+
+  /** A status without dropped peers. */
+  public DataPlaneStatus(
+      String artifactId,
+      Phase phase,
+      String reason,
+      String message,
+      String source,
+      String resolvedRevision,
+      int files,
+      int filesComplete,
+      long tensors,
+      long bytesTotal,
+      long bytesLoaded,
+      long bytesFromSource,
+      long bytesFromPeers,
+      LockInfo lock,
+      String storeDirectory,
+      String readyTime,
+      List<FileStatus> fileStatuses,
+      String peerEpoch,
+      int peers) {
+    this(
+        artifactId,
+        phase,
+        reason,
+        message,
+        source,
+        resolvedRevision,
+        files,
+        filesComplete,
+        tensors,
+        bytesTotal,
+        bytesLoaded,
+        bytesFromSource,
+        bytesFromPeers,
+        lock,
+        storeDirectory,
+        readyTime,
+        fileStatuses,
+        peerEpoch,
+        peers,
+        null);
+  }
 
   /** A status without peer-to-peer fields ({@code peerEpoch} null, {@code peers} 0). */
   public DataPlaneStatus(
@@ -187,14 +234,58 @@ public record DataPlaneStatus(
   public record LockInfo(boolean locked, long lockedBytes, String reason, String message) {}
 
   /**
+   * How a file's bytes were verified before the pod reported it complete.
+   *
+   * <ul>
+   *   <li>{@link #SourceDigest}: against a digest the source publishes for the whole file (Hub LFS
+   *       SHA-256, Hub git blob SHA-1, S3/OSS full-object SHA-256/CRC64NVME/CRC32C/CRC32 checksum,
+   *       single-part ETag MD5). Protects against wrong bytes from anywhere: peers, relays, a
+   *       member that lies, corruption in the store.
+   *   <li>{@link #ReaderPieceHashes}: the source publishes no usable digest; every piece matched
+   *       the SHA-256 announced by the member assigned to read it from the source (or this pod read
+   *       it itself). Protects against strangers, relays and members announcing other pieces'
+   *       hashes; not against the reader of a piece lying about it, or the source path itself.
+   * </ul>
+   */
+  public enum Verification {
+    SourceDigest,
+    ReaderPieceHashes
+  }
+
+  /**
    * One file of the artifact.
    *
    * @param path path relative to the artifact root
    * @param size size in bytes
    * @param complete whether the file is verified and complete in the store
    * @param sha256 lowercase hex SHA-256 of the bytes in the store, once complete
+   * @param verification how the bytes were verified, once complete
+   * @param digest which digest: e.g. {@code "sha256 (Hub LFS)"}, {@code "git blob sha1"}, {@code
+   *     "CRC64NVME (S3 full-object checksum)"}, {@code "MD5 (single-part ETag)"}; with {@link
+   *     Verification#ReaderPieceHashes}, why the source gave none usable
    */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   @JsonIgnoreProperties(ignoreUnknown = true)
-  public record FileStatus(String path, long size, boolean complete, String sha256) {}
+  public record FileStatus(
+      String path,
+      long size,
+      boolean complete,
+      String sha256,
+      Verification verification,
+      String digest) {
+    /** A file without verification detail. */
+    public FileStatus(String path, long size, boolean complete, String sha256) {
+      this(path, size, complete, sha256, null, null);
+    }
+  }
+
+  /**
+   * A member a pod dropped from its swarm.
+   *
+   * @param id the member's id
+   * @param reason one line: the piece and both hashes
+   */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  public record DroppedPeer(String id, String reason) {}
 }

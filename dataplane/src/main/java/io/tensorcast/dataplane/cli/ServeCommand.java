@@ -1,6 +1,9 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.http.ControlAuth;
+import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.dataplane.p2p.PeerSecret;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
@@ -47,34 +50,41 @@ final class ServeCommand implements Callable<Integer> {
   String listen;
 
   @Option(
-      names = "--control-token-file",
-      description =
-          "File holding the bearer token (at least 16 characters) that GET /status, /v1/tensors"
-              + " and PUT /v1/peers require (a mounted Secret key; re-read when it changes)."
-              + " /healthz, /readyz and /metrics stay open.")
-  Path tokenFile;
-
-  // Interim: the operator's per-artifact Secret files. Until the peer handshake and token scopes
-  // exist, the admin token is the control token and the other two files are only checked.
-  @Option(
-      names = "--admin-token-file",
-      description = "File holding the admin bearer token (for now: same as --control-token-file).")
-  Path adminTokenFile;
-
-  @Option(
       names = "--read-token-file",
-      description = "File holding the read bearer token (for now: checked to be readable).")
+      description =
+          "File holding the bearer token of the read scope (GET /status, /v1/tensors), at least"
+              + " 16 characters (a mounted Secret key; re-read when it changes). Without it a"
+              + " random token is generated and written to --tokens-out.")
   Path readTokenFile;
 
   @Option(
-      names = "--peer-secret-file",
-      description = "File holding the artifact's peer secret (for now: checked to be readable).")
-  Path peerSecretFile;
+      names = "--admin-token-file",
+      description =
+          "File holding the bearer token of the admin scope (PUT /v1/peers, and what read"
+              + " allows). Without it a random token is generated and written to --tokens-out."
+              + " /healthz, /readyz and /metrics need no token.")
+  Path adminTokenFile;
+
+  @Option(names = "--control-token-file", description = "Deprecated name of --admin-token-file.")
+  Path legacyTokenFile;
 
   @Option(
-      names = "--allow-insecure-endpoint",
-      description = "The endpoint is an in-cluster plain-http store (for now: accepted).")
-  boolean allowInsecureEndpoint;
+      names = "--tokens-out",
+      description =
+          "Where tokens generated for a scope without a token file are written (mode 0600, lines"
+              + " read=... and admin=...); default a new file tensorcast-control-<artifact-id>-*"
+              + " in the temporary directory, named in the log.")
+  Path tokensOut;
+
+  @Option(
+      names = "--peer-secret-file",
+      description =
+          "File holding the artifact's peer secret: base64 text of at least 32 random bytes"
+              + " (a mounted Secret key; read again after a failed handshake, so a rotated"
+              + " secret is picked up). Peers prove it before any piece moves. Without it the"
+              + " peer port stays closed and this member loads from the source alone; required"
+              + " with --peers.")
+  Path peerSecretFile;
 
   @Option(
       names = "--peer-listen",
@@ -201,21 +211,68 @@ final class ServeCommand implements Callable<Integer> {
         store.budget != null ? store.budget : env.get(StoreArgs.BUDGET_ENV),
         store.memoryLimitBytes(),
         store.lockPolicy,
-        controlTokenFile(),
+        controlAuth(),
         peerSettings(env),
         new LoadRetry(
             duration(loadRetryBackoff, "--load-retry-backoff"),
             duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
+        source.allowInsecureEndpoint,
+        source.revision,
         formatLimits.limits());
   }
 
-  private Path controlTokenFile() {
-    for (Path f : new Path[] {readTokenFile, peerSecretFile}) {
-      if (f != null && !java.nio.file.Files.isReadable(f)) {
-        throw new IllegalArgumentException("cannot read " + f);
-      }
+  /**
+   * The control endpoint's tokens: from {@code --read-token-file} and {@code --admin-token-file}
+   * ({@code --control-token-file} is the admin token's old name); a scope without a file gets a
+   * random token, written with the other generated one to {@code --tokens-out} (mode 0600) and
+   * named in the log, so a data plane started by hand is never open.
+   */
+  private ControlAuth controlAuth() {
+    if (legacyTokenFile != null && adminTokenFile != null) {
+      throw new IllegalArgumentException(
+          "--control-token-file is the old name of --admin-token-file; give only one of them");
     }
-    return adminTokenFile != null ? adminTokenFile : tokenFile;
+    Path adminFile = adminTokenFile != null ? adminTokenFile : legacyTokenFile;
+    ControlToken read = readTokenFile != null ? token(readTokenFile, "--read-token-file") : null;
+    ControlToken admin = adminFile != null ? token(adminFile, "--admin-token-file") : null;
+    if (read != null && admin != null) {
+      return new ControlAuth(read, admin);
+    }
+    ControlToken r = read != null ? read : ControlToken.random();
+    ControlToken a = admin != null ? admin : ControlToken.random();
+    ControlAuth auth = new ControlAuth(r, a);
+    StringBuilder text =
+        new StringBuilder(
+            "# bearer tokens of the control endpoint of dataplane serve --artifact-id "
+                + artifactId
+                + " (generated at start, valid while it runs)\n");
+    if (read == null) {
+      text.append("read=").append(r.value()).append('\n');
+    }
+    if (admin == null) {
+      text.append("admin=").append(a.value()).append('\n');
+    }
+    Path written = GeneratedTokens.write(tokensOut, artifactId, text.toString());
+    org.slf4j.LoggerFactory.getLogger(ServeCommand.class)
+        .info(
+            "no {}: generated {} written to {} (mode 0600); send it as 'Authorization: Bearer"
+                + " <token>'",
+            read == null && admin == null
+                ? "--read-token-file or --admin-token-file"
+                : read == null ? "--read-token-file" : "--admin-token-file",
+            read == null && admin == null
+                ? "the read and admin tokens"
+                : read == null ? "the read token" : "the admin token",
+            written);
+    return auth;
+  }
+
+  private static ControlToken token(Path file, String option) {
+    try {
+      return new ControlToken(file);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
+    }
   }
 
   /** The peer settings, or null for source-only loading. */
@@ -255,14 +312,29 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException(
           "--piece-size must be between 1 byte and 64Mi, got " + pieceSize);
     }
+    boolean staticPeers = peers != null && !peers.isBlank();
+    Membership fixed = staticPeers ? Membership.parseStatic(peers) : null;
+    if (staticPeers && peerSecretFile == null) {
+      throw new IllegalArgumentException(
+          "--peers needs --peer-secret-file: the members of a swarm prove a shared secret to each"
+              + " other (write one with `head -c 32 /dev/urandom | base64 > FILE` and give every"
+              + " member the same file)");
+    }
+    PeerSecret secret;
+    try {
+      secret = peerSecretFile == null ? null : PeerSecret.fromFile(peerSecretFile);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--peer-secret-file: " + e.getMessage(), e);
+    }
     return new PeerSettings(
         id,
         Membership.address(listenSpec, "--peer-listen"),
         (int) piece,
-        peers == null || peers.isBlank() ? null : Membership.parseStatic(peers),
+        fixed,
         duration(membershipWait, "--membership-wait"),
         duration(peerTimeout, "--peer-timeout"),
-        PeerSettings.DEFAULT_MAX_IN_FLIGHT);
+        PeerSettings.DEFAULT_MAX_IN_FLIGHT,
+        secret);
   }
 
   /** {@code 500ms}, {@code 10s}, {@code 2m}, {@code 1h}, or an ISO-8601 duration. */

@@ -49,6 +49,14 @@ final class SourceArgs {
   boolean pathStyle;
 
   @Option(
+      names = "--allow-insecure-endpoint",
+      description =
+          "Allow credentials (AWS keys, a Hub token) to go to a plain http:// endpoint: an"
+              + " in-cluster store without TLS. Without it such an endpoint is refused"
+              + " (InsecureEndpoint) before any request.")
+  boolean allowInsecureEndpoint;
+
+  @Option(
       names = "--concurrency",
       defaultValue = "16",
       description = "Ranged reads in flight (default ${DEFAULT-VALUE}).")
@@ -123,6 +131,7 @@ final class SourceArgs {
             .include(include)
             .exclude(exclude)
             .pathStyle(pathStyle)
+            .allowInsecureEndpoint(allowInsecureEndpoint)
             .maxConnections(concurrency);
     if (endpoint != null) {
       b.endpoint(endpoint);

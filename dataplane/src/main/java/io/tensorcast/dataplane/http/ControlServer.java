@@ -48,17 +48,20 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /readyz}: 200 only when the artifact is {@code Ready} on this node, else 503
  *       with the phase (readiness: a pod is Ready exactly when its bytes are).
  *   <li>{@code GET /status}: {@link DataPlaneStatus} as JSON. Requires {@code Authorization: Bearer
- *       <token>} when a {@link ControlToken} is configured.
+ *       <token>} with the read or admin token ({@link ControlAuth}).
  *   <li>{@code GET /metrics}: Prometheus text exposition of the process's Micrometer registry.
  *   <li>{@code GET /v1/tensors}, {@code GET|HEAD /v1/tensors/{name}}: consumer reads of the
- *       artifact's tensors ({@link TensorEndpoint}), behind the same bearer token as {@code
- *       /status}; bodies are streamed zero-copy from the store ({@link SegmentStreamer}).
+ *       artifact's tensors ({@link TensorEndpoint}), with the read or admin token; bodies are
+ *       streamed zero-copy from the store ({@link SegmentStreamer}).
  *   <li>{@code PUT /v1/peers}: the swarm membership as JSON ({@code
- *       {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}); 204 when applied, 200 when
- *       the epoch is the current one, 400 with a one-line error naming the field. Same bearer token
- *       as {@code /status}. Without a {@link PeersEndpoint} (a pod that loads from the source only)
- *       409 with the one-line {@link #NO_SWARM}.
+ *       {"epoch":"...","members":[{"id":"...","address":"ip:port"}]}}), with the admin token only
+ *       (the read token gets 403); 204 when applied, 200 when the epoch is the current one, 400
+ *       with a one-line error naming the field. Without a {@link PeersEndpoint} (a pod that loads
+ *       from the source only) 409 with the one-line {@link #NO_SWARM}.
  * </ul>
+ *
+ * <p>No valid token: 401 with {@code WWW-Authenticate: Bearer realm="tensorcast"}. Each refusal is
+ * logged with the client's address and the path (at most one line per second).
  *
  * <p>Apart from the peer membership, nothing on the endpoint reconfigures the pod, whose work is
  * fixed by its command line. A connection idle in both directions for {@value #IDLE_SECONDS} s is
@@ -98,32 +101,33 @@ public final class ControlServer implements AutoCloseable {
    * @param address address to bind, e.g. the pod IP and port 8471
    * @param status supplies the current status; called on the event loop, must be cheap
    * @param registry metrics to expose on {@code /metrics}
-   * @param token bearer token required on {@code /status}, or {@code null} for none
+   * @param auth the tokens of the read and admin scopes; {@code null} only where no token can be
+   *     handed out (tests of the endpoint itself): then every request is admitted
    * @throws InterruptedException if interrupted while binding
    */
   public static ControlServer start(
       InetSocketAddress address,
       Supplier<DataPlaneStatus> status,
       PrometheusMeterRegistry registry,
-      ControlToken token)
+      ControlAuth auth)
       throws InterruptedException {
-    return start(address, status, registry, token, null);
+    return start(address, status, registry, auth, null);
   }
 
   /**
    * Binds the endpoint with consumer reads of tensors.
    *
    * @param tensors answers {@code /v1/tensors} requests, or {@code null} to answer them 404
-   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlToken)
+   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlAuth)
    */
   public static ControlServer start(
       InetSocketAddress address,
       Supplier<DataPlaneStatus> status,
       PrometheusMeterRegistry registry,
-      ControlToken token,
+      ControlAuth auth,
       TensorEndpoint tensors)
       throws InterruptedException {
-    return start(address, status, registry, token, tensors, null, BodyStreaming.DEFAULTS);
+    return start(address, status, registry, auth, tensors, null, BodyStreaming.DEFAULTS);
   }
 
   /** Receives {@code PUT /v1/peers} bodies. */
@@ -150,7 +154,7 @@ public final class ControlServer implements AutoCloseable {
       InetSocketAddress address,
       Supplier<DataPlaneStatus> status,
       PrometheusMeterRegistry registry,
-      ControlToken token,
+      ControlAuth auth,
       TensorEndpoint tensors,
       PeersEndpoint peers,
       BodyStreaming streaming)
@@ -160,6 +164,7 @@ public final class ControlServer implements AutoCloseable {
     Objects.requireNonNull(registry, "registry");
     EventLoopGroup group = new NioEventLoopGroup(1);
     ObjectMapper json = new ObjectMapper();
+    RefusalLog refusals = new RefusalLog();
     try {
       Channel ch =
           new ServerBootstrap()
@@ -175,7 +180,8 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
                           .addLast(
                               new Handler(
-                                  status, registry, token, json, tensors, peers, streaming));
+                                  status, registry, auth, json, tensors, peers, streaming,
+                                  refusals));
                     }
                   })
               .bind(address)
@@ -200,10 +206,34 @@ public final class ControlServer implements AutoCloseable {
     group.shutdownGracefully().awaitUninterruptibly();
   }
 
+  /**
+   * Logs refused requests: at most one line per second for each kind of refusal (no token, the read
+   * token where admin is needed), with the number left out meanwhile.
+   */
+  private static final class RefusalLog {
+    private final java.util.Map<String, long[]> byKind = new java.util.HashMap<>();
+
+    synchronized void refused(String kind, String line) {
+      long now = System.nanoTime();
+      long[] state = byKind.computeIfAbsent(kind, k -> new long[] {now - 2_000_000_000L, 0});
+      if (now - state[0] >= 1_000_000_000L) {
+        log.warn(
+            "control endpoint: {}{}",
+            line,
+            state[1] > 0 ? " (" + state[1] + " more refused like this in the last second)" : "");
+        state[0] = now;
+        state[1] = 0;
+      } else {
+        state[1]++;
+      }
+    }
+  }
+
   private static final class Handler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private final Supplier<DataPlaneStatus> status;
     private final PrometheusMeterRegistry registry;
-    private final ControlToken token;
+    private final ControlAuth auth;
+    private final RefusalLog refusalLog;
     private final ObjectMapper json;
     private final TensorEndpoint tensors;
     private final BodyStreaming bodyStreaming;
@@ -214,16 +244,18 @@ public final class ControlServer implements AutoCloseable {
     Handler(
         Supplier<DataPlaneStatus> status,
         PrometheusMeterRegistry registry,
-        ControlToken token,
+        ControlAuth auth,
         ObjectMapper json,
         TensorEndpoint tensors,
         PeersEndpoint peers,
-        BodyStreaming bodyStreaming) {
+        BodyStreaming bodyStreaming,
+        RefusalLog refusalLog) {
+      this.refusalLog = refusalLog;
       this.peers = peers;
       this.bodyStreaming = bodyStreaming;
       this.status = status;
       this.registry = registry;
-      this.token = token;
+      this.auth = auth;
       this.json = json;
       this.tensors = tensors;
     }
@@ -294,19 +326,58 @@ public final class ControlServer implements AutoCloseable {
       ctx.fireUserEventTriggered(evt);
     }
 
-    private boolean authorized(ChannelHandlerContext ctx, FullHttpRequest req) {
-      if (token != null && !token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
-        FullHttpResponse r =
-            response(HttpResponseStatus.UNAUTHORIZED, "text/plain", "bearer token required\n");
-        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"tensorcast\"");
-        write(ctx, req, r);
-        return false;
+    /**
+     * Whether the request's token has {@code needed}; otherwise answers 401 (no valid token) or 403
+     * (the read token where admin is needed) and logs the refusal.
+     */
+    private boolean authorized(
+        ChannelHandlerContext ctx, FullHttpRequest req, ControlAuth.Scope needed) {
+      if (auth == null) {
+        return true;
       }
-      return true;
+      ControlAuth.Scope has = auth.scope(req.headers().get(HttpHeaderNames.AUTHORIZATION));
+      if (has == ControlAuth.Scope.ADMIN || has == needed) {
+        return true;
+      }
+      String path = new QueryStringDecoder(req.uri()).path();
+      FullHttpResponse r;
+      if (has == ControlAuth.Scope.NONE) {
+        r =
+            response(
+                HttpResponseStatus.UNAUTHORIZED,
+                "text/plain",
+                "bearer token required: the read token for /status and /v1/tensors, the admin"
+                    + " token for PUT /v1/peers\n");
+        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer realm=\"tensorcast\"");
+      } else {
+        r =
+            response(
+                HttpResponseStatus.FORBIDDEN,
+                "text/plain",
+                "the read token does not allow "
+                    + req.method()
+                    + " "
+                    + path
+                    + "; it needs the admin token\n");
+      }
+      refusalLog.refused(
+          has.name(),
+          ctx.channel().remoteAddress()
+              + ": "
+              + req.method()
+              + " "
+              + path
+              + " refused ("
+              + (has == ControlAuth.Scope.NONE
+                  ? "no valid bearer token"
+                  : "read token, admin needed")
+              + ")");
+      write(ctx, req, r);
+      return false;
     }
 
     private void serveTensors(ChannelHandlerContext ctx, FullHttpRequest req) {
-      if (!authorized(ctx, req)) {
+      if (!authorized(ctx, req, ControlAuth.Scope.READ)) {
         return;
       }
       if (tensors == null) {
@@ -403,7 +474,7 @@ public final class ControlServer implements AutoCloseable {
               s.phase() + "\n");
         }
         case "/status" -> {
-          if (!authorized(ctx, req)) {
+          if (!authorized(ctx, req, ControlAuth.Scope.READ)) {
             return;
           }
           send(
@@ -425,7 +496,7 @@ public final class ControlServer implements AutoCloseable {
     }
 
     private void putPeers(ChannelHandlerContext ctx, FullHttpRequest req) {
-      if (!authorized(ctx, req)) {
+      if (!authorized(ctx, req, ControlAuth.Scope.ADMIN)) {
         return;
       }
       if (peers == null) {

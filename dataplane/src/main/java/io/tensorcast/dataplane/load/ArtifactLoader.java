@@ -8,6 +8,7 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.LockStatus;
@@ -131,10 +132,15 @@ public final class ArtifactLoader {
       // After a restart of this pod the store may have adopted a complete, re-hashed copy of
       // exactly these files: its headers are then read from the store, not from the source.
       StoredArtifact kept = completeCopy(files);
+      Map<String, PublishedDigest> keptDigests = kept == null ? null : verifyKept(kept, files);
+      if (keptDigests == null) {
+        kept = null;
+      }
       Map<String, SafetensorsHeader> headers =
           kept != null ? headersInStore(kept, files) : readHeaders(files);
       Map<String, TorchCheckpoint> checkpoints =
           kept != null ? checkpointsInStore(kept, files) : readCheckpoints(files);
+      StoredArtifact keptCopy = kept;
       ShardIndexes.validate(
           files,
           source.filter(),
@@ -142,7 +148,7 @@ public final class ArtifactLoader {
           checkpoints,
           options.limits(),
           kept != null
-              ? f -> bytesInStore(kept, f, 0, Math.toIntExact(f.size()))
+              ? f -> bytesInStore(keptCopy, f, 0, Math.toIntExact(f.size()))
               : f ->
                   HeaderFetcher.fetchBytes(
                       source, f, options.read().maxAttempts(), state::retried));
@@ -157,7 +163,8 @@ public final class ArtifactLoader {
       if (kept != null) {
         state.locked(kept.lockStatus(), kept.directory().toString());
         for (SourceFile f : files) {
-          state.fileComplete(f.path(), kept.completedSha256(f.path()).orElseThrow());
+          state.fileComplete(
+              f.path(), kept.completedSha256(f.path()).orElseThrow(), keptDigests.get(f.path()));
         }
         state.adopted(total);
         if (filler != null) {
@@ -435,6 +442,51 @@ public final class ArtifactLoader {
     return a.files().equals(wanted) ? a : null;
   }
 
+  /**
+   * Checks a complete copy adopted after a restart against the source's published digests (the
+   * store re-hashed it against its own recorded SHA-256 only): the digest per file, or null when a
+   * file differs (logged; the copy is then discarded and loaded again).
+   */
+  private Map<String, PublishedDigest> verifyKept(StoredArtifact kept, List<SourceFile> files)
+      throws LoadFailure {
+    List<PublishedDigest> digests =
+        inParallel(
+            files,
+            f -> {
+              try {
+                return source.publishedDigest(f);
+              } catch (SourceException e) {
+                throw new LoadFailure(e.reason(), e.getMessage(), e);
+              }
+            });
+    Map<String, PublishedDigest> out = new LinkedHashMap<>();
+    for (int i = 0; i < files.size(); i++) {
+      SourceFile f = files.get(i);
+      PublishedDigest d = digests.get(i);
+      boolean ok;
+      if (!d.present()) {
+        ok = true;
+      } else if (d.algorithm() == PublishedDigest.Algorithm.SHA256) {
+        ok = d.valueHex().equalsIgnoreCase(kept.completedSha256(f.path()).orElse(""));
+      } else {
+        ok =
+            java.util.Arrays.equals(
+                SourceDigests.compute(kept, f.path(), f.size(), d.algorithm()), d.value());
+      }
+      if (!ok) {
+        log.warn(
+            "artifact {}: the copy left in the store has {} that differs from the source's {};"
+                + " loading it again",
+            options.artifactId(),
+            f.path(),
+            d.description());
+        return null;
+      }
+      out.put(f.path(), d);
+    }
+    return out;
+  }
+
   /** Unloads what the store holds under this artifact's id: an incomplete or different copy. */
   private void discardStaleCopy() throws LoadFailure {
     if (store.get(options.artifactId()).isEmpty()) {
@@ -591,19 +643,55 @@ public final class ArtifactLoader {
                 + " the object changed during the load, resolve the artifact again");
       }
     }
+    PublishedDigest digest;
     try {
       source.checkUnchanged(file);
+      digest = source.publishedDigest(file);
     } catch (SourceException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
+    checkDigest(stored, file, digest);
     String sha;
     try {
-      sha = stored.markComplete(file.path(), file.sha256().orElse(null));
+      sha =
+          stored.markComplete(
+              file.path(),
+              digest.algorithm() == PublishedDigest.Algorithm.SHA256 ? digest.valueHex() : null);
     } catch (StoreException e) {
       throw new LoadFailure(
-          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(), e.getMessage(), e);
+          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(),
+          e.getMessage() + " (" + digest.description() + ")",
+          e);
     }
-    state.fileComplete(file.path(), sha);
+    state.fileComplete(file.path(), sha, digest);
+  }
+
+  /**
+   * Checks the bytes of {@code file} in the store against a published digest other than SHA-256
+   * (which {@link StoredArtifact#markComplete(String, String)} checks in its own pass).
+   *
+   * @throws LoadFailure {@code DigestMismatch} naming the file, the digest and both values
+   */
+  private static void checkDigest(StoredArtifact stored, SourceFile file, PublishedDigest digest)
+      throws LoadFailure {
+    if (!digest.present() || digest.algorithm() == PublishedDigest.Algorithm.SHA256) {
+      return;
+    }
+    byte[] actual = SourceDigests.compute(stored, file.path(), file.size(), digest.algorithm());
+    if (!java.util.Arrays.equals(actual, digest.value())) {
+      throw new LoadFailure(
+          "DigestMismatch",
+          file.path()
+              + ": the bytes in the store have "
+              + digest.algorithm().label()
+              + " "
+              + HexFormat.of().formatHex(actual)
+              + " but the source publishes "
+              + digest.valueHex()
+              + " ("
+              + digest.description()
+              + "); the file stays incomplete");
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.FileStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.LockStatus;
 import java.time.Instant;
@@ -139,9 +140,25 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     return bytesTotal;
   }
 
-  synchronized void fileComplete(String path, String sha256) {
+  /**
+   * A file is verified and complete.
+   *
+   * @param digest the source's digest it was checked against, or {@link PublishedDigest#none} with
+   *     why there was none (then the readers' piece hashes are what verified it)
+   */
+  synchronized void fileComplete(String path, String sha256, PublishedDigest digest) {
     FileStatus f = files.get(path);
-    files.put(path, new FileStatus(path, f.size(), true, sha256));
+    files.put(
+        path,
+        new FileStatus(
+            path,
+            f.size(),
+            true,
+            sha256,
+            digest.present()
+                ? DataPlaneStatus.Verification.SourceDigest
+                : DataPlaneStatus.Verification.ReaderPieceHashes,
+            digest.description()));
   }
 
   synchronized void ready(Instant at) {

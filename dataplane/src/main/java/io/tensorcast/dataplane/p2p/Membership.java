@@ -57,6 +57,26 @@ public record Membership(String epoch, List<Member> members) {
     members = List.copyOf(sorted);
   }
 
+  /** The member with this id, or null. */
+  public Member member(String id) {
+    for (Member m : members) {
+      if (m.id().equals(id)) {
+        return m;
+      }
+    }
+    return null;
+  }
+
+  /** Whether some member's published address has this IP (IPv4-mapped IPv6 equals its IPv4). */
+  public boolean publishes(java.net.InetAddress ip) {
+    for (Member m : members) {
+      if (PeerHandshake.sameAddress(ip, m.address().getAddress())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The member ids. */
   public Set<String> ids() {
     Set<String> out = new HashSet<>();

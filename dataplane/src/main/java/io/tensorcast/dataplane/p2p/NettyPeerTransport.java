@@ -17,14 +17,20 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,28 +40,69 @@ import org.slf4j.LoggerFactory;
  * page-locked tmpfs pages to the socket without passing through the JVM heap).
  *
  * <ul>
- *   <li>Handshake: each side sends HELLO first; a peer whose artifact id, piece size, piece count
- *       or piece-map digest differs gets a REJECT (piece -1) naming the difference and is closed.
+ *   <li>Admission: a connection is accepted only from an IP address the current membership
+ *       publishes for some member, and only while fewer than {@value #MAX_PENDING_HANDSHAKES}
+ *       connections (and {@value #MAX_PENDING_PER_ADDRESS} from that address) are still in their
+ *       handshake; anything else is closed at once without reading from it.
+ *   <li>Handshake ({@link PeerHandshake}): HELLO then AUTH each way, frames of at most {@value
+ *       FrameCodec#PRE_AUTH_MAX_FRAME} bytes, within the handshake timeout (the idle timeout, at
+ *       least 1 s and at most 10 s). A refused HELLO gets a REJECT (piece -1) naming the
+ *       difference; a failed AUTH closes the connection and makes the next handshake read the peer
+ *       secret file again (a rotated secret). Dialled connections leave from this member's
+ *       published address, as the accepting side checks it.
+ *   <li>After the handshake every frame is sealed ({@link FrameSeal}); a frame whose tag does not
+ *       verify closes the connection.
  *   <li>Idle: no frame received for {@code idleTimeout} closes the connection; after a third of it
  *       without sending, a KEEPALIVE is sent.
  *   <li>Dialled peers are reconnected after a failure or close with exponential back-off (100 ms
- *       doubling to 5 s, reset after a successful handshake).
- *   <li>Receive memory: the decoder holds at most one frame ({@link FrameCodec#maxFrameLength}); a
- *       PIECE's payload stays a slice of it until the listener releases it.
+ *       doubling to 5 s or a quarter of the idle timeout, whichever is less; reset after a
+ *       successful handshake).
+ *   <li>Receive memory: the decoder holds at most one frame ({@link FrameCodec#maxFrameLength}
+ *       after the handshake, {@value FrameCodec#PRE_AUTH_MAX_FRAME} bytes before); a PIECE's
+ *       payload stays a slice of it until the listener releases it.
  * </ul>
  */
 public final class NettyPeerTransport implements PeerTransport {
   private static final Logger log = LoggerFactory.getLogger(NettyPeerTransport.class);
   private static final long BACKOFF_MIN_MS = 100;
   private static final long BACKOFF_MAX_MS = 5_000;
+  private static final long REFUSAL_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+  /** Accepted connections still in their handshake, at most; more are closed at once. */
+  public static final int MAX_PENDING_HANDSHAKES = 64;
+
+  /** Accepted connections from one IP address still in their handshake, at most. */
+  public static final int MAX_PENDING_PER_ADDRESS = 4;
+
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  /**
+   * Who may connect and how they prove it.
+   *
+   * @param secret the artifact's peer secret
+   * @param membership the current membership (null while there is none): who may connect, from
+   *     which address, and the epoch both sides must share
+   */
+  public record Auth(PeerSecret secret, Supplier<Membership> membership) {
+    public Auth {
+      Objects.requireNonNull(secret, "secret");
+      Objects.requireNonNull(membership, "membership");
+    }
+  }
 
   private final Frame.Hello local;
+  private final Auth auth;
   private final int maxFrameLength;
   private final Duration idleTimeout;
+  private final Duration handshakeTimeout;
   private final Listener listener;
   private final EventLoopGroup group;
   private final Channel server;
   private final Map<String, Dial> dials = new ConcurrentHashMap<>();
+  private final AtomicInteger pending = new AtomicInteger();
+  private final Map<InetAddress, AtomicInteger> pendingByAddress = new ConcurrentHashMap<>();
+  private final Map<String, AtomicLong> refusalLogged = new ConcurrentHashMap<>();
+  private final Map<String, AtomicLong> refusalsSince = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   private final class Dial {
@@ -73,6 +120,7 @@ public final class NettyPeerTransport implements PeerTransport {
 
   private NettyPeerTransport(
       Frame.Hello local,
+      Auth auth,
       int maxFrameLength,
       Duration idleTimeout,
       Listener listener,
@@ -80,8 +128,11 @@ public final class NettyPeerTransport implements PeerTransport {
       InetSocketAddress listen)
       throws InterruptedException {
     this.local = local;
+    this.auth = auth;
     this.maxFrameLength = maxFrameLength;
     this.idleTimeout = idleTimeout;
+    this.handshakeTimeout =
+        Duration.ofMillis(Math.max(1_000, Math.min(10_000, idleTimeout.toMillis())));
     this.listener = listener;
     this.group = group;
     this.server =
@@ -98,26 +149,36 @@ public final class NettyPeerTransport implements PeerTransport {
   /**
    * Binds {@code listen} and starts accepting peers.
    *
-   * @param local this member's HELLO
+   * @param local this member's HELLO (its epoch and nonce are replaced per connection)
    * @param idleTimeout close a connection after this long without a frame
+   * @param auth the peer secret and the membership that admit peers
    * @throws InterruptedException if interrupted while binding
    * @throws IllegalStateException (caused by a {@link java.net.BindException}) when the address is
    *     taken
    */
   public static NettyPeerTransport start(
-      InetSocketAddress listen, Frame.Hello local, Duration idleTimeout, Listener listener)
+      InetSocketAddress listen,
+      Frame.Hello local,
+      Duration idleTimeout,
+      Listener listener,
+      Auth auth)
       throws InterruptedException {
     EventLoopGroup group = new NioEventLoopGroup(2);
     try {
       NettyPeerTransport t =
           new NettyPeerTransport(
               local,
+              auth,
               FrameCodec.maxFrameLength(local.pieceSize(), local.pieceCount()),
               idleTimeout,
               listener,
               group,
               listen);
-      log.info("peer transport of {} listening on {}", local.peerId(), t.listenAddress());
+      log.info(
+          "peer transport of {} listening on {} (peer secret fingerprint {})",
+          local.peerId(),
+          t.listenAddress(),
+          auth.secret().fingerprint());
       return t;
     } catch (InterruptedException | RuntimeException e) {
       group.shutdownGracefully();
@@ -135,10 +196,14 @@ public final class NettyPeerTransport implements PeerTransport {
       @Override
       protected void initChannel(SocketChannel ch) {
         long idle = idleTimeout.toMillis();
+        FrameCodec.Decoder decoder =
+            FrameCodec.Decoder.forHandshake(maxFrameLength, local.pieceCount());
+        FrameCodec.Encoder encoder = new FrameCodec.Encoder();
         ch.pipeline()
             .addLast(new IdleStateHandler(idle, Math.max(1, idle / 3), 0, TimeUnit.MILLISECONDS))
-            .addLast(new FrameCodec.Decoder(maxFrameLength, local.pieceCount()))
-            .addLast(new Handler(dial));
+            .addLast(decoder)
+            .addLast(encoder)
+            .addLast(new Handler(dial, decoder, encoder));
       }
     };
   }
@@ -166,13 +231,18 @@ public final class NettyPeerTransport implements PeerTransport {
     if (closed || !d.wanted) {
       return;
     }
-    new Bootstrap()
-        .group(group)
-        .channel(NioSocketChannel.class)
-        .option(ChannelOption.TCP_NODELAY, true)
-        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
-        .handler(initializer(d))
-        .connect(d.address)
+    Bootstrap b =
+        new Bootstrap()
+            .group(group)
+            .channel(NioSocketChannel.class)
+            .option(ChannelOption.TCP_NODELAY, true)
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
+            .handler(initializer(d));
+    InetSocketAddress from = publishedSelf();
+    if (from != null) {
+      b.localAddress(from);
+    }
+    b.connect(d.address)
         .addListener(
             (ChannelFutureListener)
                 f -> {
@@ -180,10 +250,46 @@ public final class NettyPeerTransport implements PeerTransport {
                     d.channel = f.channel();
                     f.channel().closeFuture().addListener(c -> retryLater(d));
                   } else {
-                    log.debug("connecting to {} at {} failed: {}", d.peerId, d.address, f.cause());
+                    if (f.cause() instanceof java.net.BindException && from != null) {
+                      log.warn(
+                          "cannot dial {} from this member's published address {}: {}; peers"
+                              + " refuse connections from any other address",
+                          d.peerId,
+                          from.getAddress().getHostAddress(),
+                          f.cause().getMessage());
+                    } else {
+                      log.debug(
+                          "connecting to {} at {} failed: {}", d.peerId, d.address, f.cause());
+                    }
                     retryLater(d);
                   }
                 });
+  }
+
+  /**
+   * This member's published IP address (port 0), to dial from: the accepting side checks that a
+   * connection comes from the address the membership publishes for its id, and on a host with
+   * several addresses the kernel would otherwise pick one. Null when the membership does not list
+   * this member or publishes a wildcard.
+   */
+  private InetSocketAddress publishedSelf() {
+    Membership m = auth.membership().get();
+    Membership.Member me = m == null ? null : m.member(local.peerId());
+    if (me == null
+        || me.address().getAddress() == null
+        || me.address().getAddress().isAnyLocalAddress()) {
+      return null;
+    }
+    return new InetSocketAddress(me.address().getAddress(), 0);
+  }
+
+  /**
+   * The longest wait between dials: 5 s, but at most a quarter of the idle (peer) timeout, so a
+   * member that starts listening later than this one is connected well before the peer timeout
+   * would count it lost and re-split its block (a block re-read by its reader once it is back).
+   */
+  private long maxBackoffMs() {
+    return Math.max(BACKOFF_MIN_MS, Math.min(BACKOFF_MAX_MS, idleTimeout.toMillis() / 4));
   }
 
   private void retryLater(Dial d) {
@@ -192,7 +298,7 @@ public final class NettyPeerTransport implements PeerTransport {
       return;
     }
     long delay = d.backoffMs;
-    d.backoffMs = Math.min(BACKOFF_MAX_MS, d.backoffMs * 2);
+    d.backoffMs = Math.min(maxBackoffMs(), d.backoffMs * 2);
     try {
       group.schedule(() -> connect(d), delay, TimeUnit.MILLISECONDS);
     } catch (RuntimeException e) {
@@ -223,6 +329,31 @@ public final class NettyPeerTransport implements PeerTransport {
   }
 
   /**
+   * Reports a refused connection to the listener and logs it: the first of each kind at once, then
+   * at most one line per kind every 10 s with the number refused meanwhile, so a flood of
+   * connections cannot flood the log.
+   */
+  private void refused(String kind, String message) {
+    listener.refused(kind);
+    long now = System.nanoTime();
+    AtomicLong last =
+        refusalLogged.computeIfAbsent(
+            kind, k -> new AtomicLong(now - 2 * REFUSAL_LOG_INTERVAL_NANOS));
+    AtomicLong since = refusalsSince.computeIfAbsent(kind, k -> new AtomicLong());
+    long prev = last.get();
+    if (now - prev >= REFUSAL_LOG_INTERVAL_NANOS && last.compareAndSet(prev, now)) {
+      long more = since.getAndSet(0);
+      log.warn(
+          "peer port of {}: {}{}",
+          local.peerId(),
+          message,
+          more > 0 ? " (" + more + " more refused like this in the last 10 s)" : "");
+    } else {
+      since.incrementAndGet();
+    }
+  }
+
+  /**
    * One connection's sending side. Control frames are written at once; pieces go to Netty one at a
    * time: the next is handed over only when the last one's bytes were all written to the socket,
    * and the rest wait here. A HAVE, READING or REQUEST frame therefore waits behind at most one
@@ -234,23 +365,25 @@ public final class NettyPeerTransport implements PeerTransport {
   private static final class Connection implements PeerConnection {
     final String peerId;
     final Channel channel;
+    final FrameCodec.Decoder decoder;
 
     /** Pieces waiting for the one on the wire; touched only on the channel's event loop. */
     private final ArrayDeque<PendingPiece> pieces = new ArrayDeque<>();
 
     private boolean pieceOnWire;
 
-    private record PendingPiece(int piece, Path file, long offset, int length, Runnable sent) {}
+    private record PendingPiece(
+        int piece, Path file, long offset, int length, byte[] sha256, Runnable sent) {}
 
-    Connection(String peerId, Channel channel) {
+    Connection(String peerId, Channel channel, FrameCodec.Decoder decoder) {
       this.peerId = peerId;
       this.channel = channel;
+      this.decoder = decoder;
     }
 
     @Override
     public long pieceProgressAt() {
-      FrameCodec.Decoder d = channel.pipeline().get(FrameCodec.Decoder.class);
-      return d == null ? 0 : d.pieceProgressAt();
+      return decoder.pieceProgressAt();
     }
 
     @Override
@@ -260,16 +393,29 @@ public final class NettyPeerTransport implements PeerTransport {
 
     @Override
     public void send(Frame frame) {
-      channel.writeAndFlush(FrameCodec.encode(frame, channel.alloc()));
+      channel.writeAndFlush(frame);
     }
 
     @Override
-    public void sendPiece(int piece, Path file, long offset, int length, Runnable sent) {
+    public boolean authentic(Frame.Piece piece, byte[] sha256) {
+      FrameSeal seal = decoder.receiveSeal();
+      if (seal == null || piece.tag() == null) {
+        return false;
+      }
+      byte[] expected =
+          FrameSeal.pieceTag(
+              seal.key(), piece.seq(), piece.piece(), piece.payload().readableBytes(), sha256);
+      return PeerHandshake.verify(expected, piece.tag());
+    }
+
+    @Override
+    public void sendPiece(
+        int piece, Path file, long offset, int length, byte[] sha256, Runnable sent) {
       if (!channel.eventLoop().inEventLoop()) {
-        channel.eventLoop().execute(() -> sendPiece(piece, file, offset, length, sent));
+        channel.eventLoop().execute(() -> sendPiece(piece, file, offset, length, sha256, sent));
         return;
       }
-      pieces.add(new PendingPiece(piece, file, offset, length, sent));
+      pieces.add(new PendingPiece(piece, file, offset, length, sha256, sent));
       if (!pieceOnWire) {
         writeNextPiece();
       }
@@ -286,7 +432,7 @@ public final class NettyPeerTransport implements PeerTransport {
         return;
       }
       pieceOnWire = true;
-      channel.write(FrameCodec.pieceHeader(channel.alloc(), p.piece(), p.length()));
+      channel.write(new FrameCodec.PieceHeader(p.piece(), p.length(), p.sha256()));
       channel
           .writeAndFlush(new DefaultFileRegion(p.file().toFile(), p.offset(), p.length()))
           .addListener(
@@ -315,79 +461,212 @@ public final class NettyPeerTransport implements PeerTransport {
 
   private final class Handler extends ChannelInboundHandlerAdapter {
     private final Dial dial;
+    private final FrameCodec.Decoder decoder;
+    private final FrameCodec.Encoder encoder;
+    private InetAddress pendingFrom;
+    private ScheduledFuture<?> timeout;
+    private Frame.Hello sent;
+    private Frame.Hello received;
+    private byte[] expectedAuth;
     private Connection connection;
 
-    Handler(Dial dial) {
+    Handler(Dial dial, FrameCodec.Decoder decoder, FrameCodec.Encoder encoder) {
       this.dial = dial;
+      this.decoder = decoder;
+      this.encoder = encoder;
     }
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-      ctx.writeAndFlush(FrameCodec.encode(local, ctx.alloc()));
+      Membership m = auth.membership().get();
+      if (dial == null && !admit(ctx, m)) {
+        ctx.close();
+        return;
+      }
+      timeout =
+          ctx.executor()
+              .schedule(
+                  () -> {
+                    if (connection == null && ctx.channel().isActive()) {
+                      refused(
+                          "handshake-timeout",
+                          "closing the connection from "
+                              + ctx.channel().remoteAddress()
+                              + ": no authenticated handshake within "
+                              + handshakeTimeout.toMillis()
+                              + " ms");
+                      ctx.close();
+                    }
+                  },
+                  handshakeTimeout.toMillis(),
+                  TimeUnit.MILLISECONDS);
+      byte[] nonce = new byte[Frame.NONCE_BYTES];
+      RANDOM.nextBytes(nonce);
+      sent =
+          new Frame.Hello(
+              local.version(),
+              local.artifactId(),
+              local.peerId(),
+              m == null ? "" : m.epoch(),
+              local.pieceSize(),
+              local.pieceCount(),
+              local.mapDigest(),
+              nonce);
+      ctx.writeAndFlush(sent);
       ctx.fireChannelActive();
+    }
+
+    /**
+     * Whether an accepted connection may start a handshake: from an address the membership
+     * publishes, within the caps on handshakes in progress. Counts it as pending when it may.
+     */
+    private boolean admit(ChannelHandlerContext ctx, Membership m) {
+      InetSocketAddress remote = (InetSocketAddress) ctx.channel().remoteAddress();
+      InetAddress ip = remote.getAddress();
+      if (m == null) {
+        refused(
+            "no-membership",
+            "refusing a peer connection from " + ip.getHostAddress() + ": no membership yet");
+        return false;
+      }
+      if (!m.publishes(ip)) {
+        refused(
+            "not-a-member-address",
+            "refusing a peer connection from "
+                + ip.getHostAddress()
+                + ": no member of membership "
+                + m.epoch()
+                + " is published at that address");
+        return false;
+      }
+      AtomicInteger fromIp = pendingByAddress.computeIfAbsent(ip, k -> new AtomicInteger());
+      if (pending.incrementAndGet() > MAX_PENDING_HANDSHAKES
+          || fromIp.incrementAndGet() > MAX_PENDING_PER_ADDRESS) {
+        pending.decrementAndGet();
+        fromIp.decrementAndGet();
+        refused(
+            "too-many-handshakes",
+            "refusing a peer connection from "
+                + ip.getHostAddress()
+                + ": "
+                + MAX_PENDING_HANDSHAKES
+                + " handshakes in progress in all, or "
+                + MAX_PENDING_PER_ADDRESS
+                + " from that address, is the limit");
+        return false;
+      }
+      pendingFrom = ip;
+      return true;
+    }
+
+    /** Releases this connection's place among the handshakes in progress, once. */
+    private void handshakeOver() {
+      if (timeout != null) {
+        timeout.cancel(false);
+      }
+      InetAddress ip = pendingFrom;
+      if (ip != null) {
+        pendingFrom = null;
+        pending.decrementAndGet();
+        AtomicInteger n = pendingByAddress.get(ip);
+        if (n != null && n.decrementAndGet() <= 0) {
+          pendingByAddress.remove(ip, n);
+        }
+      }
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       Frame f = (Frame) msg;
-      if (connection == null) {
-        handshake(ctx, f);
+      if (connection != null) {
+        if (f instanceof Frame.KeepAlive) {
+          return;
+        }
+        if (f instanceof Frame.Hello || f instanceof Frame.Auth) {
+          connection.close("a second " + FrameCodec.typeName(f.type()) + " on an open connection");
+          return;
+        }
+        listener.received(connection, f);
         return;
       }
-      if (f instanceof Frame.KeepAlive) {
-        return;
-      }
-      listener.received(connection, f);
-    }
-
-    private void handshake(ChannelHandlerContext ctx, Frame f) {
-      if (f instanceof Frame.Piece p) {
-        p.payload().release();
-      }
-      String refusal = null;
       if (f instanceof Frame.Reject r) {
         log.warn("peer at {} refused us: {}", ctx.channel().remoteAddress(), r.reason());
         ctx.close();
         return;
       }
-      if (!(f instanceof Frame.Hello h)) {
-        refusal = "expected HELLO first, got " + FrameCodec.typeName(f.type());
-      } else if (h.version() != FrameCodec.VERSION) {
-        refusal = "protocol version " + h.version() + " is not " + FrameCodec.VERSION;
-      } else if (!h.artifactId().equals(local.artifactId())) {
-        refusal =
-            "artifact '" + h.artifactId() + "' is not this member's '" + local.artifactId() + "'";
-      } else if (h.pieceSize() != local.pieceSize()) {
-        refusal =
-            "piece size "
-                + h.pieceSize()
-                + " differs from this member's "
-                + local.pieceSize()
-                + " (--piece-size must be the same on every member)";
-      } else if (h.pieceCount() != local.pieceCount()
-          || !Arrays.equals(h.mapDigest(), local.mapDigest())) {
-        refusal =
-            "piece map differs (the files listed, their sizes or their versions differ): "
-                + h.pieceCount()
-                + " pieces vs "
-                + local.pieceCount();
-      } else if (h.peerId().equals(local.peerId())) {
-        refusal = "peer id '" + h.peerId() + "' is this member's own id";
-      } else if (dial != null && !h.peerId().equals(dial.peerId)) {
-        refusal = "dialled peer '" + dial.peerId + "' but it says it is '" + h.peerId() + "'";
+      if (received == null) {
+        hello(ctx, f);
+      } else {
+        authenticate(ctx, f);
       }
-      if (refusal != null) {
-        log.warn("refusing peer at {}: {}", ctx.channel().remoteAddress(), refusal);
-        ctx.writeAndFlush(FrameCodec.encode(new Frame.Reject(-1, refusal), ctx.alloc()))
-            .addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private void hello(ChannelHandlerContext ctx, Frame f) {
+      if (!(f instanceof Frame.Hello h)) {
+        refuse(ctx, "handshake", "expected HELLO first, got " + FrameCodec.typeName(f.type()));
         return;
       }
-      Frame.Hello h = (Frame.Hello) f;
+      Membership m = auth.membership().get();
+      InetAddress from =
+          dial == null ? ((InetSocketAddress) ctx.channel().remoteAddress()).getAddress() : null;
+      String refusal = PeerHandshake.refusal(sent, h, m, from, dial == null ? null : dial.peerId);
+      Membership.Member me = m == null ? null : m.member(local.peerId());
+      if (refusal == null && me == null) {
+        refusal = "this member '" + local.peerId() + "' is not in its own membership " + m.epoch();
+      }
+      if (refusal != null) {
+        refuse(ctx, "hello", refusal);
+        return;
+      }
+      received = h;
+      boolean dialer = dial != null;
+      Membership.Member them = m.member(h.peerId());
+      String dialerAddress = dialer ? me.hostPort() : them.hostPort();
+      String acceptorAddress = dialer ? them.hostPort() : me.hostPort();
+      byte[] secret = auth.secret().key();
+      byte[] transcript =
+          dialer ? PeerHandshake.transcript(sent, h) : PeerHandshake.transcript(h, sent);
+      expectedAuth =
+          PeerHandshake.authTag(secret, transcript, !dialer, dialerAddress, acceptorAddress);
+      decoder.openAfterAuth(
+          new FrameSeal(
+              PeerHandshake.frameKey(secret, transcript, !dialer, dialerAddress, acceptorAddress)));
+      encoder.sealAfterAuth(
+          new FrameSeal(
+              PeerHandshake.frameKey(secret, transcript, dialer, dialerAddress, acceptorAddress)));
+      ctx.writeAndFlush(
+          new Frame.Auth(
+              PeerHandshake.authTag(secret, transcript, dialer, dialerAddress, acceptorAddress)));
+    }
+
+    private void authenticate(ChannelHandlerContext ctx, Frame f) {
+      if (!(f instanceof Frame.Auth a) || !PeerHandshake.verify(expectedAuth, a.tag())) {
+        auth.secret().recheckNow();
+        refused(
+            "auth",
+            "peer '"
+                + received.peerId()
+                + "' at "
+                + ctx.channel().remoteAddress()
+                + " failed authentication: its AUTH does not match this member's peer secret"
+                + " (fingerprint "
+                + auth.secret().fingerprint()
+                + "); it does not hold the artifact's secret, or one side has not seen a rotated"
+                + " secret yet (the file is read again before the next handshake); closing");
+        ctx.close();
+        return;
+      }
+      handshakeOver();
       if (dial != null) {
         dial.backoffMs = BACKOFF_MIN_MS;
       }
-      connection = new Connection(h.peerId(), ctx.channel());
+      connection = new Connection(received.peerId(), ctx.channel(), decoder);
       listener.connected(connection);
+    }
+
+    private void refuse(ChannelHandlerContext ctx, String kind, String why) {
+      refused(kind, "refusing the peer at " + ctx.channel().remoteAddress() + ": " + why);
+      ctx.writeAndFlush(new Frame.Reject(-1, why)).addListener(ChannelFutureListener.CLOSE);
     }
 
     @Override
@@ -399,14 +678,15 @@ public final class NettyPeerTransport implements PeerTransport {
               connection != null ? connection.peerId : ctx.channel().remoteAddress(),
               idleTimeout.toMillis());
           ctx.close();
-        } else if (e.state() == IdleState.WRITER_IDLE) {
-          ctx.writeAndFlush(FrameCodec.encode(new Frame.KeepAlive(), ctx.alloc()));
+        } else if (e.state() == IdleState.WRITER_IDLE && connection != null) {
+          ctx.writeAndFlush(new Frame.KeepAlive());
         }
       }
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+      handshakeOver();
       if (connection != null) {
         listener.disconnected(connection);
       }
@@ -414,10 +694,17 @@ public final class NettyPeerTransport implements PeerTransport {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-      log.warn(
-          "peer connection {} failed: {}",
-          connection != null ? connection : ctx.channel().remoteAddress(),
-          cause.getMessage());
+      Throwable frameError = cause instanceof FrameException ? cause : cause.getCause();
+      if (connection == null && frameError instanceof FrameException fe) {
+        refused(
+            "handshake",
+            "refusing the peer at " + ctx.channel().remoteAddress() + ": " + fe.getMessage());
+      } else {
+        log.warn(
+            "peer connection {} failed: {}",
+            connection != null ? connection : ctx.channel().remoteAddress(),
+            cause.getMessage());
+      }
       ctx.close();
     }
   }

@@ -17,6 +17,9 @@ import java.util.Objects;
  *     connection silent this long is closed; a member disconnected this long is lost ({@code
  *     --peer-timeout})
  * @param maxInFlight most piece requests outstanding per peer
+ * @param secret the artifact's peer secret ({@code --peer-secret-file}); null: the peer transport
+ *     is not started and the member loads from the source alone (a peer port without a secret would
+ *     have to trust whoever connects)
  */
 public record PeerSettings(
     String peerId,
@@ -25,7 +28,8 @@ public record PeerSettings(
     Membership staticPeers,
     Duration membershipWait,
     Duration peerTimeout,
-    int maxInFlight) {
+    int maxInFlight,
+    PeerSecret secret) {
 
   public static final int DEFAULT_PORT = 8472;
   public static final int DEFAULT_PIECE_SIZE = 1024 * 1024;

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.netty.buffer.ByteBuf;
+import io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.load.ReadProgressListener;
@@ -62,16 +63,25 @@ import org.slf4j.LoggerFactory;
  *       per usable peer, the rarest piece first, the least-loaded peer first. A request unanswered
  *       within the peer timeout is requested elsewhere and counts as a fault of that peer.
  *   <li>Integrity: a piece read from the source is hashed (SHA-256) and announced with its hash
- *       (HAVE); relays announce the origin's hash. A piece from a peer is hashed before it is
- *       written to the store and must equal the announced hash; otherwise it is dropped, counted
- *       ({@code tensorcast_dataplane_pieces_rejected_total}), that peer is not asked for it again,
- *       and after {@value #MAX_FAULTS} faults not at all. A piece that no usable peer holds and
- *       whose plan owner is gone is read from the source (last resort).
+ *       (HAVE). A piece's expected hash comes only from its <em>reader</em> ({@link
+ *       SwarmPlan#reader}: the member the plan assigns to read it from the source) over that
+ *       member's authenticated connection, or from this member's own source read; any other
+ *       member's announced hash is held as a claim, and a claim that differs from the reader's hash
+ *       gets its member dropped ({@link #dropped()}: not asked, served or trusted again while this
+ *       swarm lives; {@code tensorcast_dataplane_peers_dropped_total}). A piece from a peer is
+ *       hashed before it is written to the store and must equal the expected hash and carry a valid
+ *       tag; otherwise it is dropped, counted ({@code tensorcast_dataplane_pieces_rejected_total}),
+ *       that peer is not asked for it again, and after {@value #MAX_FAULTS} faults not at all. A
+ *       piece that no usable peer holds and whose plan owner is gone is read from the source (last
+ *       resort).
+ *   <li>Membership: only members of the current membership are served; a member that leaves it, or
+ *       whose published address changes, is disconnected.
  * </ul>
  *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
  * tensorcast_dataplane_peer_bytes_sent_total}, {@code tensorcast_dataplane_pieces_rejected_total},
- * {@code tensorcast_dataplane_peers}.
+ * {@code tensorcast_dataplane_peers}, {@code tensorcast_dataplane_peers_dropped_total}, {@code
+ * tensorcast_dataplane_peer_connections_refused_total} (tag {@code reason}).
  */
 public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PeerSwarm.class);
@@ -87,12 +97,18 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private static final long TICK_MS = 50;
 
+  /** Dropped members {@link #dropped()} remembers, at most. */
+  public static final int MAX_DROPPED_REPORTED = 16;
+
   private final String artifactId;
   private final PeerSettings settings;
   private final String self;
   private final Counter bytesReceived;
   private final Counter bytesSent;
   private final Counter piecesRejected;
+  private final Counter peersDropped;
+  private final MeterRegistry registry;
+  private final Tags tags;
   private final int salt;
 
   // ---- guarded by this
@@ -110,6 +126,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private BitSet inProgress;
   private byte[][] hashes;
 
+  /** Who set {@link #hashes}[i]: the reader's id, or this member's own id (its source read). */
+  private String[] hashFrom;
+
+  private final List<DroppedPeer> dropped = new ArrayList<>();
+
   /** Last-resort source reads (pieces no usable peer offers); the plan's own are picked live. */
   private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
 
@@ -121,6 +142,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   /** The view of the last scheduling round, for the source workers. */
   private View lastView;
+
+  /** Members and live members the readers were last computed for ({@link #promoteClaims}). */
+  private List<List<String>> lastReaders = List.of();
 
   private final Map<Integer, Long> starvedSince = new HashMap<>();
 
@@ -146,6 +170,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
     /** Pieces the peer announced it is reading from the source → when (nanoTime). */
     final Map<Integer, Long> reading = new HashMap<>();
+
+    /**
+     * Hashes it announced for pieces whose reader's hash is not known yet: checked when it is, and
+     * meanwhile not a holding (nothing is asked for or planned around them).
+     */
+    final Map<Integer, byte[]> claims = new HashMap<>();
+
+    /** Why it was dropped, or null. */
+    String dropped;
 
     int faults;
     boolean refused;
@@ -191,7 +224,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     this.settings = settings;
     this.self = settings.peerId();
     this.salt = self.hashCode();
+    this.registry = registry;
     Tags tags = Tags.of("artifact", artifactId);
+    this.tags = tags;
     this.bytesReceived =
         Counter.builder("tensorcast.dataplane.peer.bytes.received")
             .tags(tags)
@@ -207,6 +242,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             .tags(tags)
             .description(
                 "Pieces from peers dropped because their SHA-256 was not the announced one")
+            .register(registry);
+    this.peersDropped =
+        Counter.builder("tensorcast.dataplane.peers.dropped")
+            .tags(tags)
+            .description(
+                "Members dropped for announcing a piece hash that differs from its reader's")
             .register(registry);
     Gauge.builder("tensorcast.dataplane.peers", this, PeerSwarm::connectedPeers)
         .tags(tags)
@@ -226,6 +267,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    * @return false when its epoch equals the current one (nothing changed), true when applied
    */
   public boolean applyMembership(Membership m) {
+    List<PeerTransport.PeerConnection> leaving = new ArrayList<>();
     synchronized (this) {
       if (membership != null && membership.epoch().equals(m.epoch())) {
         return false;
@@ -235,13 +277,39 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             "membership {} does not list this member '{}'; taking part anyway", m.epoch(), self);
       }
       log.info("membership {}: {} members", m.epoch(), m.members().size());
+      Membership old = membership;
       membership = m;
       membershipSince = System.nanoTime();
       lastView = null; // source workers re-plan now, not at the next round
+      // A connection was authenticated for a member at its published address: one that left the
+      // membership, or moved, is not served any more.
+      for (Peer p : peers.values()) {
+        if (p.conn == null) {
+          continue;
+        }
+        Membership.Member now = m.member(p.id);
+        Membership.Member before = old == null ? null : old.member(p.id);
+        if (now == null || (before != null && !before.address().equals(now.address()))) {
+          leaving.add(p.conn);
+        }
+      }
       notifyAll();
+    }
+    for (PeerTransport.PeerConnection c : leaving) {
+      c.close("not a member at the address it authenticated with in membership " + m.epoch());
     }
     redial();
     return true;
+  }
+
+  /** The membership applied last, or null; what the transport admits peers by. */
+  synchronized Membership membership() {
+    return membership;
+  }
+
+  /** The members dropped so far (at most {@value #MAX_DROPPED_REPORTED}, oldest first). */
+  public synchronized List<DroppedPeer> dropped() {
+    return List.copyOf(dropped);
   }
 
   /** The epoch of the membership applied last, or null. */
@@ -324,6 +392,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.present = new BitSet(pm.size());
       this.inProgress = new BitSet(pm.size());
       this.hashes = new byte[pm.size()][];
+      this.hashFrom = new String[pm.size()];
       this.filling = true;
       this.serving = true;
       this.fillStarted = System.nanoTime();
@@ -393,16 +462,30 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   /** Starts the peer transport for this map, or null (logged) when it cannot listen. */
   private PeerTransport startTransport(PieceMap pm, List<SourceFile> files, String otherwise)
       throws InterruptedException {
+    if (settings.secret() == null) {
+      log.warn(
+          "no peer secret (--peer-secret-file): the peer port stays closed, since it could not"
+              + " tell members from strangers; {}",
+          otherwise);
+      return null;
+    }
     Frame.Hello hello =
         new Frame.Hello(
             FrameCodec.VERSION,
             artifactId,
             self,
+            "",
             pm.pieceSize(),
             pm.size(),
-            helloDigest(pm, files));
+            helloDigest(pm, files),
+            new byte[Frame.NONCE_BYTES]);
     try {
-      return NettyPeerTransport.start(settings.listen(), hello, settings.peerTimeout(), this);
+      return NettyPeerTransport.start(
+          settings.listen(),
+          hello,
+          settings.peerTimeout(),
+          this,
+          new NettyPeerTransport.Auth(settings.secret(), this::membership));
     } catch (RuntimeException e) {
       // A data plane that cannot take part still loads: alone, from the source.
       log.warn(
@@ -458,6 +541,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.present = new BitSet(pm.size());
       this.inProgress = new BitSet(pm.size());
       this.hashes = new byte[pm.size()][];
+      this.hashFrom = new String[pm.size()];
       this.fillStarted = System.nanoTime();
       this.adopting = Executors.newSingleThreadExecutor(daemon("p2p-adopted"));
       hasher = adopting;
@@ -484,6 +568,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         return;
       }
       System.arraycopy(h, 0, hashes, 0, h.length);
+      java.util.Arrays.fill(hashFrom, self);
       present.set(0, pm.size());
       serving = true;
     }
@@ -560,6 +645,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     View view = view(now);
     lastView = view;
+    List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
+    if (!readersKey.equals(lastReaders)) {
+      lastReaders = readersKey;
+      promoteClaims(view.plan());
+    }
     Set<String> live = view.live();
     SwarmPlan plan = view.plan();
     // Holders among usable peers, and per-peer candidates.
@@ -1076,9 +1166,28 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         inProgressClear(piece);
         return;
       }
+      if (from == null) {
+        // Bytes this member read from the source itself: their hash is the truth here.
+        if (hashes[piece] != null && !Arrays.equals(hashes[piece], sha)) {
+          Peer announcer = hashFrom[piece] == null ? null : peers.get(hashFrom[piece]);
+          if (announcer != null) {
+            drop(
+                announcer,
+                "announced piece "
+                    + piece
+                    + " with sha256 "
+                    + HexFormat.of().formatHex(hashes[piece])
+                    + " but the source gives "
+                    + HexFormat.of().formatHex(sha)
+                    + " (read by this member)");
+          }
+        }
+        hashes[piece] = sha;
+        hashFrom[piece] = self;
+        settleClaims(piece);
+      }
       int len = map.piece(piece).length();
       present.set(piece);
-      hashes[piece] = sha;
       inProgress.clear(piece);
       sourceReading.remove(piece);
       if (from == null) {
@@ -1104,6 +1213,14 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   public void connected(PeerTransport.PeerConnection conn) {
     synchronized (this) {
       Peer p = peers.computeIfAbsent(conn.peerId(), id -> new Peer(id, tieRank(self, id)));
+      if (p.dropped != null) {
+        conn.close("dropped earlier: " + p.dropped);
+        return;
+      }
+      if (membership == null || membership.member(conn.peerId()) == null) {
+        conn.close("not a member of the current membership");
+        return;
+      }
       PeerTransport.PeerConnection old = p.conn;
       if (old != null && old != conn) {
         requeue(p);
@@ -1132,6 +1249,17 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   @Override
+  public void refused(String kind) {
+    Counter.builder("tensorcast.dataplane.peer.connections.refused")
+        .tags(tags)
+        .tag("reason", kind)
+        .description(
+            "Connections to the peer port refused before or during the authenticated handshake")
+        .register(registry)
+        .increment();
+  }
+
+  @Override
   public void disconnected(PeerTransport.PeerConnection conn) {
     synchronized (this) {
       Peer p = peers.get(conn.peerId());
@@ -1155,7 +1283,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     synchronized (this) {
       Peer p = peers.get(conn.peerId());
-      if (p == null || p.conn != conn || map == null) {
+      if (p == null || p.conn != conn || map == null || p.dropped != null) {
         return;
       }
       if (frame instanceof Frame.Have h) {
@@ -1167,13 +1295,19 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           conn.close("BITFIELD for " + b.pieceCount() + " pieces, the map has " + map.size());
           return;
         }
-        for (int i = b.have().nextSetBit(0); i >= 0; i = b.have().nextSetBit(i + 1)) {
+        for (int i = b.have().nextSetBit(0);
+            i >= 0 && p.dropped == null;
+            i = b.have().nextSetBit(i + 1)) {
           announced(p, i, b.sha256()[i]);
         }
         p.synced = true;
         p.everSynced = true;
       } else if (frame instanceof Frame.Reading r) {
-        if (checkIndex(conn, r.piece(), "READING") && !p.has.get(r.piece())) {
+        // Only the piece's reader keeps others from reading it: marks from anyone else would let
+        // a member hold every piece back by renewing marks for pieces it never reads.
+        if (checkIndex(conn, r.piece(), "READING")
+            && !p.has.get(r.piece())
+            && p.id.equals(readerOf(r.piece()))) {
           p.reading.put(r.piece(), System.nanoTime());
         }
       } else if (frame instanceof Frame.Request r) {
@@ -1202,23 +1336,129 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     return true;
   }
 
+  /**
+   * Peer {@code p} announced it holds {@code piece} with hash {@code sha} (HAVE, BITFIELD); called
+   * under the lock. From the piece's reader the hash becomes the expected one; from anyone else it
+   * is a holding only when it equals the expected hash, a claim while that is unknown, and a reason
+   * to drop {@code p} when it differs.
+   */
   private void announced(Peer p, int piece, byte[] sha) {
-    p.has.set(piece);
     p.reading.remove(piece);
-    if (hashes[piece] == null) {
-      hashes[piece] = sha;
-    } else if (!Arrays.equals(hashes[piece], sha)) {
-      log.warn(
-          "peer {} announces piece {} with sha256 {} but {} is known; not asking it for this piece",
-          p.id,
-          piece,
-          HexFormat.of().formatHex(sha),
-          HexFormat.of().formatHex(hashes[piece]));
-      p.bad.set(piece);
+    byte[] known = hashes[piece];
+    if (known != null) {
+      if (Arrays.equals(known, sha)) {
+        p.has.set(piece);
+        p.claims.remove(piece);
+      } else {
+        drop(p, differs(piece, sha));
+      }
+      return;
+    }
+    if (p.id.equals(readerOf(piece))) {
+      accept(p, piece, sha);
+    } else {
+      p.claims.put(piece, sha);
     }
   }
 
+  /** The reader {@code p}'s hash of {@code piece} becomes its expected hash; under the lock. */
+  private void accept(Peer p, int piece, byte[] sha) {
+    hashes[piece] = sha;
+    hashFrom[piece] = p.id;
+    p.has.set(piece);
+    p.claims.remove(piece);
+    settleClaims(piece);
+  }
+
+  /** Checks the other members' claims on {@code piece} against its now known hash. */
+  private void settleClaims(int piece) {
+    for (Peer q : List.copyOf(peers.values())) {
+      byte[] claim = q.claims.remove(piece);
+      if (claim == null || q.dropped != null) {
+        continue;
+      }
+      if (Arrays.equals(claim, hashes[piece])) {
+        q.has.set(piece);
+      } else {
+        drop(q, differs(piece, claim));
+      }
+    }
+  }
+
+  private String differs(int piece, byte[] announced) {
+    String from = hashFrom[piece];
+    return "announced piece "
+        + piece
+        + " with sha256 "
+        + HexFormat.of().formatHex(announced)
+        + " but "
+        + (self.equals(from)
+            ? "this member read " + HexFormat.of().formatHex(hashes[piece]) + " from the source"
+            : "its reader " + from + " announced " + HexFormat.of().formatHex(hashes[piece]));
+  }
+
+  /** The reader of {@code piece} in the plan of the moment; under the lock. */
+  private String readerOf(int piece) {
+    View v = lastView != null ? lastView : (lastView = view(System.nanoTime()));
+    return v.plan().reader(piece);
+  }
+
+  /**
+   * Claims of members who have become the reader of the piece since they announced it (the live set
+   * changed, e.g. a block re-split after a member was lost): their hash is now the expected one.
+   * Runs when the readers may have changed; under the lock.
+   */
+  private void promoteClaims(SwarmPlan plan) {
+    for (Peer p : List.copyOf(peers.values())) {
+      if (p.claims.isEmpty() || p.dropped != null || p.refused) {
+        continue;
+      }
+      for (Map.Entry<Integer, byte[]> c : List.copyOf(p.claims.entrySet())) {
+        int piece = c.getKey();
+        if (p.dropped == null && hashes[piece] == null && p.id.equals(plan.reader(piece))) {
+          accept(p, piece, c.getValue());
+        }
+      }
+    }
+  }
+
+  /**
+   * Drops member {@code p} for announcing a hash that is not its piece's expected hash: it is
+   * disconnected, not dialled, asked, served or trusted again while this swarm lives, and reported
+   * ({@link #dropped()}, {@code tensorcast_dataplane_peers_dropped_total}); under the lock.
+   */
+  private void drop(Peer p, String why) {
+    if (p.dropped != null) {
+      return;
+    }
+    p.dropped = why;
+    p.refused = true;
+    requeue(p);
+    p.has.clear();
+    p.claims.clear();
+    p.reading.clear();
+    peersDropped.increment();
+    if (dropped.size() < MAX_DROPPED_REPORTED) {
+      dropped.add(new DroppedPeer(p.id, why));
+    }
+    log.warn(
+        "dropping peer {}: {}; it is not asked for, served or trusted again by this member",
+        p.id,
+        why);
+    if (p.conn != null) {
+      p.conn.close("dropped: " + why);
+    }
+    if (transport != null) {
+      transport.forget(p.id);
+    }
+    notifyAll();
+  }
+
   private void serve(Peer p, PeerTransport.PeerConnection conn, int piece) {
+    if (p.dropped != null || membership == null || membership.member(p.id) == null) {
+      conn.close("REQUEST from a peer that is not a member in good standing; not served");
+      return;
+    }
     if (p.sendsOn != conn) {
       p.sendsOn = conn;
       p.queuedSends = 0;
@@ -1254,6 +1494,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         file,
         pc.offset(),
         pc.length(),
+        hashes[piece],
         () -> {
           bytesSent.increment(pc.length());
           synchronized (this) {
@@ -1286,15 +1527,19 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       v = verifier;
     }
     try {
-      v.execute(() -> verifyAndStore(p, f, expected));
+      v.execute(() -> verifyAndStore(p, conn, f, expected));
     } catch (RejectedExecutionException | NullPointerException e) {
       f.payload().release();
       inProgressClear(f.piece());
     }
   }
 
-  /** Hashes a received piece; writes it to the store only when it matches the announced hash. */
-  private void verifyAndStore(Peer p, Frame.Piece f, byte[] expected) {
+  /**
+   * Hashes a received piece; writes it to the store only when its tag verifies (it came from this
+   * peer's authenticated stream) and it matches the expected hash.
+   */
+  private void verifyAndStore(
+      Peer p, PeerTransport.PeerConnection conn, Frame.Piece f, byte[] expected) {
     int piece = f.piece();
     ByteBuf buf = f.payload();
     try {
@@ -1306,7 +1551,14 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             "sent " + buf.readableBytes() + " bytes for piece " + piece + " of " + pc.length();
       } else {
         actual = sha256(buf.nioBuffer());
-        if (expected == null || !Arrays.equals(actual, expected)) {
+        if (!conn.authentic(f, actual)) {
+          problem =
+              "piece "
+                  + piece
+                  + "'s tag does not verify: bytes injected into or altered on the stream;"
+                  + " dropped";
+          conn.close(problem);
+        } else if (expected == null || !Arrays.equals(actual, expected)) {
           problem =
               "piece "
                   + piece
@@ -1314,7 +1566,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
                   + HexFormat.of().formatHex(actual)
                   + " but "
                   + (expected == null ? "none" : HexFormat.of().formatHex(expected))
-                  + " was announced; dropped";
+                  + " is expected; dropped";
         }
       }
       if (problem != null) {

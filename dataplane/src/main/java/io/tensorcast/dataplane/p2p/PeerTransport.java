@@ -8,9 +8,11 @@ import java.nio.file.Path;
  * PeerSwarm}) only sees this interface, so a transport over RDMA can replace the TCP one ({@link
  * NettyPeerTransport}) without touching it.
  *
- * <p>A transport performs the HELLO handshake itself (refusing peers whose artifact id, piece size
- * or piece-map digest differ) and reports a connection to its {@link Listener} only once the
- * handshake passed.
+ * <p>A transport performs the authenticated handshake itself ({@link PeerHandshake}: refusing peers
+ * whose artifact id, piece size, piece map or membership epoch differ, that are not members, that
+ * connect from another address than the membership publishes, or that do not prove the artifact's
+ * peer secret) and reports a connection to its {@link Listener} only once the handshake passed;
+ * before that, no frame but the handshake's reaches the listener.
  */
 public interface PeerTransport extends AutoCloseable {
 
@@ -46,8 +48,19 @@ public interface PeerTransport extends AutoCloseable {
      * {@code offset}, zero-copy where the transport can (sendfile). Pieces are sent one after
      * another in the order asked. {@code sent} runs once the bytes were handed to the network; it
      * does not run for a piece the connection closed before.
+     *
+     * @param sha256 the SHA-256 of the piece as this member verified it (the PIECE's tag covers it)
      */
-    void sendPiece(int piece, Path file, long offset, int length, Runnable sent);
+    void sendPiece(int piece, Path file, long offset, int length, byte[] sha256, Runnable sent);
+
+    /**
+     * Whether a received PIECE's tag matches its payload, whose SHA-256 the receiver computed: the
+     * piece came from this authenticated peer, in sequence, not from something injected into the
+     * stream. Unsealed transports answer true.
+     */
+    default boolean authentic(Frame.Piece piece, byte[] sha256) {
+      return true;
+    }
 
     /**
      * When ({@link System#nanoTime()}) bytes of pieces last arrived on this connection in a
@@ -67,10 +80,20 @@ public interface PeerTransport extends AutoCloseable {
     /** A connection passed the handshake. */
     void connected(PeerConnection connection);
 
-    /** A frame arrived (never HELLO). A {@link Frame.Piece}'s payload must be released. */
+    /**
+     * A frame arrived on an authenticated connection (never HELLO or AUTH). A {@link Frame.Piece}'s
+     * payload must be released.
+     */
     void received(PeerConnection connection, Frame frame);
 
     /** A connection that was reported {@link #connected} closed. */
     void disconnected(PeerConnection connection);
+
+    /**
+     * A connection was refused or failed its handshake; {@code kind} names why ({@code
+     * not-a-member-address}, {@code too-many-handshakes}, {@code no-membership}, {@code hello},
+     * {@code auth}, {@code handshake}, {@code handshake-timeout}).
+     */
+    default void refused(String kind) {}
   }
 }

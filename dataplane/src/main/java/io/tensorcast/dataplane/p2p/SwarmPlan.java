@@ -26,16 +26,22 @@ import java.util.TreeSet;
  * </ul>
  *
  * <p>Every piece nobody holds is therefore assigned to exactly one live member.
+ *
+ * <p>The same assignment without the last rule names each piece's <em>reader</em> ({@link
+ * #reader}): the member whose announced SHA-256 is the piece's expected hash. Only the reader's
+ * announcement sets it; every other member's hash for the piece is checked against it.
  */
 public final class SwarmPlan {
   private final List<String> members;
   private final List<String> live;
   private final String[] owner;
+  private final String[] reader;
 
-  private SwarmPlan(List<String> members, List<String> live, String[] owner) {
+  private SwarmPlan(List<String> members, List<String> live, String[] owner, String[] reader) {
     this.members = members;
     this.live = live;
     this.owner = owner;
+    this.reader = reader;
   }
 
   /**
@@ -82,10 +88,11 @@ public final class SwarmPlan {
     for (int j = 0; j < k; j++) {
       owner[orphans.get(j)] = alive.get((int) ((long) j * alive.size() / k));
     }
+    String[] reader = owner.clone();
     for (int i = held.nextSetBit(0); i >= 0 && i < pieceCount; i = held.nextSetBit(i + 1)) {
       owner[i] = null;
     }
-    return new SwarmPlan(all, List.copyOf(alive), owner);
+    return new SwarmPlan(all, List.copyOf(alive), owner, reader);
   }
 
   /**
@@ -94,6 +101,16 @@ public final class SwarmPlan {
   public String sourceOwner(int index) {
     Objects.checkIndex(index, owner.length);
     return owner[index];
+  }
+
+  /**
+   * The member assigned to read piece {@code index} from the source, whether or not some live
+   * member holds it already: its base owner when that member is live, else the live member its
+   * orphaned block was re-split to. The piece's expected hash is the one this member announces.
+   */
+  public String reader(int index) {
+    Objects.checkIndex(index, reader.length);
+    return reader[index];
   }
 
   /** Pieces {@code member} reads from the source, in piece order. */

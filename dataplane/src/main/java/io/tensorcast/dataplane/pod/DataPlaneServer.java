@@ -9,8 +9,8 @@ import io.tensorcast.dataplane.cli.Quantities;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
 import io.tensorcast.dataplane.http.BodyStreaming;
+import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlServer;
-import io.tensorcast.dataplane.http.ControlToken;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.LoadMetrics;
@@ -80,9 +80,11 @@ public final class DataPlaneServer implements AutoCloseable {
   private Thread loading;
   private boolean closing;
   private volatile PeerSwarm swarm;
+  private ControlAuth controlAuth;
 
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
+    this.controlAuth = settings.controlAuth();
     early.set(pending(DataPlaneStatus.Phase.Pending, null, null));
   }
 
@@ -101,8 +103,13 @@ public final class DataPlaneServer implements AutoCloseable {
   }
 
   private void open() throws InterruptedException {
-    ControlToken token =
-        settings.controlTokenFile() == null ? null : new ControlToken(settings.controlTokenFile());
+    if (controlAuth == null) {
+      controlAuth = ControlAuth.generated();
+      log.info(
+          "control endpoint of {}: no tokens given; two random tokens generated (read and admin),"
+              + " handed out by DataPlaneServer.controlAuth() only",
+          settings.artifactId());
+    }
     TensorEndpoint tensors =
         new TensorEndpoint(
             settings.artifactId(),
@@ -127,7 +134,7 @@ public final class DataPlaneServer implements AutoCloseable {
             settings.listen(),
             this::status,
             registry,
-            token,
+            controlAuth,
             tensors,
             settings.peer() == null ? null : this::applyMembership,
             BodyStreaming.DEFAULTS);
@@ -250,6 +257,11 @@ public final class DataPlaneServer implements AutoCloseable {
    */
   private record RetryWait(String reason, String message, int nextAttempt, long at) {}
 
+  /** The tokens of the control endpoint's read and admin scopes (given or generated). */
+  public ControlAuth controlAuth() {
+    return controlAuth;
+  }
+
   /** The bound control endpoint (useful with port 0). */
   public InetSocketAddress address() {
     return server.address();
@@ -305,7 +317,8 @@ public final class DataPlaneServer implements AutoCloseable {
         s.readyTime(),
         s.fileStatuses(),
         p.epoch(),
-        p.connectedPeers());
+        p.connectedPeers(),
+        p.dropped().isEmpty() ? null : p.dropped());
   }
 
   /** The peer swarm, or null when this server loads from the source only. */
@@ -446,7 +459,11 @@ public final class DataPlaneServer implements AutoCloseable {
               .include(settings.include())
               .exclude(settings.exclude())
               .pathStyle(settings.pathStyle())
+              .allowInsecureEndpoint(settings.allowInsecureEndpoint())
               .maxConnections(settings.read().concurrency());
+      if (settings.revision() != null) {
+        b.revision(settings.revision());
+      }
       if (settings.endpoint() != null) {
         b.endpoint(settings.endpoint());
       }

@@ -37,11 +37,15 @@ import java.util.Optional;
  *     null} = measured from the memory cgroup, MemAvailable and the file system
  * @param memoryLimitBytes refuse an artifact larger than this many bytes; 0 = no limit
  * @param lockPolicy whether failing to {@code mlock} is an error
- * @param controlTokenFile file with the bearer token {@code GET /status} requires, or {@code null}
+ * @param controlAuth the read and admin tokens of the control endpoint; {@code null}: two random
+ *     tokens are generated ({@link DataPlaneServer#controlAuth()} hands them out)
  * @param peer peer-to-peer distribution settings, or {@code null} for source-only loading ({@code
  *     --distribution source-only} or {@code --peer-listen off})
  * @param loadRetry back-off between loads after a transient source failure ({@code
  *     --load-retry-backoff}, {@code --load-retry-max-backoff})
+ * @param allowInsecureEndpoint credentials may be sent to a plain {@code http://} endpoint (an
+ *     in-cluster store; {@code --allow-insecure-endpoint})
+ * @param revision Hugging Face revision, or {@code null} for {@code main}
  * @param formatLimits bounds of the format readers ({@code --max-…} flags)
  */
 public record ServeSettings(
@@ -59,9 +63,11 @@ public record ServeSettings(
     String budget,
     long memoryLimitBytes,
     LockPolicy lockPolicy,
-    Path controlTokenFile,
+    io.tensorcast.dataplane.http.ControlAuth controlAuth,
     io.tensorcast.dataplane.p2p.PeerSettings peer,
     LoadRetry loadRetry,
+    boolean allowInsecureEndpoint,
+    String revision,
     FormatLimits formatLimits) {
 
   public ServeSettings {
@@ -79,45 +85,5 @@ public record ServeSettings(
       throw new IllegalArgumentException(
           "memoryLimitBytes must not be negative: " + memoryLimitBytes);
     }
-  }
-
-  /** The settings with the default {@link FormatLimits}. */
-  public ServeSettings(
-      String artifactId,
-      InetSocketAddress listen,
-      String uri,
-      List<String> include,
-      List<String> exclude,
-      URI endpoint,
-      String region,
-      boolean pathStyle,
-      Optional<StaticCredentials> credentials,
-      ReadOptions read,
-      Path storeRoot,
-      String budget,
-      long memoryLimitBytes,
-      LockPolicy lockPolicy,
-      Path controlTokenFile,
-      io.tensorcast.dataplane.p2p.PeerSettings peer,
-      LoadRetry loadRetry) {
-    this(
-        artifactId,
-        listen,
-        uri,
-        include,
-        exclude,
-        endpoint,
-        region,
-        pathStyle,
-        credentials,
-        read,
-        storeRoot,
-        budget,
-        memoryLimitBytes,
-        lockPolicy,
-        controlTokenFile,
-        peer,
-        loadRetry,
-        FormatLimits.DEFAULT);
   }
 }

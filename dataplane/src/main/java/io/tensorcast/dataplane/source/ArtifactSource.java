@@ -54,6 +54,21 @@ public interface ArtifactSource extends AutoCloseable {
     return PathFilter.all();
   }
 
+  /**
+   * The digest the source publishes for the whole of {@code file}, which the loader checks the
+   * bytes in the store against before the file counts as complete ({@code SourceDigest}); or, when
+   * it publishes none that can be checked, {@link PublishedDigest#none} saying why (the file is
+   * then verified by the piece hashes of its readers only, {@code ReaderPieceHashes}). May make a
+   * request (S3: a HEAD); called once per file after its bytes are in.
+   *
+   * @throws SourceException if the source cannot be asked, or the object changed since listing
+   */
+  default PublishedDigest publishedDigest(SourceFile file) throws SourceException {
+    return file.sha256().isPresent()
+        ? PublishedDigest.hex(PublishedDigest.Algorithm.SHA256, file.sha256().get(), "sha256")
+        : PublishedDigest.none(describe() + " publishes no digest for its files");
+  }
+
   /** A short description for logs and status, e.g. {@code s3://bucket/prefix/}; no secrets. */
   String describe();
 

@@ -67,8 +67,10 @@ import java.util.regex.Pattern;
  * </ol>
  *
  * <p>Endpoint: {@link SourceOptions#endpoint()}, else the environment's {@code HF_ENDPOINT}, else
- * {@code https://huggingface.co}. Token: {@link SourceOptions#token()}, else {@code HF_TOKEN}, else
- * none (public repositories only). Metadata calls (revision, tree pages) are tried {@link
+ * {@code https://huggingface.co}; checked by {@link EndpointPolicy} (a token goes to plain http
+ * only with {@link SourceOptions#allowInsecureEndpoint()}; no link-local or metadata host, also not
+ * as a redirect target). Token: {@link SourceOptions#token()}, else {@code HF_TOKEN}, else none
+ * (public repositories only). Metadata calls (revision, tree pages) are tried {@link
  * SourceOptions#listMaxAttempts()} times with exponential back-off honouring {@code Retry-After};
  * ranged reads are made once — {@code ParallelRangeReader} retries and resumes them.
  *
@@ -163,11 +165,15 @@ public final class HfSource implements ArtifactSource {
     if (uri.scheme() != SourceUri.Scheme.HF) {
       throw new IllegalArgumentException("not an hf:// URI: " + uri);
     }
+    HfSource source;
     try {
-      return new HfSource(uri, options, env);
+      source = new HfSource(uri, options, env);
     } catch (IllegalArgumentException e) {
       throw new SourceException("InvalidSourceOptions", e.getMessage(), false, e);
     }
+    EndpointPolicy.check(
+        source.endpoint, source.token != null, options.allowInsecureEndpoint(), "Hub endpoint");
+    return source;
   }
 
   private static URI endpoint(SourceOptions options, Function<String, String> env) {
@@ -193,6 +199,24 @@ public final class HfSource implements ArtifactSource {
           "HF_ENDPOINT '" + fromEnv + "' must be an http:// or https:// URL with a host");
     }
     return uri;
+  }
+
+  /**
+   * LFS files: their SHA-256 ({@code lfs.oid}); plain git files ({@code config.json}, tokenizers,
+   * code): their git blob id, the SHA-1 of {@code "blob <size>\0"} and the content, which the tree
+   * listing gives as {@code oid} and the Hub's answer as {@code ETag}.
+   */
+  @Override
+  public PublishedDigest publishedDigest(SourceFile file) {
+    if (file.sha256().isPresent()) {
+      return PublishedDigest.hex(
+          PublishedDigest.Algorithm.SHA256, file.sha256().get(), "sha256 (Hub LFS oid)");
+    }
+    if (SHA1.matcher(file.etag()).matches()) {
+      return PublishedDigest.hex(
+          PublishedDigest.Algorithm.GIT_BLOB_SHA1, file.etag(), "git blob sha1 (Hub oid)");
+    }
+    return PublishedDigest.none("the Hub's listing gave no oid for " + file.path());
   }
 
   /** The Hub endpoint requests go to. */
@@ -575,6 +599,7 @@ public final class HfSource implements ArtifactSource {
             what + ": redirect to a non-HTTP URL '" + location.get() + "'",
             false);
       }
+      EndpointPolicy.checkHost(next, what + ": redirect to");
       current = next;
     }
   }

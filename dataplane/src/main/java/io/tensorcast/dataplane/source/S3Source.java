@@ -28,8 +28,12 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.api.RetryStrategy;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.s3.model.ChecksumMode;
+import software.amazon.awssdk.services.s3.model.ChecksumType;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
@@ -48,9 +52,14 @@ import software.amazon.awssdk.utils.SdkAutoCloseable;
  * SourceOptions#listMaxAttempts()}); ranged GETs are made once each — the data path ({@code
  * ParallelRangeReader}) retries and resumes on its own.
  *
- * <p>ETags identify an object version only: a multipart upload's ETag ({@code "<hex>-N"}, on S3 and
- * OSS alike) is not the MD5 of the content, so no ETag is ever checked against bytes; they go out
- * as {@code If-Match} so a replaced object fails with {@code ObjectChanged}.
+ * <p>ETags identify an object version: they go out as {@code If-Match} so a replaced object fails
+ * with {@code ObjectChanged}. Digests ({@link #publishedDigest}): a HEAD with checksum mode on
+ * gives the object's full-object checksum when it has one (SHA-256, CRC-64/NVME, CRC-32C, CRC-32,
+ * SHA-1); else a single-part object's ETag is the MD5 of its content, except under SSE-KMS or SSE-C
+ * encryption (and, on OSS, for appendable or multipart objects). A multipart upload's ETag ({@code
+ * "<hex>-N"}) and a composite multipart checksum ({@code "<base64>-N"}, type {@code COMPOSITE}) are
+ * digests of the parts' digests: they cannot be checked against the bytes, and such a file is
+ * verified by its readers' piece hashes only.
  *
  * <p>Listing: ListObjectsV2, paginated, under the prefix; paths are keys relative to the prefix;
  * directory markers (keys ending with {@code /}) are skipped; a key whose relative path is absolute
@@ -438,6 +447,119 @@ public final class S3Source implements ArtifactSource {
     } catch (IOException | RuntimeException ignored) {
       // Already aborted; the refusal is what matters.
     }
+  }
+
+  /**
+   * The object's full-object checksum or single-part ETag MD5, from a HEAD with {@code If-Match}
+   * (the listed ETag) and checksum mode on; see the class comment for which digest is used when.
+   *
+   * @throws SourceException mapped as for reads ({@code ObjectChanged} when the object was
+   *     replaced)
+   */
+  @Override
+  public PublishedDigest publishedDigest(SourceFile file) throws SourceException {
+    SourcePaths.requireSafe(file.path(), description);
+    HeadObjectRequest.Builder request =
+        HeadObjectRequest.builder()
+            .bucket(bucket)
+            .key(prefix + file.path())
+            .checksumMode(ChecksumMode.ENABLED);
+    if (!file.etag().isEmpty()) {
+      request.ifMatch('"' + file.etag() + '"');
+    }
+    HeadObjectResponse head;
+    try {
+      head = listClient.headObject(request.build());
+    } catch (SdkException e) {
+      throw map(e, "HEAD " + description + file.path(), false);
+    }
+    return digestOf(head, file);
+  }
+
+  /** The checkable digest a HEAD answer gives, or why there is none. */
+  static PublishedDigest digestOf(HeadObjectResponse head, SourceFile file) {
+    boolean composite = head.checksumType() == ChecksumType.COMPOSITE;
+    String[][] candidates = {
+      {"SHA256", head.checksumSHA256()},
+      {"CRC64NVME", head.checksumCRC64NVME()},
+      {"CRC32C", head.checksumCRC32C()},
+      {"CRC32", head.checksumCRC32()},
+      {"SHA1", head.checksumSHA1()},
+    };
+    String compositeSeen = null;
+    for (String[] c : candidates) {
+      String value = c[1];
+      if (value == null || value.isBlank()) {
+        continue;
+      }
+      // CRC-64/NVME checksums are always of the full object; the others are composite for
+      // multipart uploads unless the store says FULL_OBJECT.
+      boolean partsOnly = value.contains("-") || (composite && !c[0].equals("CRC64NVME"));
+      if (partsOnly) {
+        compositeSeen = c[0];
+        continue;
+      }
+      try {
+        return PublishedDigest.base64(
+            PublishedDigest.Algorithm.valueOf(c[0]),
+            value.strip(),
+            c[0] + " (full-object checksum)");
+      } catch (IllegalArgumentException notBase64) {
+        compositeSeen = c[0] + " (not base64: '" + value + "')";
+      }
+    }
+    String etag = unquote(head.eTag());
+    if (etag.isEmpty()) {
+      etag = file.etag();
+    }
+    String why = etagNotMd5(head, etag);
+    if (why == null) {
+      return PublishedDigest.hex(PublishedDigest.Algorithm.MD5, etag, "MD5 (single-part ETag)");
+    }
+    return PublishedDigest.none(
+        (compositeSeen != null
+                ? "the object's "
+                    + compositeSeen
+                    + " checksum is composite (a digest of its"
+                    + " multipart upload's parts), which the bytes cannot be checked against; "
+                : "the object has no full-object checksum; ")
+            + why);
+  }
+
+  /** Why {@code etag} is not the MD5 of the object's content, or null when it is. */
+  private static String etagNotMd5(HeadObjectResponse head, String etag) {
+    if (!etag.matches("[0-9a-fA-F]{32}")) {
+      return "its ETag '"
+          + etag
+          + "' is not an MD5 (a multipart upload's ETag is a digest of its parts)";
+    }
+    String sse = head.serverSideEncryptionAsString();
+    if (head.sseCustomerAlgorithm() != null
+        || (sse != null && sse.toLowerCase(java.util.Locale.ROOT).contains("kms"))) {
+      return "its ETag is not the content's MD5 under "
+          + (head.sseCustomerAlgorithm() != null ? "SSE-C" : "SSE-KMS")
+          + " encryption";
+    }
+    java.util.Map<String, java.util.List<String>> headers =
+        head.sdkHttpResponse() == null ? java.util.Map.of() : head.sdkHttpResponse().headers();
+    String ossType = header(headers, "x-oss-object-type");
+    if (ossType != null && !ossType.equalsIgnoreCase("Normal")) {
+      return "its ETag is not the content's MD5 for an OSS " + ossType + " object";
+    }
+    String ossSse = header(headers, "x-oss-server-side-encryption");
+    if (ossSse != null && ossSse.toUpperCase(java.util.Locale.ROOT).contains("KMS")) {
+      return "its ETag is not the content's MD5 under OSS KMS encryption";
+    }
+    return null;
+  }
+
+  private static String header(java.util.Map<String, java.util.List<String>> headers, String name) {
+    for (java.util.Map.Entry<String, java.util.List<String>> e : headers.entrySet()) {
+      if (e.getKey().equalsIgnoreCase(name) && !e.getValue().isEmpty()) {
+        return e.getValue().get(0);
+      }
+    }
+    return null;
   }
 
   @Override

@@ -72,6 +72,7 @@ public final class SourceOptions {
   private final int listMaxAttempts;
   private final String revision;
   private final String token;
+  private final boolean allowInsecureEndpoint;
 
   private SourceOptions(Builder b) {
     this.filter = PathFilter.of(b.include, b.exclude);
@@ -87,6 +88,7 @@ public final class SourceOptions {
     this.listMaxAttempts = b.listMaxAttempts;
     this.revision = b.revision;
     this.token = b.token;
+    this.allowInsecureEndpoint = b.allowInsecureEndpoint;
   }
 
   /** Options with every default. */
@@ -115,7 +117,17 @@ public final class SourceOptions {
     b.listMaxAttempts = listMaxAttempts;
     b.revision = revision;
     b.token = token;
+    b.allowInsecureEndpoint = allowInsecureEndpoint;
     return b;
+  }
+
+  /**
+   * Whether credentials may go to a plain {@code http://} endpoint: an in-cluster store that speaks
+   * no TLS, named explicitly ({@code --allow-insecure-endpoint}). Off by default ({@link
+   * EndpointPolicy}).
+   */
+  public boolean allowInsecureEndpoint() {
+    return allowInsecureEndpoint;
   }
 
   /** The include/exclude selection. */
@@ -200,6 +212,7 @@ public final class SourceOptions {
         + (endpoint != null ? ", endpoint=" + endpoint : "")
         + (region != null ? ", region=" + region : "")
         + (pathStyle ? ", pathStyle" : "")
+        + (allowInsecureEndpoint ? ", allowInsecureEndpoint" : "")
         + ", credentials="
         + (credentialsMode == CredentialsMode.STATIC ? credentials : credentialsMode)
         + ", maxConnections="
@@ -229,8 +242,15 @@ public final class SourceOptions {
     private int listMaxAttempts = 3;
     private String revision;
     private String token;
+    private boolean allowInsecureEndpoint;
 
     private Builder() {}
+
+    /** Lets credentials go to a plain {@code http://} endpoint (an in-cluster store). */
+    public Builder allowInsecureEndpoint(boolean allow) {
+      this.allowInsecureEndpoint = allow;
+      return this;
+    }
 
     /** A Hub revision: branch, tag, commit sha or {@code refs/pr/N}; {@code null} for none. */
     public Builder revision(String revision) {

@@ -28,10 +28,27 @@ public final class Sources {
       throws SourceException {
     return switch (uri.scheme()) {
       case FILE -> FileSource.open(uri.localPath(), options.filter());
-      case S3 -> S3Source.open(uri, options);
-      case OSS -> S3Source.open(uri, ossOptions(uri, options, env));
+      case S3 -> S3Source.open(uri, checked(options, options));
+      case OSS -> S3Source.open(uri, checked(ossOptions(uri, options, env), options));
       case HF -> HfSource.open(uri, options, env);
     };
+  }
+
+  /**
+   * {@code resolved} after {@link EndpointPolicy}: an S3/OSS endpoint must not be link-local or a
+   * metadata host, and requests signed with credentials (any mode but anonymous) go to https only
+   * unless {@code given} allows plain http.
+   */
+  private static SourceOptions checked(SourceOptions resolved, SourceOptions given)
+      throws SourceException {
+    if (resolved.endpoint().isPresent()) {
+      EndpointPolicy.check(
+          resolved.endpoint().get(),
+          resolved.credentialsMode() != SourceOptions.CredentialsMode.ANONYMOUS,
+          given.allowInsecureEndpoint(),
+          "endpoint");
+    }
+    return resolved;
   }
 
   /** Parses {@code uri} and opens it; see {@link SourceUri#parse} and {@link #open}. */

@@ -334,7 +334,9 @@ class HostileInputIT {
           new com.fasterxml.jackson.databind.ObjectMapper()
               .readTree(
                   http.send(
-                          HttpRequest.newBuilder(URI.create(base + "/v1/tensors")).build(),
+                          HttpRequest.newBuilder(URI.create(base + "/v1/tensors"))
+                              .header("Authorization", "Bearer " + READ_TOKEN)
+                              .build(),
                           HttpResponse.BodyHandlers.ofString())
                       .body());
       List<String> listed = new ArrayList<>();
@@ -345,6 +347,7 @@ class HostileInputIT {
         HttpResponse<byte[]> r =
             http.send(
                 HttpRequest.newBuilder(URI.create(base + "/v1/tensors/" + percentEncode(name)))
+                    .header("Authorization", "Bearer " + READ_TOKEN)
                     .build(),
                 HttpResponse.BodyHandlers.ofByteArray());
         assertThat(r.statusCode()).as("GET %s", name).isEqualTo(200);
@@ -444,6 +447,8 @@ class HostileInputIT {
     return args.toArray(String[]::new);
   }
 
+  private static final String READ_TOKEN = "hostile-input-read-token-0123";
+
   private DataPlaneServer serve(String id, List<String> exclude) throws Exception {
     Path root = Files.createDirectories(shm.resolve("store-" + id));
     return DataPlaneServer.start(
@@ -462,9 +467,14 @@ class HostileInputIT {
             "64Mi",
             0,
             LockPolicy.BEST_EFFORT,
+            new io.tensorcast.dataplane.http.ControlAuth(
+                io.tensorcast.dataplane.http.ControlToken.of(READ_TOKEN),
+                io.tensorcast.dataplane.http.ControlToken.random()),
             null,
+            LoadRetry.DEFAULTS,
+            false,
             null,
-            LoadRetry.DEFAULTS));
+            io.tensorcast.dataplane.format.FormatLimits.DEFAULT));
   }
 
   record ProcessResult(int exitCode, String stderr) {}

@@ -112,6 +112,7 @@ class LoadAndInspectIT {
             List.of(
                 "load",
                 "s3://" + BUCKET + "/" + PREFIX,
+                "--allow-insecure-endpoint",
                 "--endpoint",
                 s3.endpoint().toString(),
                 "--path-style",
@@ -172,6 +173,7 @@ class LoadAndInspectIT {
         run(
             "load",
             "s3://no-such-bucket-cli-it/x/",
+            "--allow-insecure-endpoint",
             "--endpoint",
             s3.endpoint().toString(),
             "--path-style",
@@ -194,6 +196,7 @@ class LoadAndInspectIT {
         run(
             "inspect",
             "s3://" + BUCKET + "/" + PREFIX,
+            "--allow-insecure-endpoint",
             "--endpoint",
             s3.endpoint().toString(),
             "--path-style",
@@ -222,6 +225,7 @@ class LoadAndInspectIT {
             "inspect",
             "s3://" + BUCKET + "/torch/",
             "--tensors",
+            "--allow-insecure-endpoint",
             "--endpoint",
             s3.endpoint().toString(),
             "--path-style",

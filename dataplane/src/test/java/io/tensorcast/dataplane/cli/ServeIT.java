@@ -45,6 +45,8 @@ class ServeIT {
   private static final String PREFIX = "model/";
   private static final String ID = "x";
   private static final Duration STARTUP = Duration.ofSeconds(60);
+  private static final String READ = "serve-it-read-token-0123456789";
+  private static final String ADMIN = "serve-it-admin-token-0123456789";
 
   private static S3MockServer s3;
   private static Path jar;
@@ -144,7 +146,7 @@ class ServeIT {
         .until(() -> statusCode(port, "/readyz", null) == 200);
     assertThat(get(port, "/readyz", null).body()).isEqualTo("Ready\n");
 
-    HttpResponse<String> statusResponse = get(port, "/status", null);
+    HttpResponse<String> statusResponse = get(port, "/status", READ);
     assertThat(statusResponse.statusCode()).isEqualTo(200);
     assertThat(statusResponse.headers().firstValue("content-type")).contains("application/json");
     DataPlaneStatus s = json.readValue(statusResponse.body(), DataPlaneStatus.class);
@@ -219,7 +221,7 @@ class ServeIT {
   }
 
   private Phase phase(int port) throws Exception {
-    return json.readValue(get(port, "/status", null).body(), DataPlaneStatus.class).phase();
+    return json.readValue(get(port, "/status", READ).body(), DataPlaneStatus.class).phase();
   }
 
   @Test
@@ -241,6 +243,7 @@ class ServeIT {
         .contains("Bearer realm=\"tensorcast\"");
     assertThat(anonymous.body()).doesNotContain(ID).doesNotContain(BUCKET);
     assertThat(statusCode(port, "/status", "not-the-token-0123456789")).isEqualTo(401);
+    // --control-token-file is the admin token's old name: the admin token reads as well
     HttpResponse<String> withToken = get(port, "/status", first);
     assertThat(withToken.statusCode()).isEqualTo(200);
     assertThat(json.readValue(withToken.body(), DataPlaneStatus.class).phase())
@@ -257,7 +260,198 @@ class ServeIT {
     assertThat(statusCode(port, "/status", first)).isEqualTo(401);
   }
 
+  @Test
+  void theReadTokenReadsTheAdminTokenAlsoSetsPeersAndNoTokenDoesNeither() throws Exception {
+    int port = freePort();
+    start(port, s3.endpoint(), null, List.of());
+    await("/readyz 200")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> statusCode(port, "/readyz", null) == 200);
+    String body = "{\"epoch\":\"e1\",\"members\":[{\"id\":\"x\",\"address\":\"127.0.0.1:9\"}]}";
+    assertThat(put(port, "/v1/peers", body, null).statusCode()).isEqualTo(401);
+    HttpResponse<String> withRead = put(port, "/v1/peers", body, READ);
+    assertThat(withRead.statusCode()).isEqualTo(403);
+    assertThat(withRead.body().strip())
+        .isEqualTo("the read token does not allow PUT /v1/peers; it needs the admin token");
+    // The admin token passes; this pod loads from the source only, so the answer is its 409.
+    HttpResponse<String> withAdmin = put(port, "/v1/peers", body, ADMIN);
+    assertThat(withAdmin.statusCode()).isEqualTo(409);
+    assertThat(statusCode(port, "/status", null)).isEqualTo(401);
+    assertThat(statusCode(port, "/status", READ)).isEqualTo(200);
+    assertThat(statusCode(port, "/status", ADMIN)).isEqualTo(200);
+    assertThat(statusCode(port, "/v1/tensors", null)).isEqualTo(401);
+    assertThat(statusCode(port, "/v1/tensors", READ)).isEqualTo(200);
+    assertThat(statusCode(port, "/healthz", null)).isEqualTo(200);
+    assertThat(statusCode(port, "/readyz", null)).isEqualTo(200);
+    assertThat(statusCode(port, "/metrics", null)).isEqualTo(200);
+    assertThat(Files.readString(log))
+        .contains("control endpoint: /127.0.0.1:")
+        .contains("PUT /v1/peers refused (read token, admin needed)");
+  }
+
+  @Test
+  void startedWithoutTokenFilesItGeneratesTokensIntoAFileOnlyItsOwnerReads() throws Exception {
+    int port = freePort();
+    Path tokens = work.resolve("control.tokens");
+    start(port, s3.endpoint(), null, List.of("--tokens-out", tokens.toString()));
+    await("/readyz 200")
+        .atMost(STARTUP)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> statusCode(port, "/readyz", null) == 200);
+    assertThat(Files.getPosixFilePermissions(tokens))
+        .isEqualTo(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    Map<String, String> generated = new java.util.HashMap<>();
+    for (String line : Files.readAllLines(tokens)) {
+      if (!line.startsWith("#")) {
+        generated.put(line.substring(0, line.indexOf('=')), line.substring(line.indexOf('=') + 1));
+      }
+    }
+    assertThat(generated.keySet()).containsExactlyInAnyOrder("read", "admin");
+    assertThat(statusCode(port, "/status", null)).isEqualTo(401);
+    assertThat(statusCode(port, "/status", generated.get("read"))).isEqualTo(200);
+    assertThat(put(port, "/v1/peers", "{}", generated.get("read")).statusCode()).isEqualTo(403);
+    assertThat(Files.readString(log)).contains("written to " + tokens + " (mode 0600)");
+  }
+
+  @Test
+  void aHubTokenGoesToAPlainHttpEndpointOnlyWhenThatIsAllowedExplicitly() throws Exception {
+    try (io.tensorcast.dataplane.testing.HubStandIn hub =
+        io.tensorcast.dataplane.testing.HubStandIn.start()) {
+      hub.repo("org/private")
+          .privateWithToken("hf_secret_token_0123456789")
+          .commit(Map.of("config.json", files.get("config.json")));
+      int port = freePort();
+      startHub(port, hub.endpoint(), List.of("--no-insecure-endpoint"));
+      await("Failed")
+          .atMost(STARTUP)
+          .pollInterval(Duration.ofMillis(100))
+          .ignoreExceptions()
+          .until(() -> phase(port) == Phase.Failed);
+      DataPlaneStatus refused =
+          json.readValue(get(port, "/status", READ).body(), DataPlaneStatus.class);
+      assertThat(refused.reason()).isEqualTo("InsecureEndpoint");
+      assertThat(refused.message())
+          .startsWith("Hub endpoint '" + hub.endpoint() + "' is plain http and this source sends");
+      assertThat(hub.requests()).as("requests that reached the plain-http endpoint").isEmpty();
+      assertThat(Files.readString(log)).contains("cannot open source: InsecureEndpoint:");
+      process.destroy();
+      assertThat(process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+
+      // Allowed explicitly (an in-cluster mirror): the token goes, the load completes.
+      int port2 = freePort();
+      startHub(port2, hub.endpoint(), List.of());
+      await("Ready")
+          .atMost(STARTUP)
+          .pollInterval(Duration.ofMillis(100))
+          .ignoreExceptions()
+          .until(() -> phase(port2) == Phase.Ready);
+      assertThat(hub.requests()).isNotEmpty();
+      DataPlaneStatus ready =
+          json.readValue(get(port2, "/status", READ).body(), DataPlaneStatus.class);
+      assertThat(ready.fileStatuses())
+          .singleElement()
+          .satisfies(
+              f -> {
+                assertThat(f.verification()).isEqualTo(DataPlaneStatus.Verification.SourceDigest);
+                assertThat(f.digest()).isEqualTo("git blob sha1 (Hub oid)");
+              });
+    }
+  }
+
+  @Test
+  void linkLocalAndMetadataEndpointsAreRefusedBeforeAnyRequest() throws Exception {
+    for (String endpoint :
+        List.of(
+            "http://169.254.169.254",
+            "http://[fd00:ec2::254]",
+            "http://metadata.google.internal")) {
+      io.tensorcast.dataplane.pod.DataPlaneServer s =
+          io.tensorcast.dataplane.pod.DataPlaneServer.start(
+              ServeArguments.parse(
+                  List.of(
+                      "serve",
+                      "--uri",
+                      "s3://" + BUCKET + "/" + PREFIX,
+                      "--endpoint",
+                      endpoint,
+                      "--allow-insecure-endpoint",
+                      "--store-root",
+                      root.toString(),
+                      "--budget",
+                      "64Mi",
+                      "--artifact-id",
+                      ID,
+                      "--listen",
+                      "127.0.0.1:0",
+                      "--distribution",
+                      "source-only",
+                      "--tokens-out",
+                      work.resolve("t").toString()),
+                  Map.of(
+                      "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
+                      "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY)));
+      try {
+        DataPlaneStatus st = s.status();
+        assertThat(st.phase()).as(endpoint).isEqualTo(Phase.Failed);
+        assertThat(st.reason()).as(endpoint).isEqualTo("ForbiddenEndpoint");
+        assertThat(st.message())
+            .as(endpoint)
+            .startsWith("endpoint '" + endpoint + "' is refused: ")
+            .endsWith("a data plane never sends requests (or credentials) there");
+      } finally {
+        s.close();
+      }
+    }
+  }
+
   // ------------------------------------------------------------------ helpers
+
+  private void startHub(int port, URI hubEndpoint, List<String> extra) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString(), "serve"));
+    cmd.addAll(
+        List.of(
+            "--uri",
+            "hf://org/private",
+            "--store-root",
+            root.toString(),
+            "--budget",
+            "64Mi",
+            "--artifact-id",
+            ID,
+            "--listen",
+            "127.0.0.1:" + port,
+            "--distribution",
+            "source-only",
+            "--read-token-file",
+            Files.writeString(work.resolve("read-token"), READ).toString(),
+            "--admin-token-file",
+            Files.writeString(work.resolve("admin-token"), ADMIN).toString()));
+    if (!extra.contains("--no-insecure-endpoint")) {
+      cmd.add("--allow-insecure-endpoint");
+    }
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.redirectOutput(log.toFile());
+    Map<String, String> env = pb.environment();
+    env.put("HF_TOKEN", "hf_secret_token_0123456789");
+    env.put("HF_ENDPOINT", hubEndpoint.toString());
+    env.remove("TENSORCAST_MEMORY_BUDGET");
+    process = pb.start();
+  }
+
+  private HttpResponse<String> put(int port, String path, String body, String token)
+      throws Exception {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .PUT(HttpRequest.BodyPublishers.ofString(body));
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    return http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
 
   private void start(int port, URI endpoint, Path tokenFile, List<String> extra)
       throws IOException {
@@ -286,8 +480,18 @@ class ServeIT {
             "source-only"));
     if (tokenFile != null) {
       cmd.addAll(List.of("--control-token-file", tokenFile.toString()));
+    } else if (!extra.contains("--tokens-out")) {
+      cmd.addAll(
+          List.of(
+              "--read-token-file",
+              Files.writeString(work.resolve("read-token"), READ).toString(),
+              "--admin-token-file",
+              Files.writeString(work.resolve("admin-token"), ADMIN).toString()));
     }
-    cmd.addAll(extra);
+    if (!extra.contains("--no-insecure-endpoint")) {
+      cmd.add("--allow-insecure-endpoint"); // S3Mock speaks plain http on loopback
+    }
+    cmd.addAll(extra.stream().filter(a -> !a.equals("--no-insecure-endpoint")).toList());
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.redirectOutput(log.toFile());
     Map<String, String> env = pb.environment();

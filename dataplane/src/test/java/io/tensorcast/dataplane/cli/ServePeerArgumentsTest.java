@@ -3,15 +3,21 @@ package io.tensorcast.dataplane.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.pod.ServeSettings;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The peer-to-peer flags of {@code dataplane serve}, parsed the way the pod's arguments are. */
 class ServePeerArgumentsTest {
@@ -34,10 +40,16 @@ class ServePeerArgumentsTest {
   }
 
   @Test
-  void flagsAreRead() {
+  void flagsAreRead(@TempDir Path dir) throws Exception {
+    byte[] key = new byte[32];
+    key[0] = 7;
+    Path secret =
+        Files.writeString(dir.resolve("peer-secret"), Base64.getEncoder().encodeToString(key));
     PeerSettings p =
         parse(
                 Map.of(),
+                "--peer-secret-file",
+                secret.toString(),
                 "--peer-listen",
                 "127.0.0.5:9000",
                 "--peer-id",
@@ -62,6 +74,91 @@ class ServePeerArgumentsTest {
             java.util.HexFormat.of().formatHex(sha256("x=127.0.0.5:9000\ny=127.0.0.6:9000\n")));
     assertThat(p.membershipWait()).isEqualTo(Duration.ofMillis(500));
     assertThat(p.peerTimeout()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(p.secret().key()).isEqualTo(key);
+    assertThat(p.secret().file()).isEqualTo(secret);
+  }
+
+  @Test
+  void aStaticSwarmNeedsAPeerSecretAndABadOneIsNamed(@TempDir Path dir) throws Exception {
+    assertThatThrownBy(() -> parse(Map.of(), "--peers", "x=127.0.0.5:9000"))
+        .hasMessageStartingWith(
+            "--peers needs --peer-secret-file: the members of a swarm prove a shared secret");
+    Path shortSecret = Files.writeString(dir.resolve("short"), "c2hvcnQ=");
+    assertThatThrownBy(() -> parse(Map.of(), "--peer-secret-file", shortSecret.toString()))
+        .hasMessage(
+            "--peer-secret-file: peer secret in "
+                + shortSecret
+                + " holds 5 bytes; at least 32 random bytes are needed (e.g. `head -c 32"
+                + " /dev/urandom | base64`)");
+    Path notBase64 = Files.writeString(dir.resolve("text"), "this is not base64 at all!!");
+    assertThatThrownBy(() -> parse(Map.of(), "--peer-secret-file", notBase64.toString()))
+        .hasMessageStartingWith(
+            "--peer-secret-file: peer secret in " + notBase64 + " is not base64");
+    // Operator membership without a secret: the pod runs, its peer port stays closed.
+    assertThat(parse(Map.of()).peer().secret()).isNull();
+  }
+
+  @Test
+  void tokensComeFromFilesOrAreGeneratedIntoAnOwnerOnlyFile(@TempDir Path dir) throws Exception {
+    Path read = Files.writeString(dir.resolve("read"), "read-token-0123456789abcdef\n");
+    Path admin = Files.writeString(dir.resolve("admin"), "admin-token-0123456789abcdef");
+    ControlAuth both =
+        parse(
+                Map.of(),
+                "--read-token-file",
+                read.toString(),
+                "--admin-token-file",
+                admin.toString())
+            .controlAuth();
+    assertThat(both.scope("Bearer read-token-0123456789abcdef")).isEqualTo(ControlAuth.Scope.READ);
+    assertThat(both.scope("Bearer admin-token-0123456789abcdef"))
+        .isEqualTo(ControlAuth.Scope.ADMIN);
+    // The old flag is the admin token; the read token is then generated.
+    Path out = dir.resolve("generated.tokens");
+    ControlAuth legacy =
+        parse(Map.of(), "--control-token-file", admin.toString(), "--tokens-out", out.toString())
+            .controlAuth();
+    assertThat(legacy.scope("Bearer admin-token-0123456789abcdef"))
+        .isEqualTo(ControlAuth.Scope.ADMIN);
+    assertThat(Files.readAllLines(out))
+        .filteredOn(l -> !l.startsWith("#"))
+        .containsExactly("read=" + legacy.read().value());
+    assertThat(Files.getPosixFilePermissions(out))
+        .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+    // Nothing given: both generated, written to a new owner-only file.
+    ControlAuth none = parse(Map.of(), "--tokens-out", out.toString()).controlAuth();
+    assertThat(Files.readAllLines(out))
+        .filteredOn(l -> !l.startsWith("#"))
+        .containsExactly("read=" + none.read().value(), "admin=" + none.admin().value());
+    assertThat(none.read().value()).hasSize(43).isNotEqualTo(none.admin().value());
+    assertThatThrownBy(
+            () ->
+                parse(
+                    Map.of(),
+                    "--control-token-file",
+                    admin.toString(),
+                    "--admin-token-file",
+                    admin.toString()))
+        .hasMessage(
+            "--control-token-file is the old name of --admin-token-file; give only one of them");
+    assertThatThrownBy(
+            () ->
+                parse(
+                    Map.of(),
+                    "--read-token-file",
+                    admin.toString(),
+                    "--admin-token-file",
+                    admin.toString()))
+        .hasMessage(
+            "the read and admin tokens are the same; the read scope would allow PUT /v1/peers");
+  }
+
+  @Test
+  void insecureEndpointAndRevisionReachTheSettings() {
+    ServeSettings s = parse(Map.of(), "--allow-insecure-endpoint", "--revision", "v1.0");
+    assertThat(s.allowInsecureEndpoint()).isTrue();
+    assertThat(s.revision()).isEqualTo("v1.0");
+    assertThat(parse(Map.of()).allowInsecureEndpoint()).isFalse();
   }
 
   @Test

@@ -119,7 +119,9 @@ class BigTensorStreamIT {
             "--range-size",
             "4Mi",
             "--listen",
-            "127.0.0.1:" + port);
+            "127.0.0.1:" + port,
+            "--read-token-file",
+            Files.writeString(work.resolve("read-token"), TensorReadIT.TOKEN).toString());
     process =
         new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     HttpClient probe = HttpClient.newHttpClient();
@@ -220,7 +222,10 @@ class BigTensorStreamIT {
   }
 
   private HttpResponse<InputStream> get(String path, String range) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(url(path)).timeout(Duration.ofSeconds(120));
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(url(path))
+            .header("Authorization", "Bearer " + TensorReadIT.TOKEN)
+            .timeout(Duration.ofSeconds(120));
     if (range != null) {
       b.header("Range", range);
     }

@@ -65,7 +65,7 @@ import org.junit.jupiter.api.Test;
  * StoredTensors}.
  */
 class TensorReadIT {
-  private static final String TOKEN = "consumer-read-token-0123456789";
+  static final String TOKEN = "consumer-read-token-0123456789";
   private static final Duration READY = Duration.ofSeconds(60);
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -553,13 +553,13 @@ class TensorReadIT {
     try (DataPlaneServer dup =
         serve(shm, "duplicates", "file://" + corpus, List.of("/" + a, "/" + b), null)) {
       awaitReady(dup);
-      HttpResponse<String> list = getString(dup, "/v1/tensors", null);
+      HttpResponse<String> list = getString(dup, "/v1/tensors", TOKEN);
       assertThat(list.statusCode()).isEqualTo(409);
       assertThat(JSON.readTree(list.body()).get("error").asText())
           .contains("occurs in both")
           .contains("'" + a + "'")
           .contains("'" + b + "'");
-      HttpResponse<String> read = getString(dup, tensorPath(shared.iterator().next()), null);
+      HttpResponse<String> read = getString(dup, tensorPath(shared.iterator().next()), TOKEN);
       assertThat(read.statusCode()).isEqualTo(409);
       assertThat(read.body()).contains(a).contains(b);
     }
@@ -585,7 +585,7 @@ class TensorReadIT {
     Files.writeString(dir.resolve("manifest.json"), "{\"tp_size\": 2}\n");
     try (DataPlaneServer tp = serve(shm, "tp-layout", "file://" + dir, List.of(), null)) {
       awaitReady(tp);
-      HttpResponse<String> list = getString(tp, "/v1/tensors", null);
+      HttpResponse<String> list = getString(tp, "/v1/tensors", TOKEN);
       assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
       List<String> entries = new ArrayList<>();
       JSON.readTree(list.body())
@@ -597,13 +597,13 @@ class TensorReadIT {
               "rank_00000.safetensors:scale",
               "rank_00001.safetensors:" + odd,
               "rank_00001.safetensors:scale");
-      HttpResponse<String> asStored = getString(tp, tensorPath(odd), null);
+      HttpResponse<String> asStored = getString(tp, tensorPath(odd), TOKEN);
       assertThat(asStored.statusCode()).isEqualTo(409);
       assertThat(JSON.readTree(asStored.body()).get("error").asText())
           .contains("tensor \"" + odd + "\" occurs in 2 files")
           .contains("target=shard or target=full");
       HttpResponse<String> shard =
-          getString(tp, tensorPath(odd) + "?target=shard&parallelism=tp:1/2@0", null);
+          getString(tp, tensorPath(odd) + "?target=shard&parallelism=tp:1/2@0", TOKEN);
       // the manifest lacks the per-tensor entries the planner needs: the layout is refused
       assertThat(shard.statusCode()).isEqualTo(500);
       assertThat(JSON.readTree(shard.body()).get("reason").asText()).isEqualTo("InvalidLayout");
@@ -627,7 +627,7 @@ class TensorReadIT {
       awaitReady(one);
       for (String path :
           List.of(tensorPath(odd), "/v1/tensors/model/layers.0/attn%20q+k%25%C3%BC%20weight")) {
-        HttpResponse<byte[]> r = getBytes(one, path, null, Map.of());
+        HttpResponse<byte[]> r = getBytes(one, path, TOKEN, Map.of());
         assertThat(r.statusCode()).as(path).isEqualTo(200);
         assertThat(r.body()).isEqualTo(w);
         assertThat(r.headers().firstValue("x-tensor-name"))
@@ -661,9 +661,16 @@ class TensorReadIT {
             "256Mi",
             0,
             LockPolicy.BEST_EFFORT,
-            tokenFile,
+            new io.tensorcast.dataplane.http.ControlAuth(
+                tokenFile == null
+                    ? io.tensorcast.dataplane.http.ControlToken.of(TOKEN)
+                    : new io.tensorcast.dataplane.http.ControlToken(tokenFile),
+                io.tensorcast.dataplane.http.ControlToken.random()),
             null,
-            LoadRetry.DEFAULTS));
+            LoadRetry.DEFAULTS,
+            false,
+            null,
+            io.tensorcast.dataplane.format.FormatLimits.DEFAULT));
   }
 
   static void awaitReady(DataPlaneServer s) {

@@ -499,6 +499,7 @@ class TensorShardReadIT {
 
   private static HttpRequest.Builder request(DataPlaneServer s, String path) {
     return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.address().getPort() + path))
+        .header("Authorization", "Bearer " + TensorReadIT.TOKEN)
         .timeout(Duration.ofSeconds(30));
   }
 

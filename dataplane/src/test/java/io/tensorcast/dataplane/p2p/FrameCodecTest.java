@@ -37,8 +37,9 @@ class FrameCodecTest {
 
   @Test
   void everyFrameTypeRoundTrips() {
-    Frame.Hello hello = new Frame.Hello(1, "art", "pod-0", 65536, 120, sha(7));
+    Frame.Hello hello = new Frame.Hello(3, "art", "pod-0", "epoch-1", 65536, 120, sha(7), sha(8));
     assertThat(roundTrip(hello)).isEqualTo(hello);
+    assertThat(roundTrip(new Frame.Auth(sha(9)))).isEqualTo(new Frame.Auth(sha(9)));
 
     BitSet have = new BitSet();
     have.set(0);
@@ -119,9 +120,9 @@ class FrameCodecTest {
 
   @Test
   void malformedFramesGiveClearErrors() {
-    assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(9)))
+    assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(10)))
         .isInstanceOf(FrameException.class)
-        .hasMessageStartingWith("unknown frame type 9 (known: 1 HELLO");
+        .hasMessageStartingWith("unknown frame type 10 (known: 1 HELLO");
     assertThatThrownBy(
             () -> FrameCodec.decode(Unpooled.buffer().writeByte(FrameCodec.HAVE).writeInt(1)))
         .hasMessage("HAVE frame: body is 4 bytes, expected 36 (u32 piece and a 32-byte SHA-256)");
@@ -192,5 +193,85 @@ class FrameCodecTest {
     assertThat(whole.payload().readableBytes()).isEqualTo(64 * 1024);
     whole.payload().release();
     assertThat(decoder.pieceProgressAt()).isGreaterThanOrEqualTo(first);
+  }
+
+  @Test
+  void beforeAuthenticationOnlySmallHandshakeFramesAreAccepted() {
+    // A PIECE header claiming 1 MiB before any HELLO: refused on its first 5 bytes, nothing of
+    // its body is buffered.
+    EmbeddedChannel piece =
+        new EmbeddedChannel(
+            FrameCodec.Decoder.forHandshake(FrameCodec.maxFrameLength(1 << 20, 8), 8));
+    assertThatThrownBy(
+            () ->
+                piece.writeInbound(Unpooled.buffer().writeInt(1 << 20).writeByte(FrameCodec.PIECE)))
+        .isInstanceOf(DecoderException.class)
+        .hasMessage(
+            "frame length 1048576 (PIECE) before authentication exceeds the limit of 2048 bytes;"
+                + " refusing it");
+    EmbeddedChannel request = new EmbeddedChannel(FrameCodec.Decoder.forHandshake(1 << 20, 8));
+    assertThatThrownBy(() -> request.writeInbound(FrameCodec.encode(new Frame.Request(0), A)))
+        .hasMessage("REQUEST frame before authentication: only HELLO and AUTH may come first");
+    EmbeddedChannel early = new EmbeddedChannel(FrameCodec.Decoder.forHandshake(1 << 20, 8));
+    assertThatThrownBy(() -> early.writeInbound(FrameCodec.encode(new Frame.Auth(sha(1)), A)))
+        .hasMessage("AUTH frame before this side could check the peer's HELLO");
+    // HELLO strings are bounded
+    ByteBuf longId = Unpooled.buffer().writeByte(FrameCodec.HELLO).writeShort(3).writeShort(300);
+    assertThatThrownBy(() -> FrameCodec.decode(longId))
+        .hasMessage("HELLO frame: artifactId of 300 bytes exceeds 256");
+  }
+
+  @Test
+  void sealedFramesPassAndAnyAlteredInjectedOrReplayedFrameFailsItsTag() {
+    byte[] key = sha(42);
+    FrameCodec.Decoder decoder = FrameCodec.Decoder.forHandshake(1 << 20, 8);
+    EmbeddedChannel in = new EmbeddedChannel(decoder);
+    in.writeInbound(FrameCodec.encode(new Frame.Hello(3, "a", "p", "e", 16, 8, sha(1), sha(2)), A));
+    assertThat((Object) in.readInbound()).isInstanceOf(Frame.Hello.class);
+    decoder.openAfterAuth(new FrameSeal(key));
+    in.writeInbound(FrameCodec.encode(new Frame.Auth(sha(3)), A));
+    assertThat((Object) in.readInbound()).isInstanceOf(Frame.Auth.class);
+    assertThat(decoder.sealed()).isTrue();
+
+    FrameSeal send = new FrameSeal(key);
+    ByteBuf have = FrameCodec.encodeSealed(new Frame.Have(2, sha(5)), send, A);
+    byte[] haveBytes = io.netty.buffer.ByteBufUtil.getBytes(have);
+    in.writeInbound(have);
+    Frame.Have h = in.readInbound();
+    assertThat(h.piece()).isEqualTo(2);
+    // A PIECE: tagged over the SHA-256 of its payload, checked by whoever hashes the payload.
+    byte[] payload = "sixteen bytes!!!".getBytes(StandardCharsets.UTF_8);
+    in.writeInbound(
+        FrameCodec.encodeSealed(new Frame.Piece(4, Unpooled.wrappedBuffer(payload)), send, A));
+    Frame.Piece p = in.readInbound();
+    byte[] sha;
+    try {
+      sha = java.security.MessageDigest.getInstance("SHA-256").digest(payload);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    assertThat(p.tag())
+        .isEqualTo(FrameSeal.pieceTag(key, p.seq(), 4, payload.length, sha))
+        .isNotEqualTo(FrameSeal.pieceTag(key, p.seq(), 4, payload.length, sha(6)));
+    p.payload().release();
+
+    // The same HAVE again (a replay): its tag was for an earlier sequence number.
+    assertThatThrownBy(() -> in.writeInbound(Unpooled.wrappedBuffer(haveBytes)))
+        .isInstanceOf(DecoderException.class)
+        .hasMessageStartingWith("HAVE frame's tag does not verify: the stream was altered");
+
+    // One flipped bit in a fresh frame's body.
+    FrameCodec.Decoder d2 = FrameCodec.Decoder.forHandshake(1 << 20, 8);
+    EmbeddedChannel in2 = new EmbeddedChannel(d2);
+    in2.writeInbound(
+        FrameCodec.encode(new Frame.Hello(3, "a", "p", "e", 16, 8, sha(1), sha(2)), A));
+    in2.readInbound();
+    d2.openAfterAuth(new FrameSeal(key));
+    in2.writeInbound(FrameCodec.encode(new Frame.Auth(sha(3)), A));
+    in2.readInbound();
+    ByteBuf req = FrameCodec.encodeSealed(new Frame.Request(7), new FrameSeal(key), A);
+    req.setByte(8, req.getByte(8) ^ 1); // piece 7 -> 6
+    assertThatThrownBy(() -> in2.writeInbound(req))
+        .hasMessageStartingWith("REQUEST frame's tag does not verify");
   }
 }

@@ -2,15 +2,10 @@ package io.tensorcast.dataplane.p2p;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.Unpooled;
-import io.netty.channel.embedded.EmbeddedChannel;
-import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -44,11 +39,15 @@ class NettyPeerTransportIT {
     BlockingQueue<PeerTransport.PeerConnection> connected = new LinkedBlockingQueue<>();
     AtomicInteger sent = new AtomicInteger();
 
+    byte[] secret = new byte[32];
+    new Random(7).nextBytes(secret);
+    java.util.concurrent.atomic.AtomicReference<Membership> membership =
+        new java.util.concurrent.atomic.AtomicReference<>();
     try (ServerSocket receiver = new ServerSocket(0, 1, loopback);
         NettyPeerTransport sender =
             NettyPeerTransport.start(
                 new InetSocketAddress(loopback, 0),
-                new Frame.Hello(FrameCodec.VERSION, "artifact", "sender", PIECE, PIECES, digest),
+                hello("sender", digest),
                 Duration.ofSeconds(30),
                 new PeerTransport.Listener() {
                   @Override
@@ -65,36 +64,50 @@ class NettyPeerTransportIT {
 
                   @Override
                   public void disconnected(PeerTransport.PeerConnection c) {}
-                })) {
+                },
+                new NettyPeerTransport.Auth(PeerSecret.of(secret), membership::get))) {
+      membership.set(
+          Membership.parseStatic(
+              "sender=127.0.0.1:"
+                  + sender.listenAddress().getPort()
+                  + ",receiver=127.0.0.1:"
+                  + receiver.getLocalPort()));
       sender.dial("receiver", (InetSocketAddress) receiver.getLocalSocketAddress());
-      try (Socket s = receiver.accept()) {
-        ByteBuf hello =
-            FrameCodec.encode(
-                new Frame.Hello(FrameCodec.VERSION, "artifact", "receiver", PIECE, PIECES, digest),
-                io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
-        s.getOutputStream().write(ByteBufUtil.getBytes(hello));
-        hello.release();
+      try (BlockingPeer s =
+          BlockingPeer.accepted(
+              receiver.accept(), FrameCodec.maxFrameLength(PIECE, PIECES), PIECES)) {
+        s.hello(
+            hello("receiver", digest).withEpoch(membership.get().epoch()),
+            secret,
+            false,
+            membership.get());
+        assertThat(s.finishHandshake()).as("handshake").isEqualTo("ok");
         PeerTransport.PeerConnection c = connected.poll(10, TimeUnit.SECONDS);
         assertThat(c).as("handshake").isNotNull();
 
         // The receiver reads nothing yet, so the first piece cannot leave whole (its 16 MiB are
-        // more
-        // than loopback buffers take from a socket nobody reads) while the rest are asked for.
+        // more than loopback buffers take from a socket nobody reads) while the rest are asked
+        // for.
         for (int i = 0; i < PIECES; i++) {
-          c.sendPiece(i, file, (long) i * PIECE, PIECE, sent::incrementAndGet);
+          byte[] sha =
+              java.security.MessageDigest.getInstance("SHA-256")
+                  .digest(Arrays.copyOfRange(content, i * PIECE, (i + 1) * PIECE));
+          c.sendPiece(i, file, (long) i * PIECE, PIECE, sha, sent::incrementAndGet);
         }
         c.send(new Frame.Have(3, new byte[32]));
         Thread.sleep(300);
 
-        List<Frame> frames = readFrames(s.getInputStream(), 1 + PIECES + 1);
+        List<Frame> frames = new ArrayList<>();
+        for (int i = 0; i < 1 + PIECES; i++) {
+          frames.add(s.read());
+        }
         try {
           List<String> order = new ArrayList<>();
           for (Frame f : frames) {
             order.add(
                 f instanceof Frame.Piece p ? "PIECE " + p.piece() : FrameCodec.typeName(f.type()));
           }
-          assertThat(order)
-              .containsExactly("HELLO", "PIECE 0", "HAVE", "PIECE 1", "PIECE 2", "PIECE 3");
+          assertThat(order).containsExactly("PIECE 0", "HAVE", "PIECE 1", "PIECE 2", "PIECE 3");
           for (Frame f : frames) {
             if (f instanceof Frame.Piece p) {
               byte[] expected =
@@ -102,6 +115,8 @@ class NettyPeerTransportIT {
               assertThat(ByteBufUtil.getBytes(p.payload()))
                   .as("bytes of piece %d", p.piece())
                   .isEqualTo(expected);
+              byte[] sha = java.security.MessageDigest.getInstance("SHA-256").digest(expected);
+              assertThat(s.authentic(p, sha)).as("piece %d's tag", p.piece()).isTrue();
             }
           }
         } finally {
@@ -120,25 +135,8 @@ class NettyPeerTransportIT {
     }
   }
 
-  /** Reads and decodes {@code count} frames with the transport's own decoder. */
-  private static List<Frame> readFrames(InputStream in, int count) throws Exception {
-    EmbeddedChannel decoder =
-        new EmbeddedChannel(
-            new FrameCodec.Decoder(FrameCodec.maxFrameLength(PIECE, PIECES), PIECES));
-    List<Frame> frames = new ArrayList<>();
-    byte[] buf = new byte[64 * 1024];
-    try {
-      while (frames.size() < count) {
-        int n = in.read(buf);
-        assertThat(n).as("stream ended after %d frames", frames.size()).isPositive();
-        decoder.writeInbound(Unpooled.copiedBuffer(buf, 0, n));
-        for (Object o; (o = decoder.readInbound()) != null; ) {
-          frames.add((Frame) o);
-        }
-      }
-    } finally {
-      decoder.finishAndReleaseAll();
-    }
-    return frames;
+  private static Frame.Hello hello(String id, byte[] digest) {
+    return new Frame.Hello(
+        FrameCodec.VERSION, "artifact", id, "", PIECE, PIECES, digest, new byte[32]);
   }
 }

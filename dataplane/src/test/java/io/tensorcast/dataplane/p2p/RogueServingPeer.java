@@ -20,20 +20,23 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
 
 /**
- * A test-side member built on the public {@link FrameCodec}: it says HELLO with the right map,
- * announces every piece with its true SHA-256 (honest announcements) and then misbehaves when asked
- * for a piece: {@link Mode#CORRUPT} sends bytes that are not the piece, {@link Mode#SILENT} never
- * answers (a stuck peer). {@link Mode#SLOW} is not a rogue but a busy peer: it sends the true
- * bytes, one piece per {@code delay}, in request order, so its queue waits longer than a peer
- * timeout while it keeps delivering. {@link Mode#TRICKLE} streams each piece's frame in 16 KiB
- * chunks, one per {@code delay}: no piece arrives whole within a short peer timeout, but its bytes
- * keep coming (a holder whose link is shared by many requesters).
+ * A test-side member built on the public {@link FrameCodec} and {@link PeerHandshake}: it passes
+ * the authenticated handshake with the secret it is given ({@link TestHandshake}), announces every
+ * piece with the hashes it is given (the true SHA-256s for an honest announcer, others for a
+ * poisoner) and then misbehaves when asked for a piece: {@link Mode#CORRUPT} sends bytes that are
+ * not the piece, {@link Mode#SILENT} never answers (a stuck peer). {@link Mode#SLOW} is not a rogue
+ * but a busy peer: it sends the true bytes, one piece per {@code delay}, in request order, so its
+ * queue waits longer than a peer timeout while it keeps delivering. {@link Mode#TRICKLE} streams
+ * each piece's frame in 16 KiB chunks, one per {@code delay}: no piece arrives whole within a short
+ * peer timeout, but its bytes keep coming (a holder whose link is shared by many requesters).
  */
 final class RogueServingPeer implements AutoCloseable {
   enum Mode {
     CORRUPT,
     SILENT,
     SLOW,
+    /** Sends {@code pieceBytes} of each piece asked for, in request order, after {@code delay}. */
+    SERVE,
     /** True bytes, streamed: 16 KiB of the piece frame every {@code delay}, requests in order. */
     TRICKLE
   }
@@ -62,7 +65,9 @@ final class RogueServingPeer implements AutoCloseable {
       PieceMap map,
       byte[] helloDigest,
       byte[][] hashes,
-      Mode mode)
+      Mode mode,
+      byte[] secret,
+      Membership membership)
       throws InterruptedException {
     this(
         listen,
@@ -75,7 +80,9 @@ final class RogueServingPeer implements AutoCloseable {
         null,
         Duration.ZERO,
         new AtomicInteger(),
-        new AtomicInteger());
+        new AtomicInteger(),
+        secret,
+        membership);
   }
 
   /**
@@ -83,6 +90,8 @@ final class RogueServingPeer implements AutoCloseable {
    * @param delay time per piece sent ({@link Mode#SLOW})
    * @param outstanding counter of requests not yet answered, shareable between rogues
    * @param maxOutstanding the highest value {@code outstanding} reached
+   * @param secret the peer secret it proves in the handshake
+   * @param membership the membership it claims (epoch) and whose addresses the handshake binds
    */
   RogueServingPeer(
       InetSocketAddress listen,
@@ -95,13 +104,22 @@ final class RogueServingPeer implements AutoCloseable {
       IntFunction<byte[]> pieceBytes,
       Duration delay,
       AtomicInteger outstanding,
-      AtomicInteger maxOutstanding)
+      AtomicInteger maxOutstanding,
+      byte[] secret,
+      Membership membership)
       throws InterruptedException {
     this.outstanding = outstanding;
     this.maxOutstanding = maxOutstanding;
     Frame.Hello hello =
         new Frame.Hello(
-            FrameCodec.VERSION, artifactId, id, map.pieceSize(), map.size(), helloDigest);
+            FrameCodec.VERSION,
+            artifactId,
+            id,
+            membership.epoch(),
+            map.pieceSize(),
+            map.size(),
+            helloDigest,
+            new byte[Frame.NONCE_BYTES]);
     BitSet all = new BitSet();
     all.set(0, map.size());
     server =
@@ -112,28 +130,32 @@ final class RogueServingPeer implements AutoCloseable {
                 new ChannelInitializer<SocketChannel>() {
                   @Override
                   protected void initChannel(SocketChannel ch) {
+                    FrameCodec.Decoder decoder =
+                        FrameCodec.Decoder.forHandshake(
+                            FrameCodec.maxFrameLength(map.pieceSize(), map.size()), map.size());
+                    FrameCodec.Encoder encoder = new FrameCodec.Encoder();
                     ch.pipeline()
+                        .addLast(decoder)
+                        .addLast(encoder)
                         .addLast(
-                            new FrameCodec.Decoder(
-                                FrameCodec.maxFrameLength(map.pieceSize(), map.size())))
+                            new TestHandshake(hello, secret, false, membership, decoder, encoder))
                         .addLast(
                             new ChannelInboundHandlerAdapter() {
                               @Override
-                              public void channelActive(ChannelHandlerContext ctx) {
+                              public void userEventTriggered(ChannelHandlerContext ctx, Object e) {
+                                if (e != TestHandshake.AUTHENTICATED) {
+                                  ctx.fireUserEventTriggered(e);
+                                  return;
+                                }
                                 connections.incrementAndGet();
-                                ctx.write(FrameCodec.encode(hello, ctx.alloc()));
-                                ctx.writeAndFlush(
-                                    FrameCodec.encode(
-                                        new Frame.Bitfield(map.size(), all, hashes), ctx.alloc()));
+                                ctx.writeAndFlush(new Frame.Bitfield(map.size(), all, hashes));
                                 // keep the connection alive while silent (never inside a
                                 // PIECE frame that is being trickled)
                                 ctx.executor()
                                     .scheduleAtFixedRate(
                                         () -> {
                                           if (trickle.isEmpty()) {
-                                            ctx.writeAndFlush(
-                                                FrameCodec.encode(
-                                                    new Frame.KeepAlive(), ctx.alloc()));
+                                            ctx.writeAndFlush(new Frame.KeepAlive());
                                           }
                                         },
                                         200,
@@ -155,10 +177,11 @@ final class RogueServingPeer implements AutoCloseable {
                                 }
                                 if (mode == Mode.TRICKLE) {
                                   ByteBuf encoded =
-                                      FrameCodec.encode(
+                                      FrameCodec.encodeSealed(
                                           new Frame.Piece(
                                               r.piece(),
                                               Unpooled.wrappedBuffer(pieceBytes.apply(r.piece()))),
+                                          encoder.seal(),
                                           ctx.alloc());
                                   byte[] frame = new byte[encoded.readableBytes()];
                                   encoded.readBytes(frame);
@@ -169,7 +192,7 @@ final class RogueServingPeer implements AutoCloseable {
                                   }
                                   return;
                                 }
-                                if (mode == Mode.SLOW) {
+                                if (mode == Mode.SLOW || mode == Mode.SERVE) {
                                   int now = outstanding.incrementAndGet();
                                   maxOutstanding.accumulateAndGet(now, Math::max);
                                   queue.add(r.piece());
@@ -183,9 +206,7 @@ final class RogueServingPeer implements AutoCloseable {
                                 for (int i = 0; i < len; i++) {
                                   junk.writeByte((i * 31 + r.piece()) & 0xff);
                                 }
-                                ctx.writeAndFlush(
-                                    FrameCodec.encode(
-                                        new Frame.Piece(r.piece(), junk), ctx.alloc()));
+                                ctx.writeAndFlush(new Frame.Piece(r.piece(), junk));
                               }
 
                               private final ArrayDeque<Integer> queue = new ArrayDeque<>();
@@ -227,12 +248,9 @@ final class RogueServingPeer implements AutoCloseable {
                                           // write would count one request too many.
                                           outstanding.decrementAndGet();
                                           ctx.writeAndFlush(
-                                              FrameCodec.encode(
-                                                  new Frame.Piece(
-                                                      piece,
-                                                      Unpooled.wrappedBuffer(
-                                                          pieceBytes.apply(piece))),
-                                                  ctx.alloc()));
+                                              new Frame.Piece(
+                                                  piece,
+                                                  Unpooled.wrappedBuffer(pieceBytes.apply(piece))));
                                           served.incrementAndGet();
                                           if (!queue.isEmpty() && ctx.channel().isActive()) {
                                             sendNext(ctx);

@@ -306,6 +306,7 @@ class LoadRetryIT {
             .timeout(Duration.ofSeconds(5))
             .PUT(HttpRequest.BodyPublishers.ofString(body))
             .header("Content-Type", "application/json")
+            .header("Authorization", "Bearer " + ADMIN_TOKEN)
             .build(),
         HttpResponse.BodyHandlers.ofString());
   }
@@ -385,7 +386,12 @@ class LoadRetryIT {
                 "--load-retry-max-backoff",
                 maxBackoff,
                 "--distribution",
-                distribution));
+                distribution,
+                "--allow-insecure-endpoint",
+                "--read-token-file",
+                tokenFile("read-token", READ_TOKEN),
+                "--admin-token-file",
+                tokenFile("admin-token", ADMIN_TOKEN)));
     if (distribution.equals("peer-to-peer")) {
       int port = freePort();
       peerPort = port;
@@ -400,7 +406,12 @@ class LoadRetryIT {
               "--piece-size",
               "64Ki",
               "--peer-timeout",
-              "2s"));
+              "2s",
+              "--peer-secret-file",
+              tokenFile(
+                  "peer-secret",
+                  java.util.Base64.getEncoder()
+                      .encodeToString(new java.security.SecureRandom().generateSeed(32)))));
     }
     ServeSettings settings =
         ServeArguments.parse(
@@ -413,6 +424,16 @@ class LoadRetryIT {
     DataPlaneServer s = DataPlaneServer.start(settings);
     servers.add(s);
     return s;
+  }
+
+  private static final String READ_TOKEN = "load-retry-it-read-token-0123";
+  private static final String ADMIN_TOKEN = "load-retry-it-admin-token-0123";
+
+  @org.junit.jupiter.api.io.TempDir Path secrets;
+
+  /** Writes a token or secret file. */
+  private String tokenFile(String name, String content) throws IOException {
+    return Files.writeString(secrets.resolve(name), content).toString();
   }
 
   private static int freePort() throws IOException {
@@ -430,7 +451,11 @@ class LoadRetryIT {
   private HttpResponse<String> get(DataPlaneServer s, String path) throws Exception {
     URI uri = URI.create("http://127.0.0.1:" + s.address().getPort() + path);
     return http.send(
-        HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).GET().build(),
+        HttpRequest.newBuilder(uri)
+            .header("Authorization", "Bearer " + READ_TOKEN)
+            .timeout(Duration.ofSeconds(5))
+            .GET()
+            .build(),
         HttpResponse.BodyHandlers.ofString());
   }
 

@@ -87,7 +87,11 @@ class HfSourceIT {
   }
 
   private static SourceOptions.Builder options() {
-    return SourceOptions.builder().endpoint(hub.endpoint()).listMaxAttempts(3);
+    // the stand-in speaks plain http on loopback; a token may go there only when allowed
+    return SourceOptions.builder()
+        .endpoint(hub.endpoint())
+        .listMaxAttempts(3)
+        .allowInsecureEndpoint(true);
   }
 
   private static HfSource open(String uri, SourceOptions options) throws SourceException {
@@ -159,6 +163,17 @@ class HfSourceIT {
       assertThat(status.phase()).isEqualTo(DataPlaneStatus.Phase.Ready);
       assertThat(status.resolvedRevision()).isEqualTo(commitA);
       assertThat(status.bytesLoaded()).isEqualTo(status.bytesTotal());
+      // every file checked against a digest the Hub publishes: LFS sha256, git blob sha1
+      assertThat(status.fileStatuses())
+          .allSatisfy(
+              f -> {
+                assertThat(f.verification()).isEqualTo(DataPlaneStatus.Verification.SourceDigest);
+                assertThat(f.digest())
+                    .isEqualTo(
+                        f.path().endsWith(".safetensors")
+                            ? "sha256 (Hub LFS oid)"
+                            : "git blob sha1 (Hub oid)");
+              });
     }
     // LFS files came from the CDN, the JSON file from the Hub itself
     assertThat(hub.requests(Target.CDN)).isNotEmpty();
@@ -248,7 +263,10 @@ class HfSourceIT {
     hub.repo("jl/private-env").privateWithToken(TOKEN).commit(files);
     Map<String, String> env = Map.of("HF_TOKEN", TOKEN, "HF_ENDPOINT", hub.endpoint().toString());
     try (HfSource source =
-        HfSource.open(SourceUri.parse("hf://jl/private-env"), SourceOptions.defaults(), env::get)) {
+        HfSource.open(
+            SourceUri.parse("hf://jl/private-env"),
+            SourceOptions.builder().allowInsecureEndpoint(true).build(),
+            env::get)) {
       assertThat(source.endpoint()).isEqualTo(hub.endpoint());
       assertThat(source.list()).hasSize(files.size());
     }
@@ -413,6 +431,22 @@ class HfSourceIT {
           .isInstanceOfSatisfying(
               LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
           .hasMessageContaining("model-00004-of-00006.safetensors");
+    }
+  }
+
+  @Test
+  void aGitFileWhoseBytesAreNotItsListedBlobIdFailsTheLoadWithDigestMismatch() throws Exception {
+    // config.json, tokenizers, code: plain git files without an LFS sha256. Their git blob id
+    // (sha1 of "blob <size>\0" and the content) is checked like an LFS file's sha256.
+    String json =
+        files.keySet().stream().filter(p -> p.endsWith(".json")).findFirst().orElseThrow();
+    hub.advertiseWrongGitOid(json);
+    try (HfSource source = open("hf://jl/tiny-sharded", options().build())) {
+      assertThatThrownBy(() -> load(source, "hf-wrong-git-oid"))
+          .isInstanceOfSatisfying(
+              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
+          .hasMessageStartingWith(json + ": the bytes in the store have git blob sha1 ")
+          .hasMessageEndingWith("(git blob sha1 (Hub oid)); the file stays incomplete");
     }
   }
 

@@ -21,7 +21,11 @@ public final class OssChild {
     URI endpoint = URI.create(args[0]);
     String uri = args[1];
     SourceOptions options =
-        SourceOptions.builder().endpoint(endpoint).region("cn-hangzhou").build();
+        SourceOptions.builder()
+            .endpoint(endpoint)
+            .region("cn-hangzhou")
+            .allowInsecureEndpoint(true) // the OSS front is plain http on loopback
+            .build();
     try (ArtifactSource source = Sources.open(uri, options)) {
       List<SourceFile> files = source.list();
       for (SourceFile f : files) {

@@ -93,6 +93,7 @@ class S3SourceIT {
               .endpoint(s3.endpoint())
               .region(S3MockServer.REGION)
               .pathStyle(true)
+              .allowInsecureEndpoint(true)
               .build();
       try (ArtifactSource source = Sources.open("s3://" + BUCKET + "/corpus", noCredentials)) {
         assertThatThrownBy(source::list)

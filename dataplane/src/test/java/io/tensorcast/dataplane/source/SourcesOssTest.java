@@ -100,7 +100,17 @@ class SourcesOssTest {
   void hubSettingsComeFromTheEnvironmentAndTheTokenIsNeverPrinted() throws Exception {
     Map<String, String> env =
         Map.of("HF_ENDPOINT", "http://mirror.internal:8080", "HF_TOKEN", "hf_x");
-    HfSource s = HfSource.open(parse("hf://org/repo"), SourceOptions.defaults(), env::get);
+    // A token goes to a plain-http mirror only when that is allowed explicitly.
+    assertThatThrownBy(
+            () -> HfSource.open(parse("hf://org/repo"), SourceOptions.defaults(), env::get))
+        .isInstanceOfSatisfying(
+            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InsecureEndpoint"))
+        .hasMessageStartingWith("Hub endpoint 'http://mirror.internal:8080' is plain http");
+    HfSource s =
+        HfSource.open(
+            parse("hf://org/repo"),
+            SourceOptions.builder().allowInsecureEndpoint(true).build(),
+            env::get);
     assertThat(s.endpoint()).isEqualTo(URI.create("http://mirror.internal:8080"));
     assertThat(s.revision()).isEqualTo("main");
     assertThat(s.describe()).doesNotContain("hf_x");

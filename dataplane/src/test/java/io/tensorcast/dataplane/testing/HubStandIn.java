@@ -190,6 +190,7 @@ public final class HubStandIn implements AutoCloseable {
   private final Map<String, String> renamed = new ConcurrentHashMap<>();
   private final Map<String, byte[]> lfsStore = new ConcurrentHashMap<>();
   private final Set<String> wrongOid = ConcurrentHashMap.newKeySet();
+  private final Set<String> wrongGitOid = ConcurrentHashMap.newKeySet();
   private final Set<String> wrongLinkedEtag = ConcurrentHashMap.newKeySet();
   private final Map<Target, Failure> failures = new ConcurrentHashMap<>();
   private final Map<Target, Cut> cuts = new ConcurrentHashMap<>();
@@ -276,6 +277,15 @@ public final class HubStandIn implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Fault: the tree's {@code oid} and the {@code ETag} of this plain git file are the git blob id
+   * of other content (consistently, so reads pass and only the content check can tell).
+   */
+  public HubStandIn advertiseWrongGitOid(String path) {
+    wrongGitOid.add(path);
+    return this;
+  }
+
   /** Fault: only {@code X-Linked-Etag} of this path is wrong (the tree is right). */
   public HubStandIn wrongLinkedEtag(String path) {
     wrongLinkedEtag.add(path);
@@ -297,6 +307,7 @@ public final class HubStandIn implements AutoCloseable {
     failures.clear();
     cuts.clear();
     wrongOid.clear();
+    wrongGitOid.clear();
     wrongLinkedEtag.clear();
     requests.clear();
     return this;
@@ -535,7 +546,7 @@ public final class HubStandIn implements AutoCloseable {
       Blob b = e.getValue();
       ObjectNode n = JSON.createObjectNode();
       n.put("type", "file");
-      n.put("oid", b.gitSha1);
+      n.put("oid", advertisedGitSha1(path, b));
       n.put("size", b.bytes.length);
       n.put("path", path);
       if (b.lfs) {
@@ -547,6 +558,12 @@ public final class HubStandIn implements AutoCloseable {
       out.put(path, n);
     }
     return found ? new ArrayList<>(out.values()) : null;
+  }
+
+  private String advertisedGitSha1(String path, Blob b) {
+    return wrongGitOid.contains(path) && !b.lfs
+        ? gitSha1(("not the content of " + path).getBytes(StandardCharsets.UTF_8))
+        : b.gitSha1;
   }
 
   private String advertisedSha256(String path, Blob b) {
@@ -612,7 +629,7 @@ public final class HubStandIn implements AutoCloseable {
       x.sendResponseHeaders(302, -1);
       return;
     }
-    h.set("ETag", '"' + blob.gitSha1 + '"');
+    h.set("ETag", '"' + advertisedGitSha1(path, blob) + '"');
     h.set("Content-Type", "text/plain; charset=utf-8");
     sendBytes(x, blob.bytes, Target.RESOLVE);
   }

@@ -208,12 +208,16 @@ public final class S3MockServer implements AutoCloseable {
     return sourceOptions(endpoint());
   }
 
-  /** Source options for an endpoint in front of this server (e.g. a fault-injecting proxy). */
+  /**
+   * Source options for an endpoint in front of this server (e.g. a fault-injecting proxy): plain
+   * http on loopback, allowed explicitly as an in-cluster store would be.
+   */
   public static SourceOptions.Builder sourceOptions(URI endpoint) {
     return SourceOptions.builder()
         .endpoint(endpoint)
         .region(REGION)
         .pathStyle(true)
+        .allowInsecureEndpoint(true)
         .credentials(new SourceOptions.StaticCredentials(ACCESS_KEY, SECRET_KEY, Optional.empty()));
   }
 

@@ -211,7 +211,10 @@ public final class OperatorScaleBench implements Callable<Integer> {
                 LockPolicy.REQUIRED,
                 null,
                 null,
-                LoadRetry.DEFAULTS);
+                LoadRetry.DEFAULTS,
+                true, // S3Mock: plain http on loopback
+                null,
+                io.tensorcast.dataplane.format.FormatLimits.DEFAULT);
         servers.add(DataPlaneServer.start(s));
       }
       long deadline = System.nanoTime() + timeout.toNanos();

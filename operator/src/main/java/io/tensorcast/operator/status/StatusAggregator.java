@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.ArtifactVerification;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -272,6 +273,7 @@ public final class StatusAggregator {
             .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
+    s.setVerification(verification(current, in.reports(), in.upToDate(), old, generation));
     if (res.isPresent() && res.get().totalBytes() > 0) {
       long whole = (long) replicas * res.get().totalBytes();
       long pct = Math.min(100, (long) Math.floor(100.0 * Math.min(loaded, whole) / whole));
@@ -554,6 +556,50 @@ public final class StatusAggregator {
 
   private static boolean bound(Pod p) {
     return p.getSpec() != null && p.getSpec().getNodeName() != null;
+  }
+
+  /**
+   * How the Ready copies' files were verified: from the first up-to-date pod (by name) of this
+   * generation that reports Ready with per-file verification; while none does this round, what the
+   * status held for this generation (a pod not reachable for one round does not clear it). Files
+   * verified by reader piece hashes only are listed, sorted, at most {@value
+   * ArtifactVerification#MAX_FILES_LISTED}.
+   */
+  static ArtifactVerification verification(
+      List<Pod> current,
+      Map<String, DataPlaneStatus> reports,
+      Set<String> upToDate,
+      ModelArtifactStatus old,
+      long generation) {
+    for (Pod p : current.stream().sorted(Comparator.comparing(StatusAggregator::name)).toList()) {
+      DataPlaneStatus r = reports.get(name(p));
+      if (r == null
+          || r.phase() != DataPlaneStatus.Phase.Ready
+          || !upToDate.contains(name(p))
+          || r.fileStatuses() == null
+          || r.fileStatuses().isEmpty()
+          || r.fileStatuses().stream().anyMatch(f -> f.verification() == null)) {
+        continue;
+      }
+      ArtifactVerification v = new ArtifactVerification();
+      List<String> weaker =
+          r.fileStatuses().stream()
+              .filter(f -> f.verification() == DataPlaneStatus.Verification.ReaderPieceHashes)
+              .map(DataPlaneStatus.FileStatus::path)
+              .sorted()
+              .toList();
+      v.setSourceDigest(r.fileStatuses().size() - weaker.size());
+      v.setReaderPieceHashes(weaker.size());
+      v.setReaderPieceHashesFiles(
+          new ArrayList<>(
+              weaker.subList(0, Math.min(weaker.size(), ArtifactVerification.MAX_FILES_LISTED))));
+      return v;
+    }
+    return old != null
+            && old.getObservedGeneration() != null
+            && old.getObservedGeneration() == generation
+        ? old.getVerification()
+        : null;
   }
 
   private static ArtifactNodeStatus previous(ModelArtifactStatus old, Pod p) {

@@ -247,6 +247,88 @@ class StatusAggregatorTest {
   }
 
   @Test
+  void theVerificationSummaryCountsLevelsAndNamesTheFilesVerifiedByReaderHashesOnly() {
+    Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.RUNNING);
+    List<DataPlaneStatus.FileStatus> files = new java.util.ArrayList<>();
+    files.add(
+        new DataPlaneStatus.FileStatus(
+            "model.safetensors",
+            SIZE - 100,
+            true,
+            "ab",
+            DataPlaneStatus.Verification.SourceDigest,
+            "CRC64NVME (full-object checksum)"));
+    for (int i = 11; i >= 0; i--) {
+      files.add(
+          new DataPlaneStatus.FileStatus(
+              String.format("tok/%02d.json", i),
+              1,
+              true,
+              "cd",
+              DataPlaneStatus.Verification.ReaderPieceHashes,
+              "file:///m publishes no digest for its files"));
+    }
+    DataPlaneStatus ready = withFiles(report(artifact, Ready, 13, SIZE, SIZE, null, null), files);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(
+            name(pa),
+            ready,
+            name(pb),
+            report(artifact, DataPlaneStatus.Phase.Loading, 13, SIZE, 10, null, null));
+
+    ModelArtifactStatus s = aggregate(List.of(pa, pb), reports, names(pa, pb), T0);
+
+    assertThat(s.getVerification().getSourceDigest()).isEqualTo(1);
+    assertThat(s.getVerification().getReaderPieceHashes()).isEqualTo(12);
+    assertThat(s.getVerification().getReaderPieceHashesFiles())
+        .containsExactly(
+            "tok/00.json",
+            "tok/01.json",
+            "tok/02.json",
+            "tok/03.json",
+            "tok/04.json",
+            "tok/05.json",
+            "tok/06.json",
+            "tok/07.json",
+            "tok/08.json",
+            "tok/09.json");
+    // The Ready pod unreachable for a round: the summary stands, nothing is written.
+    artifact.setStatus(s);
+    ModelArtifactStatus next =
+        aggregate(List.of(pa, pb), Map.of(name(pb), reports.get(name(pb))), names(pa, pb), T1);
+    assertThat(next.getVerification()).isEqualTo(s.getVerification());
+    // No pod Ready yet: no summary.
+    artifact.setStatus(null);
+    assertThat(
+            aggregate(List.of(pb), Map.of(name(pb), reports.get(name(pb))), names(pb), T0)
+                .getVerification())
+        .isNull();
+  }
+
+  private static DataPlaneStatus withFiles(
+      DataPlaneStatus r, List<DataPlaneStatus.FileStatus> files) {
+    return new DataPlaneStatus(
+        r.artifactId(),
+        r.phase(),
+        r.reason(),
+        r.message(),
+        r.source(),
+        r.resolvedRevision(),
+        files.size(),
+        files.size(),
+        r.tensors(),
+        r.bytesTotal(),
+        r.bytesLoaded(),
+        r.bytesFromSource(),
+        r.bytesFromPeers(),
+        r.lock(),
+        r.storeDirectory(),
+        r.readyTime(),
+        files);
+  }
+
+  @Test
   void steadyStateProducesAnEqualStatusSoNothingIsWritten() {
     Pod pa = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
     Pod pb = pod(artifact, B, OptionalLong.of(SIZE), PodState.READY);

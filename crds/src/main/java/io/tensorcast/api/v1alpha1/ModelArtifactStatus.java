@@ -45,11 +45,6 @@ public class ModelArtifactStatus {
           + " scale, autoscalers).")
   private String selector;
 
-  @JsonPropertyDescription(
-      "Automatic retries of a failure whose cause can go away (an empty prefix, a missing"
-          + " bucket, refused credentials): absent when nothing is being retried.")
-  private RetryStatus retry;
-
   @SchemaFrom(type = ConditionSchema[].class)
   @JsonPropertyDescription(
       "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded, Stalled and InUse, with"
@@ -167,14 +162,6 @@ public class ModelArtifactStatus {
 
   public void setSelector(String selector) {
     this.selector = selector;
-  }
-
-  public RetryStatus getRetry() {
-    return retry;
-  }
-
-  public void setRetry(RetryStatus retry) {
-    this.retry = retry;
   }
 
   public List<Condition> getConditions() {
@@ -297,7 +284,6 @@ public class ModelArtifactStatus {
         && Objects.equals(copyGeneration, that.copyGeneration)
         && Objects.equals(specDigest, that.specDigest)
         && Objects.equals(selector, that.selector)
-        && Objects.equals(retry, that.retry)
         && Objects.equals(conditions, that.conditions)
         && Objects.equals(resolvedRevision, that.resolvedRevision)
         && Objects.equals(files, that.files)
@@ -323,7 +309,6 @@ public class ModelArtifactStatus {
         copyGeneration,
         specDigest,
         selector,
-        retry,
         conditions,
         resolvedRevision,
         files,

@@ -14,6 +14,7 @@ import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -449,6 +450,86 @@ class ModelArtifactIT {
       look.run();
       assertThat(lapses).as("the original copy at every look").isEmpty();
     }
+  }
+
+  /**
+   * Pods sized to the artifact, not to {@code spec.memory.limit}: two artifacts of 180 MiB with
+   * {@code limit: 4Gi} both load onto one node of 512 MiB allocatable (half the scale of 383 MiB
+   * artifacts with {@code limit: 8Gi} on a 1 GiB node, ratios kept; the harness's overhead is 64
+   * MiB). The resolving pods ask for the overhead only, the data plane's budget check refuses the
+   * bytes, and each is replaced by a pod of exactly size + overhead.
+   */
+  @Test
+  void twoArtifactsWithALargeLimitFitANodeTheirSizesFit(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws Exception {
+    // Each pod gets its own address, as pods do on a real node.
+    SimulatedNode small =
+        env.cluster
+            .kubelet()
+            .addNode(
+                NodeSpec.builder(ns + "-small", env.cluster.nextNodeAddress())
+                    .label(GROUP_LABEL, ns)
+                    .allocatable("memory", "512Mi")
+                    .podAddresses(
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress())
+                    .build());
+    nodes.add(small);
+    long tensorBytes = 180L * 1024 * 1024;
+    String bucket = ("e2e-" + ns).toLowerCase();
+    env.s3.createBucket(bucket);
+    Map<String, Long> sizes = new LinkedHashMap<>();
+    for (String name : List.of("alpha", "beta")) {
+      Path f = dir.resolve(name + ".safetensors");
+      byte fill = (byte) name.charAt(0);
+      io.tensorcast.dataplane.format.safetensors.SafetensorsWriter.write(
+          f,
+          List.of(
+              new io.tensorcast.dataplane.format.safetensors.TensorDeclaration(
+                  "weight",
+                  io.tensorcast.dataplane.format.safetensors.Dtype.U8,
+                  new long[] {tensorBytes})),
+          Map.of(),
+          (t, out) -> {
+            java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate(1 << 20);
+            for (long left = t.byteLength(); left > 0; ) {
+              chunk.clear();
+              java.util.Arrays.fill(chunk.array(), fill);
+              chunk.limit((int) Math.min(chunk.capacity(), left));
+              left -= chunk.remaining();
+              while (chunk.hasRemaining()) {
+                out.write(chunk);
+              }
+            }
+          });
+      env.s3.putFile(bucket, name + "/model.safetensors", f);
+      sizes.put(name, Files.size(f));
+      Files.delete(f);
+      ModelArtifact a = artifact(name, "s3://" + bucket + "/" + name + "/", 1, RdmaPolicy.Disabled);
+      MemorySpec memory = new MemorySpec();
+      memory.setLimit(new Quantity("4Gi"));
+      a.getSpec().setMemory(memory);
+      create(a);
+    }
+
+    for (String name : sizes.keySet()) {
+      ModelArtifact ready = awaitPhase(name, ArtifactPhase.Ready);
+      assertThat(ready.getStatus().getTotalBytes()).isEqualTo(sizes.get(name));
+      assertThat(ready.getStatus().getReadyNodes()).containsExactly(small.name());
+    }
+    List<Pod> pods = pods();
+    assertThat(pods).hasSize(2);
+    long requested = 0;
+    for (Pod p : pods) {
+      String artifact = p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT);
+      assertThat(PodPlan.memoryRequest(p))
+          .as("memory request of %s", p.getMetadata().getName())
+          .isEqualTo(sizes.get(artifact) + OperatorEnvironment.OVERHEAD);
+      requested += PodPlan.memoryRequest(p);
+    }
+    assertThat(requested).isLessThanOrEqualTo(512L * 1024 * 1024);
   }
 
   @Test

@@ -176,7 +176,7 @@ class ModelArtifactIT {
       if (m.getManager().contains("modelartifact")) {
         assertThat(client.getKubernetesSerialization().asJson(m.getFieldsV1()))
             .as("fields owned by %s", m.getManager())
-            .doesNotContain("f:spec");
+            .doesNotContain("\"f:spec\"");
       }
     }
 
@@ -578,7 +578,11 @@ class ModelArtifactIT {
     assertThat(scheduled.getStatus()).isEqualTo("False");
     assertThat(scheduled.getReason()).isEqualTo("InsufficientMemory");
     assertThat(scheduled.getMessage())
-        .contains("1 with too little allocatable memory (largest 65.0 MiB (68157440 bytes) < ")
+        .contains(
+            "1 with too little free memory (most free: node "
+                + ns
+                + "-small 65.0 MiB (68157440 bytes) free (allocatable; no other Tensorcast pod"
+                + " requests memory there) < ")
         .contains("(" + (total + OperatorEnvironment.OVERHEAD) + " bytes) needed per node")
         .contains("+ overhead 64.0 MiB")
         .contains(ns + "-small");

@@ -124,6 +124,18 @@ public class ModelArtifactStatus {
     this.verification = verification;
   }
 
+  @JsonPropertyDescription(
+      "For a written artifact (source.writers): its versions, as its data-plane pods report them.")
+  private WrittenVersionsStatus versions;
+
+  public WrittenVersionsStatus getVersions() {
+    return versions;
+  }
+
+  public void setVersions(WrittenVersionsStatus versions) {
+    this.versions = versions;
+  }
+
   public ArtifactPhase getPhase() {
     return phase;
   }
@@ -298,7 +310,8 @@ public class ModelArtifactStatus {
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
         && Objects.equals(progress, that.progress)
-        && Objects.equals(verification, that.verification);
+        && Objects.equals(verification, that.verification)
+        && Objects.equals(versions, that.versions);
   }
 
   @Override
@@ -323,6 +336,7 @@ public class ModelArtifactStatus {
         readyNodes,
         consumers,
         progress,
-        verification);
+        verification,
+        versions);
   }
 }

@@ -30,8 +30,10 @@ import java.util.Optional;
  * status.nodes[]} entry {@code Ready}), and the store must hold it complete: the state file {@code
  * <storeRoot>/<ns>.<name>/.tensorcast/<artifactId>.json} lists every file with its SHA-256 (the
  * data plane writes a file's hash only once the file is complete and verified), and each file is a
- * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. An older
- * generation's copy is never mounted.
+ * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. The artifact id
+ * is that of {@code status.copyGeneration} (the generation whose content the copies hold, which a
+ * change of replicas alone keeps), or of {@code metadata.generation} when the status has none. A
+ * copy of other content is never mounted.
  */
 public final class CopyLocator {
 
@@ -42,7 +44,7 @@ public final class CopyLocator {
    * The copy to mount.
    *
    * @param directory the copy's directory in the store
-   * @param generation the artifact generation it holds
+   * @param generation the copy generation it holds ({@code status.copyGeneration})
    * @param artifactId the data plane's id of that generation
    */
   public record Found(Path directory, long generation, String artifactId) implements Lookup {}
@@ -151,7 +153,9 @@ public final class CopyLocator {
                   ? ""
                   : "; " + entry.getMessage()));
     }
-    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), generation);
+    long copyGeneration =
+        status.getCopyGeneration() == null ? generation : status.getCopyGeneration();
+    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), copyGeneration);
     Path root = storeRoot.resolve(StoreLayout.artifactDirectory(volume.namespace(), volume.name()));
     Path directory = root.resolve(artifactId);
     Optional<String> incomplete =
@@ -164,7 +168,7 @@ public final class CopyLocator {
               + " but this node's store does not hold the complete copy yet: "
               + incomplete.get());
     }
-    return new Found(directory, generation, artifactId);
+    return new Found(directory, copyGeneration, artifactId);
   }
 
   /**

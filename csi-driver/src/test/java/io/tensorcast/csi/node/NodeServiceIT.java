@@ -335,6 +335,26 @@ class NodeServiceIT {
                     "team-a-llama-g2"));
   }
 
+  /**
+   * A generation that changed only the replicas keeps its copy generation ({@code
+   * status.copyGeneration}): the copy loaded for generation 1 is what generation 3 mounts.
+   */
+  @Test
+  void mountsTheCopyOfTheCopyGenerationAfterAScale() throws Exception {
+    load(1);
+    ModelArtifact scaled = ready(3);
+    scaled.getStatus().setCopyGeneration(1L);
+    artifacts.put(scaled);
+    Path target = target("pod-scaled");
+
+    node.nodePublishVolume(publish("vol-scaled", target, attrs(NAME)));
+
+    assertThat(Files.readAllBytes(target.resolve("model.safetensors")))
+        .isEqualTo(files.get("model.safetensors"));
+    assertThat(events).last().asString().contains("team-a-llama-g1");
+    node.nodeUnpublishVolume(unpublish("vol-scaled", target));
+  }
+
   @Test
   void badInputGetsACodeAndAMessageAPersonCanActOn() throws Exception {
     load(1);

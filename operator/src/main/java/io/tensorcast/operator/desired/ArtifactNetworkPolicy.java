@@ -116,7 +116,9 @@ public final class ArtifactNetworkPolicy {
         new NetworkPolicyIngressRuleBuilder()
             .withPorts(tcp(config.controlPort()))
             .withFrom(
-                membersOnControl ? List.of(operator, consumers, members) : List.of(operator, consumers))
+                membersOnControl
+                    ? List.of(operator, consumers, members)
+                    : List.of(operator, consumers))
             .build());
     return new NetworkPolicyBuilder()
         .withNewMetadata()

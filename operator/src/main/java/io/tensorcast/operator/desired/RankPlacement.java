@@ -88,7 +88,7 @@ public final class RankPlacement {
       long overhead,
       long unresolvedMemory,
       Map<String, List<Integer>> nodesWithPods,
-      Map<String, Long> committed) {
+      Map<String, Map<String, Long>> committed) {
     int per = placement.getRanksPerNode() == null ? 8 : placement.getRanksPerNode();
     List<List<Integer>> blocks = blocks(world, per);
     List<Long> blockBytes = new ArrayList<>();
@@ -116,7 +116,8 @@ public final class RankPlacement {
                         + ByteSize.human(overhead)
                     : "overhead " + ByteSize.human(overhead) + " (rank sizes not resolved yet)",
                 nodesWithPods.keySet(),
-                committed));
+                committed,
+                List.of()));
     NodeSelection.Candidate[] holder = new NodeSelection.Candidate[blocks.size()];
     List<NodeSelection.Candidate> free = new ArrayList<>();
     for (NodeSelection.Candidate c : sel.chosen()) {
@@ -149,7 +150,7 @@ public final class RankPlacement {
       List<Node> nodes,
       List<Pod> consumers,
       long overhead,
-      Map<String, Long> committed) {
+      Map<String, Map<String, Long>> committed) {
     String label = placement.getConsumers().getRankLabel();
     Map<Integer, String> nodeOfBlock = new TreeMap<>();
     for (Pod p : consumers) {
@@ -192,7 +193,11 @@ public final class RankPlacement {
       NodeSelection.Candidate c = byName.get(e.getKey());
       long b = bytesOfNode.get(e.getKey());
       if (b >= 0
-          && c.allocatableMemoryBytes() - committed.getOrDefault(c.name(), 0L) < b + overhead) {
+          && c.allocatableMemoryBytes()
+                  - committed.getOrDefault(c.name(), Map.of()).values().stream()
+                      .mapToLong(Long::longValue)
+                      .sum()
+              < b + overhead) {
         tooSmall.add(
             c.name() + " (ranks " + e.getValue() + " need " + ByteSize.exact(b + overhead) + ")");
         continue;

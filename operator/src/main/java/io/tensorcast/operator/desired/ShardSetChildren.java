@@ -77,8 +77,13 @@ public final class ShardSetChildren {
         .build();
   }
 
-  /** The desired Secret. */
+  /**
+   * The desired Secret: the peer secret, read and admin tokens; no write token (a set's pods take
+   * no puts).
+   */
   public static Secret secret(TensorShardSet set, ArtifactKeys keys) {
+    Map<String, String> data = new LinkedHashMap<>(ArtifactSecret.data(keys));
+    data.remove(io.tensorcast.api.TensorcastConstants.SECRET_WRITE_TOKEN);
     return new SecretBuilder()
         .withNewMetadata()
         .withName(name(set))
@@ -87,7 +92,7 @@ public final class ShardSetChildren {
         .withOwnerReferences(ownerReference(set, false))
         .endMetadata()
         .withType("Opaque")
-        .withData(ArtifactSecret.data(keys))
+        .withData(data)
         .build();
   }
 

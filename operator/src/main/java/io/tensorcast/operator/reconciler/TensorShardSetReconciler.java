@@ -465,8 +465,11 @@ public class TensorShardSetReconciler
         committedByOthers(set));
   }
 
-  /** Memory requested per node by every other data-plane pod (artifacts' and sets'). */
-  private Map<String, Long> committedByOthers(TensorShardSet set) {
+  /**
+   * Memory requested per node by every other data-plane pod (artifacts' and sets'), by artifact or
+   * set ({@code namespace/name}).
+   */
+  private Map<String, Map<String, Long>> committedByOthers(TensorShardSet set) {
     if (pods == null) {
       return Map.of();
     }
@@ -486,7 +489,20 @@ public class TensorShardSetReconciler
               return !mine && !PodPlan.node(p).isEmpty() && !PodPlan.terminating(p);
             })
         .collect(
-            Collectors.groupingBy(PodPlan::node, Collectors.summingLong(PodPlan::memoryRequest)));
+            Collectors.groupingBy(
+                PodPlan::node,
+                Collectors.groupingBy(
+                    TensorShardSetReconciler::holder,
+                    Collectors.summingLong(PodPlan::memoryRequest))));
+  }
+
+  /** {@code namespace/name} of the ModelArtifact or TensorShardSet a data-plane pod belongs to. */
+  private static String holder(Pod p) {
+    Map<String, String> l = p.getMetadata().getLabels();
+    String set = l.get(ShardSetPod.LABEL_SHARD_SET);
+    return p.getMetadata().getNamespace()
+        + "/"
+        + (set != null ? set : l.get(TensorcastConstants.LABEL_ARTIFACT));
   }
 
   @Override

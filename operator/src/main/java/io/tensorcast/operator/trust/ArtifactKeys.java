@@ -2,6 +2,8 @@ package io.tensorcast.operator.trust;
 
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.tensorcast.api.TensorcastConstants;
+import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.operator.desired.CopyGeneration;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -13,8 +15,11 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@code peer-secret} = base64(HMAC(master, "tensorcast/v1 peer-secret\n" + uid + "\n" +
- *       generation)): 32 bytes as 44 characters of base64. New with every generation, so a pod of
- *       an earlier generation, once gone, learns no later secret.
+ *       generation)): 32 bytes as 44 characters of base64, where generation is the artifact's
+ *       {@link CopyGeneration} (a TensorShardSet's metadata generation). New with every generation
+ *       that changes the copy's content, so a pod of an earlier generation, once gone, learns no
+ *       later secret; a change of replicas alone keeps it, so new pods join the swarm of the copies
+ *       that stay.
  *   <li>{@code read-token} = base64url(HMAC(master, "tensorcast/v1 read-token\n" + uid)), 43
  *       characters; {@code admin-token} and {@code write-token} (the put API of a written artifact,
  *       for its writer pods) likewise with "admin-token" and "write-token". Fixed for the life of
@@ -61,8 +66,13 @@ public record ArtifactKeys(
               + artifact.getMetadata().getName()
               + " has no uid");
     }
-    Long g = artifact.getMetadata().getGeneration();
-    long generation = g == null ? 1 : g;
+    long generation;
+    if (artifact instanceof ModelArtifact modelArtifact) {
+      generation = CopyGeneration.of(modelArtifact).generation();
+    } else {
+      Long g = artifact.getMetadata().getGeneration();
+      generation = g == null ? 1 : g;
+    }
     return new ArtifactKeys(
         Base64.getEncoder()
             .encodeToString(key.hmac("tensorcast/v1 peer-secret\n" + uid + "\n" + generation)),

@@ -128,6 +128,14 @@ class ModuleDependencyRulesTest {
               new String[] {
                 "io.tensorcast.operator.status.DataPlaneClient",
                 "io.tensorcast.operator.peers.Membership"
+              },
+              new String[] {
+                "io.tensorcast.operator.written.WrittenArtifacts",
+                "io.tensorcast.operator.desired.DataPlanePod"
+              },
+              new String[] {
+                "io.tensorcast.operator.written.WrittenArtifacts",
+                "io.tensorcast.operator.desired.PodPlan"
               }));
 
   @ParameterizedTest(name = "no package cycles in io.tensorcast.{0}")

@@ -2,7 +2,7 @@
 # Loader throughput benchmark (not a test). Starts S3Mock, seeds a generated >= 1 GiB safetensors
 # artifact, then measures in one run: (a) single-stream sequential GETs, (b) raw parallel ranged
 # GETs over a concurrency x range-size sweep, (c) the full loader into a PinnedStore under
-# /dev/shm. Prints MB/s and the ratios loader/(a) and loader/(b best). See README "Performance".
+# /dev/shm. Prints MB/s and the ratios loader/(a) and loader/(b best). See bench/README.md ("Loader throughput").
 #
 #   bench/load-throughput.sh [--gib N] [--shards N] [--reps N]      (defaults: 1 GiB, 8 shards, 3)
 #

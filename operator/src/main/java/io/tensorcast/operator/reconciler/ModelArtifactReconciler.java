@@ -258,7 +258,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     if (WrittenArtifacts.isWritten(artifact.getSpec())) {
       return reconcileWritten(artifact, context, pods);
     }
-    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(masterKey, artifact, CopyGeneration.of(artifact).generation());
     Map<String, DataPlaneStatus> reports =
         dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
     Optional<Resolution> resolution = StatusAggregator.resolution(artifact, pods, reports);
@@ -344,7 +345,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ModelArtifact artifact, Context<ModelArtifact> context, List<Pod> pods) {
     KubernetesClient client = context.getClient();
     ModelArtifactSpec spec = artifact.getSpec();
-    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(masterKey, artifact, CopyGeneration.of(artifact).generation());
     Map<String, String> selector = spec.getSource().getWriters().getPodSelector();
     Set<String> writerNodes =
         WrittenArtifacts.writerNodes(

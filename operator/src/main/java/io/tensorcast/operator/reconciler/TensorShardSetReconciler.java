@@ -243,7 +243,11 @@ public class TensorShardSetReconciler
     }
 
     List<Pod> current = currentPods(set, own);
-    ArtifactKeys keys = ArtifactKeys.derive(masterKey, set);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(
+            masterKey,
+            set,
+            set.getMetadata().getGeneration() == null ? 1 : set.getMetadata().getGeneration());
     Map<String, DataPlaneStatus> reports = dataPlane.poll(current, keys.adminToken());
     Optional<Resolution> resolution = ShardSetStatusAggregator.resolution(set, current, reports);
     Optional<Failure> podFailure =

@@ -2,8 +2,6 @@ package io.tensorcast.operator.trust;
 
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.tensorcast.api.TensorcastConstants;
-import io.tensorcast.api.v1alpha1.ModelArtifact;
-import io.tensorcast.operator.desired.CopyGeneration;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -15,11 +13,11 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@code peer-secret} = base64(HMAC(master, "tensorcast/v1 peer-secret\n" + uid + "\n" +
- *       generation)): 32 bytes as 44 characters of base64, where generation is the artifact's
- *       {@link CopyGeneration} (a TensorShardSet's metadata generation). New with every generation
- *       that changes the copy's content, so a pod of an earlier generation, once gone, learns no
- *       later secret; a change of replicas alone keeps it, so new pods join the swarm of the copies
- *       that stay.
+ *       generation)): 32 bytes as 44 characters of base64, where generation is the artifact's copy
+ *       generation (a ModelArtifact's {@code CopyGeneration}, a TensorShardSet's metadata
+ *       generation). New with every generation that changes the copy's content, so a pod of an
+ *       earlier generation, once gone, learns no later secret; a change of replicas alone keeps it,
+ *       so new pods join the swarm of the copies that stay.
  *   <li>{@code read-token} = base64url(HMAC(master, "tensorcast/v1 read-token\n" + uid)), 43
  *       characters; {@code admin-token} and {@code write-token} (the put API of a written artifact,
  *       for its writer pods) likewise with "admin-token" and "write-token". Fixed for the life of
@@ -55,7 +53,7 @@ public record ArtifactKeys(
    * @throws IllegalArgumentException when the artifact has no uid (it was not read from the API
    *     server)
    */
-  public static ArtifactKeys derive(MasterKey key, HasMetadata artifact) {
+  public static ArtifactKeys derive(MasterKey key, HasMetadata artifact, long generation) {
     String uid = artifact.getMetadata().getUid();
     if (uid == null || uid.isEmpty()) {
       throw new IllegalArgumentException(
@@ -65,13 +63,6 @@ public record ArtifactKeys(
               + "/"
               + artifact.getMetadata().getName()
               + " has no uid");
-    }
-    long generation;
-    if (artifact instanceof ModelArtifact modelArtifact) {
-      generation = CopyGeneration.of(modelArtifact).generation();
-    } else {
-      Long g = artifact.getMetadata().getGeneration();
-      generation = g == null ? 1 : g;
     }
     return new ArtifactKeys(
         Base64.getEncoder()

@@ -182,8 +182,12 @@ class ShardSetPodTest {
     ma.getMetadata().setUid("uid-ma");
     ma.getMetadata().setGeneration(3L);
     var key = io.tensorcast.operator.trust.MasterKey.random();
-    var setKeys = io.tensorcast.operator.trust.ArtifactKeys.derive(key, set);
-    var maKeys = io.tensorcast.operator.trust.ArtifactKeys.derive(key, ma);
+    var setKeys =
+        io.tensorcast.operator.trust.ArtifactKeys.derive(
+            key, set, set.getMetadata().getGeneration());
+    var maKeys =
+        io.tensorcast.operator.trust.ArtifactKeys.derive(
+            key, ma, io.tensorcast.operator.desired.CopyGeneration.of(ma).generation());
     var secret = ShardSetChildren.secret(set, setKeys);
     assertThat(secret.getMetadata().getName())
         .isEqualTo("llama-tss-tensorcast")

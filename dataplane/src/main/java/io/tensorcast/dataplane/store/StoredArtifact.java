@@ -54,6 +54,7 @@ public final class StoredArtifact {
   private final long bytesAllocated;
   private final long chargedBytes;
   private final boolean preallocated;
+  private final boolean reserveOnWrite;
 
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private boolean released; // guarded by guard's write lock
@@ -67,7 +68,8 @@ public final class StoredArtifact {
       Path stateFile,
       List<MappedFile> mappedFiles,
       long windowBytes,
-      long chargedBytes) {
+      long chargedBytes,
+      boolean reserveOnWrite) {
     this.artifactId = artifactId;
     this.directory = directory;
     this.stateFile = stateFile;
@@ -85,6 +87,7 @@ public final class StoredArtifact {
     this.bytesAllocated = total;
     this.chargedBytes = chargedBytes;
     this.preallocated = pre;
+    this.reserveOnWrite = reserveOnWrite;
   }
 
   // ---------------------------------------------------------------- creation (package-private)
@@ -92,6 +95,10 @@ public final class StoredArtifact {
   /**
    * Writes the state file (no file complete), then creates, sizes and maps every file in parallel.
    * On failure removes everything it created.
+   *
+   * @param reserveOnWrite size the files without reserving their pages; every {@link #writable} and
+   *     {@link #write} reserves the pages of its range first ({@code MADV_POPULATE_WRITE}). False:
+   *     every page is reserved now ({@code posix_fallocate})
    */
   static StoredArtifact create(
       String artifactId,
@@ -100,6 +107,7 @@ public final class StoredArtifact {
       List<StoreFile> files,
       long windowBytes,
       long chargedBytes,
+      boolean reserveOnWrite,
       ExecutorService pool)
       throws StoreException {
     List<MappedFile> done = new ArrayList<>();
@@ -121,14 +129,16 @@ public final class StoredArtifact {
       }
       List<Callable<MappedFile>> tasks = new ArrayList<>();
       for (StoreFile f : files) {
-        tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+        tasks.add(
+            () -> MappedFile.create(artifactId, f, directory.resolve(f.path()), !reserveOnWrite));
       }
       StoreException failure = runAll(pool, tasks, done);
       if (failure != null) {
         throw failure;
       }
       ok = true;
-      return new StoredArtifact(artifactId, directory, stateFile, done, windowBytes, chargedBytes);
+      return new StoredArtifact(
+          artifactId, directory, stateFile, done, windowBytes, chargedBytes, reserveOnWrite);
     } catch (IOException e) {
       throw new StoreException(
           "StoreIoError",
@@ -170,7 +180,7 @@ public final class StoredArtifact {
       throw failure;
     }
     StoredArtifact a =
-        new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes);
+        new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes, false);
     List<Callable<String>> checks = new ArrayList<>();
     for (ArtifactState.FileState f : state.files()) {
       checks.add(
@@ -268,6 +278,50 @@ public final class StoredArtifact {
     return MemoryLockSupport.failure(chargedBytes, firstErr, MemoryLockSupport.facts());
   }
 
+  /**
+   * Locks every file's whole mapping with {@code MLOCK_ONFAULT}: no page is touched now; each is
+   * locked as it is first written (an artifact made with {@code reserveOnWrite}, whose writes
+   * reserve their pages first). On failure unlocks what was locked.
+   *
+   * @return the status, or null when the kernel or C library cannot lock on fault ({@code ENOSYS},
+   *     {@code EINVAL}): then lock with {@link #lockPages} instead
+   */
+  LockStatus lockOnFault() {
+    List<MappedFile> locked = new ArrayList<>();
+    int err = 0;
+    for (MappedFile f : mapped.values()) {
+      if (f.size() == 0) {
+        continue;
+      }
+      err = MemoryLockSupport.mlockOnFault(f.address, f.size());
+      if (err != 0) {
+        break;
+      }
+      locked.add(f);
+    }
+    if (err == 0) {
+      return new LockStatus(
+          true,
+          bytesAllocated,
+          LockStatus.LOCKED,
+          bytesAllocated
+              + " bytes page-locked with mlock2(MLOCK_ONFAULT): each page is locked as its bytes"
+              + " are written");
+    }
+    for (MappedFile f : locked) {
+      MemoryLockSupport.munlock(f.address, f.size());
+    }
+    if (err == MemoryLockSupport.ENOSYS || err == MemoryLockSupport.EINVAL) {
+      return null;
+    }
+    return MemoryLockSupport.failure(chargedBytes, err, MemoryLockSupport.facts());
+  }
+
+  /** Whether writes reserve the pages of their range first (see {@link #create}). */
+  boolean reservesOnWrite() {
+    return reserveOnWrite;
+  }
+
   void setLockStatus(LockStatus status) {
     this.lockStatus = status;
   }
@@ -359,9 +413,11 @@ public final class StoredArtifact {
   }
 
   /**
-   * Whether every file's pages were reserved up front with {@code posix_fallocate}. False when the
-   * file system does not support it and the store fell back to {@code ftruncate}: pages are then
-   * allocated on first write, and a full file system would surface as SIGBUS during a write.
+   * Whether every page is reserved before bytes are written into it: range by range by each {@link
+   * #writable} and {@link #write} ({@code MADV_POPULATE_WRITE}, Linux 5.14), or on older kernels
+   * all at allocation with {@code posix_fallocate}. False when the file system supports neither and
+   * the store fell back to {@code ftruncate}: pages are then allocated on first write, and a full
+   * file system would surface as SIGBUS during a write.
    */
   public boolean preallocated() {
     return preallocated;
@@ -370,17 +426,20 @@ public final class StoredArtifact {
   /**
    * A writable buffer over bytes {@code [offset, offset + length)} of {@code path}: position 0,
    * limit {@code length}, big-endian like every new {@link ByteBuffer}. Zero-copy: writes land in
-   * the file. See the class comment on using it after unload.
+   * the file. See the class comment on using it after unload. The range's pages are reserved (and
+   * locked, under the store's lock policy) before it is returned.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
    * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   * @throws StoreWriteException if the range's pages cannot be reserved
    */
   public ByteBuffer writable(String path, long offset, int length) {
     guard.readLock().lock();
     try {
       MappedFile f = fileForWrite(path);
       checkRange(f, offset, length);
+      reserve(f, offset, length);
       return f.buffer(offset, length);
     } finally {
       guard.readLock().unlock();
@@ -389,17 +448,20 @@ public final class StoredArtifact {
 
   /**
    * Copies {@code src}'s remaining bytes into {@code path} starting at {@code offset} and advances
-   * {@code src}'s position. Safe against a concurrent unload.
+   * {@code src}'s position. Safe against a concurrent unload. The range's pages are reserved (and
+   * locked, under the store's lock policy) first.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
    * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   * @throws StoreWriteException if the range's pages cannot be reserved
    */
   public void write(String path, long offset, ByteBuffer src) {
     guard.readLock().lock();
     try {
       MappedFile f = fileForWrite(path);
       checkRange(f, offset, src.remaining());
+      reserve(f, offset, src.remaining());
       f.buffer(offset, src.remaining()).put(src);
     } finally {
       guard.readLock().unlock();
@@ -594,6 +656,43 @@ public final class StoredArtifact {
               + " read-only");
     }
     return f;
+  }
+
+  /** Reserves (and, locked on fault, locks) the pages of a range before it is written. */
+  private void reserve(MappedFile f, long offset, int length) {
+    if (!reserveOnWrite) {
+      return;
+    }
+    int err = f.reserve(offset, length);
+    if (err == 0) {
+      return;
+    }
+    String range =
+        "artifact "
+            + artifactId
+            + ": cannot reserve the pages of bytes ["
+            + offset
+            + ", "
+            + (offset + length)
+            + ") of '"
+            + f.file.path()
+            + "' ("
+            + MemoryLockSupport.errnoName(err)
+            + ")";
+    if (err == MemoryLockSupport.EFAULT) {
+      throw new StoreWriteException(
+          "FilesystemFull",
+          range
+              + ": the file system of "
+              + directory
+              + " is full or its size limit is lower than the store's budget");
+    }
+    if (err == MemoryLockSupport.ENOMEM || err == MemoryLockSupport.EAGAIN) {
+      throw new StoreWriteException(
+          "InsufficientMemory",
+          range + ": out of memory (the memory cgroup's limit, or the node's memory)");
+    }
+    throw new StoreWriteException("StoreIoError", range);
   }
 
   private void checkRange(MappedFile f, long offset, int length) {

@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * One artifact held by a {@link PinnedStore}: its files under {@code <root>/<artifactId>/}, each
@@ -505,6 +506,27 @@ public final class StoredArtifact {
     }
   }
 
+  /**
+   * Hands a read-only view of bytes {@code [offset, offset + length)} of {@code path} to {@code
+   * reader} while holding the artifact's read lock, so an unload waits until it returns (unlike
+   * {@link #readOnly}, whose buffer must not outlive the artifact). For hashing a file's bytes in
+   * place.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the artifact was unloaded
+   */
+  public void consume(String path, long offset, int length, Consumer<ByteBuffer> reader) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = file(path);
+      checkRange(f, offset, length);
+      reader.accept(f.buffer(offset, length).asReadOnlyBuffer());
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
   /** Lowercase hex SHA-256 of the file's current bytes, computed over the mapping. */
   public String sha256(String path) {
     guard.readLock().lock();
@@ -534,8 +556,31 @@ public final class StoredArtifact {
    * @throws StoreException {@code ChecksumMismatch} with both hashes; the file stays incomplete
    */
   public String markComplete(String path, String expectedSha256) throws StoreException {
+    return complete(path, expectedSha256, null);
+  }
+
+  /**
+   * Marks {@code path} complete with the SHA-256 its writer computed over its bytes in the store
+   * after the last write (e.g. as the bytes arrived), without hashing the file again: recorded in
+   * the state file, and the file becomes read-only. The caller vouches that no byte changed since;
+   * a restarted store re-hashes the file against it before adopting it.
+   *
+   * @param sha256OfStoredBytes lowercase or uppercase hex SHA-256 of the file's bytes in the store
+   * @return the recorded lowercase hex SHA-256 (the earlier one if the file was complete already)
+   */
+  public String markCompleteHashed(String path, String sha256OfStoredBytes) throws StoreException {
+    if (sha256OfStoredBytes == null || !sha256OfStoredBytes.matches("[0-9a-fA-F]{64}")) {
+      throw new IllegalArgumentException(
+          "not a hex SHA-256: '" + sha256OfStoredBytes + "' for file '" + path + "'");
+    }
+    file(path);
+    return complete(path, null, sha256OfStoredBytes.toLowerCase(java.util.Locale.ROOT));
+  }
+
+  private String complete(String path, String expectedSha256, String computed)
+      throws StoreException {
     String recorded = sha256ByPath.get(path);
-    String actual = recorded != null ? recorded : sha256(path);
+    String actual = recorded != null ? recorded : computed != null ? computed : sha256(path);
     if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
       throw new StoreException(
           "ChecksumMismatch",

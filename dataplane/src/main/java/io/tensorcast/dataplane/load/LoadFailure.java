@@ -9,12 +9,14 @@ import java.util.Set;
  *
  * <p>A failure is {@linkplain #isTransient() transient} when its reason is one of {@link
  * #TRANSIENT_REASONS}: the source was unavailable or throttled for longer than the per-request
- * retries ({@code --max-attempts}) lasted. The same load may succeed later, so {@code dataplane
- * serve} loads again after a back-off instead of reporting {@code Failed}. Every other reason is
- * about the spec, the data or the node ({@code BucketNotFound}, {@code AccessDenied}, {@code
- * CredentialsNotFound}, {@code InvalidSafetensors}, {@code InvalidTorchCheckpoint}, {@code
- * InvalidIndex}, {@code DigestMismatch}, {@code ObjectChanged}, {@code RangeNotHonored}, {@code
- * InsufficientMemory}, ...) and does not heal by waiting.
+ * retries ({@code --max-attempts}) lasted, or it holds rank files of a TP shard layout without
+ * their {@code manifest.json} ({@code IncompleteArtifact}: a save that writes the manifest last is
+ * in progress, or failed). The same load may succeed later, so {@code dataplane serve} loads again
+ * after a back-off instead of reporting {@code Failed}. Every other reason is about the spec, the
+ * data or the node ({@code BucketNotFound}, {@code AccessDenied}, {@code CredentialsNotFound},
+ * {@code InvalidSafetensors}, {@code InvalidTorchCheckpoint}, {@code InvalidIndex}, {@code
+ * DigestMismatch}, {@code ObjectChanged}, {@code RangeNotHonored}, {@code InsufficientMemory}, ...)
+ * and does not heal by waiting.
  */
 public class LoadFailure extends Exception {
   private static final long serialVersionUID = 1L;
@@ -24,7 +26,8 @@ public class LoadFailure extends Exception {
    * (5xx, timeouts, connection errors, bodies cut short) and {@code Throttled} (429, 503 SlowDown),
    * as the sources report them (see {@code SourceException}).
    */
-  public static final Set<String> TRANSIENT_REASONS = Set.of("SourceUnavailable", "Throttled");
+  public static final Set<String> TRANSIENT_REASONS =
+      Set.of("SourceUnavailable", "Throttled", "IncompleteArtifact");
 
   private final String reason;
 

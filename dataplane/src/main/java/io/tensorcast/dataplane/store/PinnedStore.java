@@ -594,7 +594,7 @@ public final class PinnedStore implements AutoCloseable {
     boolean ok = false;
     try {
       LockStatus status = precheckLock(owner, charged);
-      mapped = MappedFile.create(owner, sf, abs);
+      mapped = MappedFile.create(owner, sf, abs, true);
       if (status == null) {
         status = lockOne(mapped, charged);
       }

@@ -195,7 +195,7 @@ public final class StoredArtifact {
       List<Callable<MappedFile>> tasks = new ArrayList<>();
       for (StoreFile f : files) {
         if (!moveIn.containsKey(f.path())) {
-          tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+          tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path()), true));
         }
       }
       StoreException failure = runAll(pool, tasks, fresh);
@@ -240,8 +240,9 @@ public final class StoredArtifact {
         ordered.add(byPath.get(f.path()));
       }
       ok = true;
+      // Staged files were written before; the fresh ones are reserved up front like them.
       return new StoredArtifact(
-          artifactId, directory, stateFile, ordered, windowBytes, chargedBytes);
+          artifactId, directory, stateFile, ordered, windowBytes, chargedBytes, false);
     } catch (IOException e) {
       throw new StoreException(
           "StoreIoError",

@@ -139,5 +139,24 @@ public final class Conditions {
   /** The artifact is being deleted and waits for the pods that use it to go. */
   public static final String REASON_DELETION_WAITS_FOR_CONSUMERS = "DeletionWaitsForConsumers";
 
+  // Reasons: TensorShardSet (Resolved, Ready).
+  /** {@code spec.artifactRef} names no ModelArtifact of the namespace; the set waits for it. */
+  public static final String REASON_ARTIFACT_NOT_FOUND = "ArtifactNotFound";
+
+  /** The referenced ModelArtifact is not Ready yet; the set waits for it. */
+  public static final String REASON_ARTIFACT_NOT_READY = "ArtifactNotReady";
+
+  /** The referenced ModelArtifact failed; the message carries its reason. */
+  public static final String REASON_ARTIFACT_FAILED = "ArtifactFailed";
+
+  /** Consumer pods that decide the placement are missing or not scheduled yet. */
+  public static final String REASON_CONSUMERS_NOT_SCHEDULED = "ConsumersNotScheduled";
+
+  /** Every rank file is complete and verified on its node. */
+  public static final String REASON_ALL_RANKS_READY = "AllRanksReady";
+
+  /** Some ranks are not Ready yet. */
+  public static final String REASON_RANKS_NOT_READY = "RanksNotReady";
+
   private Conditions() {}
 }

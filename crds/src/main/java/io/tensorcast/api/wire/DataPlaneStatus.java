@@ -43,6 +43,7 @@ import java.util.regex.Pattern;
  * @param peers number of peers this pod is connected to over the peer transport now
  * @param droppedPeers members this pod dropped for announcing a piece hash that differs from the
  *     piece's reader's (at most 16), or null
+ * @param shards a TensorShardSet pod's plan and ranks; {@code null} for a ModelArtifact's pod
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
@@ -66,9 +67,10 @@ public record DataPlaneStatus(
     List<FileStatus> fileStatuses,
     String peerEpoch,
     int peers,
-    List<DroppedPeer> droppedPeers) {
+    List<DroppedPeer> droppedPeers,
+    ShardReport shards) {
 
-  /** A status without dropped peers. */
+  /** A status without dropped peers or shard work. */
   public DataPlaneStatus(
       String artifactId,
       Phase phase,
@@ -109,6 +111,7 @@ public record DataPlaneStatus(
         fileStatuses,
         peerEpoch,
         peers,
+        null,
         null);
   }
 

@@ -11,6 +11,9 @@ import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.v1alpha1.ShardRankStatus;
+import io.tensorcast.api.v1alpha1.TensorShardSet;
+import io.tensorcast.api.v1alpha1.TensorShardSetStatus;
 import io.tensorcast.csi.node.PublishRequest.ArtifactVolume;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -162,6 +165,89 @@ public final class CopyLocator {
               + incomplete.get());
     }
     return new Found(directory, generation, artifactId);
+  }
+
+  /**
+   * Looks up a TensorShardSet rank: the set's current generation must report the rank {@code Ready}
+   * on this node, and this node's store must hold that generation complete; the directory to mount
+   * is the layout directory of the rank's file ({@code manifest.json} + the node's rank files).
+   */
+  public Lookup locate(PublishRequest.ShardRankVolume volume, TensorShardSet set) {
+    String ref = volume.describe();
+    if (set == null) {
+      return new Refused(
+          Status.Code.NOT_FOUND,
+          "TensorShardSet "
+              + volume.namespace()
+              + "/"
+              + volume.name()
+              + " not found: create it, or fix volumeAttributes.tensorShardSet");
+    }
+    if (set.getMetadata().getDeletionTimestamp() != null) {
+      return new Refused(Status.Code.FAILED_PRECONDITION, ref + ": the set is being deleted");
+    }
+    long generation = Objects.requireNonNullElse(set.getMetadata().getGeneration(), 1L);
+    TensorShardSetStatus status = set.getStatus();
+    if (status == null
+        || status.getObservedGeneration() == null
+        || status.getObservedGeneration() != generation) {
+      return new Waiting(ref + ": the operator has not reported on generation " + generation);
+    }
+    if (status.getPhase() == ArtifactPhase.Failed) {
+      Condition ready = find(status.getConditions(), Conditions.READY);
+      return new Refused(
+          Status.Code.FAILED_PRECONDITION,
+          ref
+              + ": generation "
+              + generation
+              + " failed"
+              + (ready == null ? "" : " (" + ready.getReason() + ": " + ready.getMessage() + ")"));
+    }
+    int world = status.getWorldSize() == null ? 0 : status.getWorldSize();
+    if (volume.rank() >= world) {
+      return new Refused(
+          Status.Code.INVALID_ARGUMENT,
+          ref + " does not exist: the set has " + world + " ranks (0.." + (world - 1) + ")");
+    }
+    Optional<ShardRankStatus> entry =
+        status.getRanks().stream()
+            .filter(r -> r.getRank() != null && r.getRank() == volume.rank())
+            .findFirst();
+    if (entry.isEmpty() || !nodeName.equals(entry.get().getNode())) {
+      return new Waiting(
+          ref
+              + " is not placed on node "
+              + nodeName
+              + (entry.isPresent() && entry.get().getNode() != null
+                  ? " (it is on node " + entry.get().getNode() + ")"
+                  : "")
+              + "; schedule the pod where the rank is, or place the ranks by consumer pods");
+    }
+    if (entry.get().getPhase() != ArtifactPhase.Ready || entry.get().getFile() == null) {
+      return new Waiting(
+          ref + " is not Ready on node " + nodeName + " (phase " + entry.get().getPhase() + ")");
+    }
+    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), generation);
+    Path root = storeRoot.resolve(StoreLayout.shardSetDirectory(volume.namespace(), volume.name()));
+    Path directory = root.resolve(artifactId);
+    String file = entry.get().getFile();
+    int at = file.indexOf("/" + artifactId + "/");
+    if (at < 0) {
+      return new Refused(
+          Status.Code.INTERNAL, ref + ": reported file " + file + " is not under " + artifactId);
+    }
+    Path layout =
+        directory.resolve(file.substring(at + artifactId.length() + 2)).normalize().getParent();
+    if (layout == null || !layout.startsWith(directory)) {
+      return new Refused(Status.Code.INTERNAL, ref + ": reported file " + file + " escapes");
+    }
+    Optional<String> incomplete =
+        incomplete(root.resolve(StoreLayout.STATE_DIR).resolve(artifactId + ".json"), directory);
+    if (incomplete.isPresent()) {
+      return new Waiting(
+          ref + " is reported Ready but the store is not complete: " + incomplete.get());
+    }
+    return new Found(layout, generation, artifactId);
   }
 
   /** What is missing from the copy in the store, or empty when it is complete. */

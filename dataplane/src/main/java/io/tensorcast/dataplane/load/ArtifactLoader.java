@@ -63,7 +63,7 @@ import org.slf4j.LoggerFactory;
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
  */
-public final class ArtifactLoader {
+public final class ArtifactLoader implements Loader {
   private static final Logger log = LoggerFactory.getLogger(ArtifactLoader.class);
 
   /**
@@ -123,6 +123,7 @@ public final class ArtifactLoader {
   }
 
   /** A consistent snapshot of where the load is. */
+  @Override
   public DataPlaneStatus status() {
     return state.snapshot();
   }
@@ -134,6 +135,7 @@ public final class ArtifactLoader {
    * @throws LoadFailure with a reason and a message naming the file and rule, after the store's
    *     memory for this artifact was released
    */
+  @Override
   public DataPlaneStatus load() throws LoadFailure {
     StoredArtifact stored = null;
     Verification verification = null;

@@ -1,7 +1,7 @@
 package io.tensorcast.operator.trust;
 
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.tensorcast.api.TensorcastConstants;
-import io.tensorcast.api.v1alpha1.ModelArtifact;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -44,16 +44,18 @@ public record ArtifactKeys(
   }
 
   /**
-   * The values for {@code artifact}.
+   * The values for {@code artifact}: a ModelArtifact, or a TensorShardSet (whose uid differs from
+   * every ModelArtifact's, so its values are its own).
    *
    * @throws IllegalArgumentException when the artifact has no uid (it was not read from the API
    *     server)
    */
-  public static ArtifactKeys derive(MasterKey key, ModelArtifact artifact) {
+  public static ArtifactKeys derive(MasterKey key, HasMetadata artifact) {
     String uid = artifact.getMetadata().getUid();
     if (uid == null || uid.isEmpty()) {
       throw new IllegalArgumentException(
-          "ModelArtifact "
+          artifact.getKind()
+              + " "
               + artifact.getMetadata().getNamespace()
               + "/"
               + artifact.getMetadata().getName()

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.load;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.StoreWriteException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -327,6 +328,8 @@ public final class ParallelRangeReader {
         ByteBuffer target;
         try {
           target = sink.target(r.file(), r.offset(), r.length());
+        } catch (StoreWriteException e) {
+          throw failure(r, e.reason(), "the store could not take the range", 0, 0, false, e);
         } catch (RuntimeException e) {
           throw failure(r, "SinkFailed", "the sink failed to give a buffer", 0, 0, false, e);
         }

@@ -564,14 +564,27 @@ class ChartIT {
     applyChartCrd(client);
     String release = "tcinst";
     var crds = client.apiextensions().v1().customResourceDefinitions();
-    crds.withName(ModelArtifact.CRD_NAME)
-        .edit(
-            c -> {
-              c.getMetadata().getLabels().put("app.kubernetes.io/managed-by", "Helm");
-              c.getMetadata().getAnnotations().put("meta.helm.sh/release-name", release);
-              c.getMetadata().getAnnotations().put("meta.helm.sh/release-namespace", ns.name());
-              return c;
-            });
+    // Every CRD of the chart that other tests of the shared cluster applied is adopted.
+    for (String name :
+        List.of(ModelArtifact.CRD_NAME, io.tensorcast.api.v1alpha1.TensorShardSet.CRD_NAME)) {
+      if (crds.withName(name).get() == null) {
+        continue;
+      }
+      crds.withName(name)
+          .edit(
+              c -> {
+                if (c.getMetadata().getLabels() == null) {
+                  c.getMetadata().setLabels(new java.util.HashMap<>());
+                }
+                if (c.getMetadata().getAnnotations() == null) {
+                  c.getMetadata().setAnnotations(new java.util.HashMap<>());
+                }
+                c.getMetadata().getLabels().put("app.kubernetes.io/managed-by", "Helm");
+                c.getMetadata().getAnnotations().put("meta.helm.sh/release-name", release);
+                c.getMetadata().getAnnotations().put("meta.helm.sh/release-namespace", ns.name());
+                return c;
+              });
+    }
     Path kubeconfig = cluster.controlPlane().kubeconfig();
     Map<String, Object> values =
         Map.of(

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 

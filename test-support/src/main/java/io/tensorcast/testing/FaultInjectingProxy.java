@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;

@@ -1,6 +1,5 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
-import io.tensorcast.dataplane.source.SourceOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
@@ -12,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -201,24 +199,6 @@ public final class S3MockServer implements AutoCloseable {
   /** {@code http://127.0.0.1:<port>}. */
   public URI endpoint() {
     return URI.create("http://127.0.0.1:" + port);
-  }
-
-  /** Source options that reach this server directly (path-style, test credentials). */
-  public SourceOptions.Builder sourceOptions() {
-    return sourceOptions(endpoint());
-  }
-
-  /**
-   * Source options for an endpoint in front of this server (e.g. a fault-injecting proxy): plain
-   * http on loopback, allowed explicitly as an in-cluster store would be.
-   */
-  public static SourceOptions.Builder sourceOptions(URI endpoint) {
-    return SourceOptions.builder()
-        .endpoint(endpoint)
-        .region(REGION)
-        .pathStyle(true)
-        .allowInsecureEndpoint(true)
-        .credentials(new SourceOptions.StaticCredentials(ACCESS_KEY, SECRET_KEY, Optional.empty()));
   }
 
   /** A client for seeding buckets and objects (path-style, checksums only when required). */

@@ -9,7 +9,7 @@ import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;

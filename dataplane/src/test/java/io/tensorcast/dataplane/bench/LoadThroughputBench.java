@@ -22,7 +22,8 @@ import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -307,7 +308,7 @@ public final class LoadThroughputBench {
     try (ArtifactSource src =
         Sources.open(
             "s3://" + BUCKET + "/" + PREFIX,
-            s3.sourceOptions().maxConnections(read.concurrency()).build())) {
+            S3Options.direct(s3).maxConnections(read.concurrency()).build())) {
       LoaderRun run = load(src, store, read, sha256);
       log(
           "(c) loader %s: %.0f MB/s end to end (resolve+allocate %.2f s, data %.2f s = %.0f MB/s,"

@@ -16,8 +16,9 @@ import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.synthetic.SyntheticModel;
-import io.tensorcast.dataplane.testing.HubStandIn;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.HubStandIn;
+import io.tensorcast.testing.S3MockServer;
 import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -144,7 +145,7 @@ public final class SourceSweepBench {
                   c ->
                       Sources.open(
                           "s3://" + BUCKET + "/" + PREFIX,
-                          s3.sourceOptions().maxConnections(c).build()),
+                          S3Options.direct(s3).maxConnections(c).build()),
                   store,
                   sizes,
                   sha256,

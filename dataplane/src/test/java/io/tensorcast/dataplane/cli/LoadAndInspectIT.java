@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;

@@ -8,9 +8,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -316,8 +316,7 @@ class ServeIT {
 
   @Test
   void aHubTokenGoesToAPlainHttpEndpointOnlyWhenThatIsAllowedExplicitly() throws Exception {
-    try (io.tensorcast.dataplane.testing.HubStandIn hub =
-        io.tensorcast.dataplane.testing.HubStandIn.start()) {
+    try (io.tensorcast.testing.HubStandIn hub = io.tensorcast.testing.HubStandIn.start()) {
       hub.repo("org/private")
           .privateWithToken("hf_secret_token_0123456789")
           .commit(Map.of("config.json", files.get("config.json")));

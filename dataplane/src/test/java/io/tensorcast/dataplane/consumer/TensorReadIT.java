@@ -25,7 +25,7 @@ import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;

@@ -23,7 +23,7 @@ import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.tensor.ParallelAxis;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter.TensorBytes;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;

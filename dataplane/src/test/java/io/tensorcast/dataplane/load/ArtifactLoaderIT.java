@@ -24,10 +24,11 @@ import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.RecoveryAction;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy.RecordedRequest;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.FaultInjectingProxy.RecordedRequest;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -408,8 +409,7 @@ class ArtifactLoaderIT {
   @Test
   void aMissingBucketIsBucketNotFound() throws Exception {
     ArtifactSource missing =
-        open(
-            "s3://no-such-bucket-loader-it/" + MODEL, S3MockServer.sourceOptions(proxy.endpoint()));
+        open("s3://no-such-bucket-loader-it/" + MODEL, S3Options.via(proxy.endpoint()));
     ArtifactLoader loader = loader(missing, store(BUDGET), "model", 0, FAST, null);
 
     assertThatThrownBy(loader::load)
@@ -431,7 +431,7 @@ class ArtifactLoaderIT {
     ArtifactSource src =
         open(
             "s3://" + BUCKET + "/" + MODEL,
-            S3MockServer.sourceOptions(proxy.endpoint()).maxConnections(concurrency));
+            S3Options.via(proxy.endpoint()).maxConnections(concurrency));
     ArtifactLoader loader =
         loader(
             src,
@@ -495,7 +495,7 @@ class ArtifactLoaderIT {
   private ArtifactSource source(String prefix, FaultInjectingProxy via) throws SourceException {
     return open(
         "s3://" + BUCKET + "/" + prefix,
-        S3MockServer.sourceOptions(via.endpoint()).readTimeout(Duration.ofSeconds(10)));
+        S3Options.via(via.endpoint()).readTimeout(Duration.ofSeconds(10)));
   }
 
   private ArtifactSource open(String uri, SourceOptions.Builder options) throws SourceException {

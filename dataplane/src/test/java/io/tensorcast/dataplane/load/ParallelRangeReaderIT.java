@@ -7,11 +7,12 @@ import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.Sources;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
 import io.tensorcast.dataplane.testing.HeapRangeSink;
 import io.tensorcast.dataplane.testing.RecordingProgressListener;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,7 +59,7 @@ class ParallelRangeReaderIT {
   }
 
   private SourceOptions.Builder options() {
-    return S3MockServer.sourceOptions(proxy.endpoint()).readTimeout(Duration.ofSeconds(10));
+    return S3Options.via(proxy.endpoint()).readTimeout(Duration.ofSeconds(10));
   }
 
   @AfterEach

@@ -13,8 +13,9 @@ import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -90,7 +91,7 @@ class S3DigestIT {
   @Test
   void eachFileIsCheckedAgainstItsFullObjectChecksumOrItsSinglePartEtag() throws Exception {
     try (ArtifactSource source =
-        Sources.open("s3://" + BUCKET + "/m/", s3.sourceOptions().build())) {
+        Sources.open("s3://" + BUCKET + "/m/", S3Options.direct(s3).build())) {
       Map<String, PublishedDigest> digests =
           source.list().stream()
               .collect(Collectors.toMap(SourceFile::path, f -> digest(source, f)));
@@ -117,7 +118,8 @@ class S3DigestIT {
   void bytesAlteredBetweenTheSourceAndTheStoreFailTheLoadWithDigestMismatch() throws Exception {
     // Every read of crc64.bin comes back with one byte changed (a faulty cache or proxy on the
     // path): the ranges and sizes are right, only the full-object checksum can tell.
-    try (ArtifactSource real = Sources.open("s3://" + BUCKET + "/m/", s3.sourceOptions().build());
+    try (ArtifactSource real =
+            Sources.open("s3://" + BUCKET + "/m/", S3Options.direct(s3).build());
         ArtifactSource altered = alteringReadsOf(real, "crc64.bin")) {
       assertThatThrownBy(() -> load(altered, "altered"))
           .isInstanceOfSatisfying(

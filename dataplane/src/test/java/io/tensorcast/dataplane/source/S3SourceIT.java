@@ -3,9 +3,10 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,7 +56,7 @@ class S3SourceIT {
   }
 
   private static ArtifactSource open(String uri) throws SourceException {
-    return Sources.open(uri, s3.sourceOptions().build());
+    return Sources.open(uri, S3Options.direct(s3).build());
   }
 
   @Test
@@ -118,7 +119,7 @@ class S3SourceIT {
   @Test
   void includeAndExcludeApplyToPathsRelativeToThePrefix() throws Exception {
     SourceOptions options =
-        s3.sourceOptions()
+        S3Options.direct(s3)
             .include(List.of("*.safetensors", "tiny/"))
             .exclude(List.of("hf-*", "burn__*"))
             .build();
@@ -248,7 +249,7 @@ class S3SourceIT {
         ArtifactSource source =
             Sources.open(
                 "s3://" + BUCKET + "/corpus/",
-                S3MockServer.sourceOptions(proxy.endpoint()).listMaxAttempts(1).build())) {
+                S3Options.via(proxy.endpoint()).listMaxAttempts(1).build())) {
       SourceFile file = source.list().get(0);
 
       proxy.failRequests(403, 1, null);

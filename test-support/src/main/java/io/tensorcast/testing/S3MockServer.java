@@ -9,10 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
@@ -117,7 +115,7 @@ public final class S3MockServer implements AutoCloseable {
           last = e;
         }
       } catch (IOException e) {
-        deleteTree(root);
+        TestFiles.deleteTreeQuietly(root);
         last = new IllegalStateException("cannot start S3Mock from " + jar + ": " + e, e);
       }
     }
@@ -289,30 +287,11 @@ public final class S3MockServer implements AutoCloseable {
       process.destroyForcibly();
       Thread.currentThread().interrupt();
     }
-    deleteTree(root);
+    TestFiles.deleteTreeQuietly(root);
     try {
       Files.deleteIfExists(log);
     } catch (IOException ignored) {
       // a temp file; nothing depends on it
-    }
-  }
-
-  private static void deleteTree(Path dir) {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      walk.sorted(Comparator.reverseOrder())
-          .forEach(
-              p -> {
-                try {
-                  Files.deleteIfExists(p);
-                } catch (IOException e) {
-                  throw new UncheckedIOException(e);
-                }
-              });
-    } catch (IOException | UncheckedIOException ignored) {
-      // best effort for a temp dir
     }
   }
 }

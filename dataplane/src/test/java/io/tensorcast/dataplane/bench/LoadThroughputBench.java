@@ -1,7 +1,6 @@
 package io.tensorcast.dataplane.bench;
 
 import static io.tensorcast.dataplane.bench.BenchSupport.check;
-import static io.tensorcast.dataplane.bench.BenchSupport.deleteTree;
 import static io.tensorcast.dataplane.bench.BenchSupport.load;
 import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
 import static io.tensorcast.dataplane.bench.BenchSupport.log;
@@ -24,6 +23,7 @@ import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.testing.S3Options;
 import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -202,8 +202,8 @@ public final class LoadThroughputBench {
           (seeded - t0) / 1e9,
           (done - t0) / 1e9);
     } finally {
-      deleteTree(work);
-      deleteTree(shm);
+      TestFiles.deleteTree(work);
+      TestFiles.deleteTree(shm);
     }
   }
 

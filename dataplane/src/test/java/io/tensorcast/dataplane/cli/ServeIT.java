@@ -11,6 +11,7 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -23,7 +24,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -120,8 +120,8 @@ class ServeIT {
     if (proxy != null) {
       proxy.close();
     }
-    deleteTree(root);
-    deleteTree(work);
+    TestFiles.deleteTree(root);
+    TestFiles.deleteTree(work);
   }
 
   @Test
@@ -546,17 +546,6 @@ class ServeIT {
           .formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
     } catch (Exception e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }

@@ -13,6 +13,7 @@ import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -28,7 +29,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -150,7 +150,7 @@ class PeerToPeerLoadIT {
         proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
     proxy.close();
     for (Path d : dirs) {
-      deleteTree(d);
+      TestFiles.deleteTree(d);
     }
   }
 
@@ -1168,16 +1168,5 @@ class PeerToPeerLoadIT {
     assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
     String line = lines.get(0);
     return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 }

@@ -27,10 +27,10 @@ class FileSourceTest {
       // every manifest entry is listed with the size the manifest records
       for (Corpus.Entry entry : manifest.values()) {
         assertThat(files)
-            .as(entry.relativePath())
+            .as(entry.path())
             .anySatisfy(
                 f -> {
-                  assertThat(f.path()).isEqualTo(entry.relativePath());
+                  assertThat(f.path()).isEqualTo(entry.path());
                   assertThat(f.size()).isEqualTo(entry.bytes());
                 });
       }

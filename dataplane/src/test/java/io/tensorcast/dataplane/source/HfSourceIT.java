@@ -15,6 +15,7 @@ import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.HubStandIn;
 import io.tensorcast.testing.HubStandIn.Target;
+import io.tensorcast.testing.TestFiles;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -79,11 +80,7 @@ class HfSourceIT {
 
   @AfterEach
   void cleanStore() throws Exception {
-    try (Stream<Path> walk = Files.walk(storeRoot)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(storeRoot);
   }
 
   private static SourceOptions.Builder options() {

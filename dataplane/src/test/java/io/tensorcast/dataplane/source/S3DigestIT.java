@@ -16,6 +16,7 @@ import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.testing.S3Options;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -24,12 +25,10 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -81,11 +80,7 @@ class S3DigestIT {
 
   @AfterEach
   void clean() throws Exception {
-    try (Stream<Path> walk = Files.walk(storeRoot)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(storeRoot);
   }
 
   @Test

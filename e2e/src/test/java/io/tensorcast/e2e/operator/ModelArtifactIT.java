@@ -755,7 +755,7 @@ class ModelArtifactIT {
   }
 
   private static Path corpus(String relative) {
-    return Corpus.dir().resolve(relative);
+    return Corpus.file(relative);
   }
 
   private static long size(Path p) {

@@ -224,7 +224,7 @@ class PeerToPeerLoadIT {
     assertThat(rogue.requests.get()).isPositive();
     assertThat(rejected)
         .as("pieces rejected; every member asks the rogue until it stops trusting it")
-        .isGreaterThanOrEqualTo(3 * PeerSwarm.MAX_FAULTS);
+        .isGreaterThanOrEqualTo(3 * SwarmPolicy.MAX_FAULTS);
     assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
   }
 
@@ -350,7 +350,7 @@ class PeerToPeerLoadIT {
         .isLessThanOrEqualTo(blockBytes(ids, "m0") + 2L * PIECE);
     assertThat(maxOutstanding.get())
         .as("requests outstanding at once across the five peers")
-        .isEqualTo(PeerSwarm.maxTotalInFlight(4))
+        .isEqualTo(SwarmPolicy.maxTotalInFlight(4))
         .isEqualTo(8);
   }
 
@@ -380,7 +380,7 @@ class PeerToPeerLoadIT {
     assertThat(proxy.maxInFlightGets())
         .as("piece reads in flight at the origin across the 4 members")
         .isGreaterThanOrEqualTo(2)
-        .isLessThanOrEqualTo(PeerSwarm.sourceReadsInFlight(8, 4) * 4)
+        .isLessThanOrEqualTo(SwarmPolicy.sourceReadsInFlight(8, 4) * 4)
         .isLessThanOrEqualTo(8);
   }
 

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.FormatLimits;
@@ -225,7 +226,7 @@ public final class ArtifactLoader {
       fail(stored, f);
       throw f;
     } catch (RuntimeException e) {
-      LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
+      LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
       fail(stored, f);
       throw f;
     }
@@ -237,7 +238,7 @@ public final class ArtifactLoader {
       f.fill(source, stored, files, options.read(), state);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
     }
   }
 
@@ -255,7 +256,7 @@ public final class ArtifactLoader {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
     }
   }
 
@@ -280,7 +281,7 @@ public final class ArtifactLoader {
     }
     if (files.isEmpty()) {
       throw new LoadFailure(
-          "EmptyArtifact",
+          Reason.EmptyArtifact,
           source.describe() + " has no files (after include/exclude filters); nothing to load");
     }
     return files;
@@ -354,10 +355,10 @@ public final class ArtifactLoader {
       if (e.getCause() instanceof LoadFailure f) {
         throw f;
       }
-      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+      throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while reading headers", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while reading headers", e);
     } finally {
       pool.shutdownNow();
     }
@@ -409,7 +410,7 @@ public final class ArtifactLoader {
     long limit = options.memoryLimitBytes();
     if (limit > 0 && total > limit) {
       throw new LoadFailure(
-          "ArtifactTooLarge",
+          Reason.ArtifactTooLarge,
           "artifact is "
               + total
               + " bytes, over the memory limit of "
@@ -425,7 +426,7 @@ public final class ArtifactLoader {
     } catch (StoreException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (IllegalArgumentException e) {
-      throw new LoadFailure("UnsafePath", e.getMessage(), e);
+      throw new LoadFailure(Reason.UnsafePath, e.getMessage(), e);
     }
   }
 
@@ -537,7 +538,7 @@ public final class ArtifactLoader {
               stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)),
           limits);
     } catch (SafetensorsFormatException e) {
-      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+      throw new LoadFailure(Reason.InvalidSafetensors, e.getMessage(), e);
     }
   }
 
@@ -586,10 +587,10 @@ public final class ArtifactLoader {
       if (e.getCause() instanceof RuntimeException r) {
         throw r;
       }
-      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+      throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while verifying", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while verifying", e);
     } finally {
       // No verification may report a file complete after this returns (e.g. after a failure).
       pool.shutdownNow();
@@ -627,7 +628,7 @@ public final class ArtifactLoader {
       Optional<TorchCheckpoint> again = checkpointInStore(stored, file);
       if (again.isEmpty() || !again.get().equals(checkpoint)) {
         throw new LoadFailure(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             file.path()
                 + ": the torch checkpoint in the loaded bytes differs from the one read before"
                 + " loading; the object changed during the load, resolve the artifact again");
@@ -637,7 +638,7 @@ public final class ArtifactLoader {
       SafetensorsHeader again = headerInStore(stored, file);
       if (!again.equals(header)) {
         throw new LoadFailure(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             file.path()
                 + ": the header in the loaded bytes differs from the one read before loading;"
                 + " the object changed during the load, resolve the artifact again");
@@ -659,7 +660,7 @@ public final class ArtifactLoader {
               digest.algorithm() == PublishedDigest.Algorithm.SHA256 ? digest.valueHex() : null);
     } catch (StoreException e) {
       throw new LoadFailure(
-          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(),
+          e.reason() == Reason.ChecksumMismatch ? Reason.DigestMismatch : e.reason(),
           e.getMessage() + " (" + digest.description() + ")",
           e);
     }
@@ -680,7 +681,7 @@ public final class ArtifactLoader {
     byte[] actual = SourceDigests.compute(stored, file.path(), file.size(), digest.algorithm());
     if (!java.util.Arrays.equals(actual, digest.value())) {
       throw new LoadFailure(
-          "DigestMismatch",
+          Reason.DigestMismatch,
           file.path()
               + ": the bytes in the store have "
               + digest.algorithm().label()
@@ -720,6 +721,7 @@ public final class ArtifactLoader {
   }
 
   static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
-    return new DataPlaneStatus.LockInfo(s.locked(), s.lockedBytes(), s.reason(), s.message());
+    return new DataPlaneStatus.LockInfo(
+        s.locked(), s.lockedBytes(), s.reason().name(), s.message());
   }
 }

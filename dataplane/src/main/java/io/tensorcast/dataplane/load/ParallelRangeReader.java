@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -239,7 +240,7 @@ public final class ParallelRangeReader {
               if (isCancelled()) {
                 return;
               }
-              throw failure(range, "ReadFailed", "unexpected " + e, 0, -1, false, e);
+              throw failure(range, Reason.InternalError, "unexpected " + e, 0, -1, false, e);
             }
           }
         } catch (RangeReadException e) {
@@ -278,12 +279,12 @@ public final class ParallelRangeReader {
         try {
           target = sink.target(r.file(), r.offset(), r.length());
         } catch (RuntimeException e) {
-          throw failure(r, "SinkFailed", "the sink failed to give a buffer", 0, 0, false, e);
+          throw failure(r, Reason.SinkFailed, "the sink failed to give a buffer", 0, 0, false, e);
         }
         if (target == null || target.isReadOnly() || target.remaining() != r.length()) {
           throw failure(
               r,
-              "SinkFailed",
+              Reason.SinkFailed,
               "the sink gave "
                   + (target == null
                       ? "no buffer"
@@ -354,7 +355,8 @@ public final class ParallelRangeReader {
             closeQuietly(in);
           }
           if (attempt >= options.maxAttempts()) {
-            String reason = cause instanceof SourceException se ? se.reason() : "SourceUnavailable";
+            Reason reason =
+                cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
             throw failure(r, reason, null, attempt, received, true, cause);
           }
           Duration delay = backoff(attempt, cause);
@@ -377,7 +379,7 @@ public final class ParallelRangeReader {
 
       private RangeReadException failure(
           Range r,
-          String reason,
+          Reason reason,
           String what,
           int attempts,
           long received,

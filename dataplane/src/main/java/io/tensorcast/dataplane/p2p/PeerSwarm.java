@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.netty.buffer.ByteBuf;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.ReadOptions;
@@ -285,7 +286,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     int threads = Math.max(1, read.concurrency());
     synchronized (this) {
       if (closed) {
-        throw new LoadFailure("Interrupted", "the peer swarm was closed");
+        throw new LoadFailure(Reason.Interrupted, "the peer swarm was closed");
       }
       this.map = pm;
       this.sourceFiles = byPath;
@@ -323,7 +324,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             throw failure;
           }
           if (closed) {
-            throw new LoadFailure("Interrupted", "the peer swarm was closed");
+            throw new LoadFailure(Reason.Interrupted, "the peer swarm was closed");
           }
           reportPieceProgress();
           policy.tick();
@@ -526,7 +527,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       synchronized (this) {
         if (failure == null && filling) {
           failure =
-              new LoadFailure("InternalError", "source read of " + describe(run) + ": " + e, e);
+              new LoadFailure(
+                  Reason.InternalError, "source read of " + describe(run) + ": " + e, e);
         }
       }
     } finally {
@@ -598,7 +600,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         cause = e;
       }
       if (attempt >= read.maxAttempts()) {
-        String reason = cause instanceof SourceException se ? se.reason() : "SourceUnavailable";
+        Reason reason =
+            cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
         throw new LoadFailure(
             reason,
             "reading "

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.InvalidPathException;
@@ -224,7 +225,7 @@ public final class SourceUri {
 
   private static SourceException invalid(String uri, String rule) {
     return new SourceException(
-        "InvalidSourceUri", "source URI '" + SourcePaths.printable(uri) + "' " + rule, false);
+        Reason.InvalidSourceUri, "source URI '" + SourcePaths.printable(uri) + "' " + rule, false);
   }
 
   /** The kind of source. */

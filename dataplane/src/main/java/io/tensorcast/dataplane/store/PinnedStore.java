@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -175,7 +176,7 @@ public final class PinnedStore implements AutoCloseable {
       ok = true;
     } catch (IOException e) {
       throw new StoreException(
-          "StoreIoError", "cannot open store at " + this.root + ": " + e.getMessage(), e);
+          Reason.StoreIoError, "cannot open store at " + this.root + ": " + e.getMessage(), e);
     } finally {
       if (!ok) {
         for (StoredArtifact a : artifacts.values()) {
@@ -206,7 +207,7 @@ public final class PinnedStore implements AutoCloseable {
     if (l == null) {
       ch.close();
       throw new StoreException(
-          "StoreInUse",
+          Reason.StoreInUse,
           "another store holds "
               + root
               + " (lock on "
@@ -332,7 +333,7 @@ public final class PinnedStore implements AutoCloseable {
       charged = chargedBytes(files);
     } catch (StoreException e) {
       removeArtifactFiles(id);
-      return removed(id, e.reason(), e.getMessage() + "; removed");
+      return removed(id, e.reason().name(), e.getMessage() + "; removed");
     }
     if (budget.isPresent() && inUseBytes + charged > budget.getAsLong()) {
       removeArtifactFiles(id);
@@ -359,7 +360,7 @@ public final class PinnedStore implements AutoCloseable {
               pool);
     } catch (StoreException e) {
       removeArtifactFiles(id);
-      return removed(id, e.reason(), e.getMessage() + "; removed");
+      return removed(id, e.reason().name(), e.getMessage() + "; removed");
     }
     LockStatus status = lock(a, charged);
     if (policy == LockPolicy.REQUIRED && !status.locked()) {
@@ -368,7 +369,7 @@ public final class PinnedStore implements AutoCloseable {
       } catch (StoreException e) {
         throw new IOException(e.getMessage(), e);
       }
-      return removed(id, status.reason(), status.message() + "; removed");
+      return removed(id, status.reason().name(), status.message() + "; removed");
     }
     a.setLockStatus(status);
     artifacts.put(id, a);
@@ -466,7 +467,7 @@ public final class PinnedStore implements AutoCloseable {
       Path dir = root.resolve(artifactId);
       if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
         throw new StoreException(
-            "ArtifactExists",
+            Reason.ArtifactExists,
             "artifact "
                 + artifactId
                 + ": "
@@ -496,7 +497,7 @@ public final class PinnedStore implements AutoCloseable {
       created.setLockStatus(status);
       synchronized (lock) {
         if (closed) {
-          throw new StoreException("StoreClosed", "the store at " + root + " was closed");
+          throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
         }
         pending.remove(artifactId);
         artifacts.put(artifactId, created);
@@ -519,11 +520,11 @@ public final class PinnedStore implements AutoCloseable {
   private void reserve(String artifactId, long charged) throws StoreException {
     synchronized (lock) {
       if (closed) {
-        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
       }
       if (artifacts.containsKey(artifactId) || pending.containsKey(artifactId)) {
         throw new StoreException(
-            "ArtifactExists",
+            Reason.ArtifactExists,
             "artifact " + artifactId + " is already allocated in this store; unload it first");
       }
       if (charged > budgetBytes - inUseBytes) {
@@ -587,11 +588,11 @@ public final class PinnedStore implements AutoCloseable {
     StoredArtifact a;
     synchronized (lock) {
       if (closed) {
-        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
       }
       if (pending.containsKey(artifactId)) {
         throw new StoreException(
-            "ArtifactBusy", "artifact " + artifactId + " is still being allocated");
+            Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
       }
       a = artifacts.get(artifactId);
     }
@@ -600,7 +601,9 @@ public final class PinnedStore implements AutoCloseable {
         removeArtifactFiles(artifactId);
       } catch (IOException e) {
         throw new StoreException(
-            "StoreIoError", "artifact " + artifactId + ": cannot delete: " + e.getMessage(), e);
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot delete: " + e.getMessage(),
+            e);
       }
       return;
     }
@@ -677,7 +680,8 @@ public final class PinnedStore implements AutoCloseable {
         total = Math.addExact(total, Math.multiplyExact(pages, page));
       }
     } catch (ArithmeticException e) {
-      throw new StoreException("InvalidSize", "the artifact's total size overflows 2^63 bytes");
+      throw new StoreException(
+          Reason.InvalidSize, "the artifact's total size overflows 2^63 bytes");
     }
     return total;
   }

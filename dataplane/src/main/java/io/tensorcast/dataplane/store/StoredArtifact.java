@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileVisitResult;
@@ -131,7 +132,7 @@ public final class StoredArtifact {
       return new StoredArtifact(artifactId, directory, stateFile, done, windowBytes, chargedBytes);
     } catch (IOException e) {
       throw new StoreException(
-          "StoreIoError",
+          Reason.StoreIoError,
           "artifact " + artifactId + ": cannot create " + directory + ": " + e.getMessage(),
           e);
     } finally {
@@ -178,7 +179,7 @@ public final class StoredArtifact {
             String actual = a.hash(a.mapped.get(f.path()));
             if (!actual.equals(f.sha256())) {
               throw new StoreException(
-                  "ChecksumMismatch",
+                  Reason.ChecksumMismatch,
                   "artifact "
                       + id
                       + ": file '"
@@ -209,7 +210,7 @@ public final class StoredArtifact {
       futures = pool.invokeAll(tasks);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return new StoreException("Interrupted", "interrupted while working on the store", e);
+      return new StoreException(Reason.Interrupted, "interrupted while working on the store", e);
     }
     StoreException first = null;
     for (Future<T> f : futures) {
@@ -220,12 +221,14 @@ public final class StoredArtifact {
           first =
               e.getCause() instanceof StoreException se
                   ? se
-                  : new StoreException("StoreIoError", String.valueOf(e.getCause()), e.getCause());
+                  : new StoreException(
+                      Reason.StoreIoError, String.valueOf(e.getCause()), e.getCause());
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         if (first == null) {
-          first = new StoreException("Interrupted", "interrupted while working on the store", e);
+          first =
+              new StoreException(Reason.Interrupted, "interrupted while working on the store", e);
         }
       }
     }
@@ -260,10 +263,7 @@ public final class StoredArtifact {
     }
     if (interrupted != null) {
       return new LockStatus(
-          false,
-          0,
-          LockStatus.LOCK_FAILED,
-          "interrupted while locking: " + interrupted.getMessage());
+          false, 0, Reason.LockFailed, "interrupted while locking: " + interrupted.getMessage());
     }
     return MemoryLockSupport.failure(chargedBytes, firstErr, MemoryLockSupport.facts());
   }
@@ -308,7 +308,7 @@ public final class StoredArtifact {
         }
         if (first != null) {
           throw new StoreException(
-              "StoreIoError", "artifact " + artifactId + ": " + first.getMessage(), first);
+              Reason.StoreIoError, "artifact " + artifactId + ": " + first.getMessage(), first);
         }
       }
       if (deleteFiles) {
@@ -317,7 +317,7 @@ public final class StoredArtifact {
           deleteTree(directory);
         } catch (IOException e) {
           throw new StoreException(
-              "StoreIoError",
+              Reason.StoreIoError,
               "artifact " + artifactId + ": cannot delete " + directory + ": " + e.getMessage(),
               e);
         }
@@ -476,7 +476,7 @@ public final class StoredArtifact {
     String actual = recorded != null ? recorded : sha256(path);
     if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
       throw new StoreException(
-          "ChecksumMismatch",
+          Reason.ChecksumMismatch,
           "artifact "
               + artifactId
               + ": file '"
@@ -499,7 +499,7 @@ public final class StoredArtifact {
       } catch (IOException e) {
         sha256ByPath.remove(path, actual);
         throw new StoreException(
-            "StoreIoError",
+            Reason.StoreIoError,
             "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
             e);
       } finally {

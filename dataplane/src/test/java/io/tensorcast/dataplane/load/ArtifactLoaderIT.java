@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.index.ShardIndex;
@@ -282,7 +283,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InsufficientMemory"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InsufficientMemory))
         .hasMessageContaining("artifact model needs ")
         .hasMessageContaining("budget is 65536 bytes");
     assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
@@ -299,7 +300,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("ArtifactTooLarge"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.ArtifactTooLarge))
         .hasMessage(
             "artifact is "
                 + modelBytes
@@ -363,7 +364,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidTorchCheckpoint"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidTorchCheckpoint))
         .hasMessageStartingWith(TORCH_MODULE + ": ")
         .hasMessageContaining("global __main__.Net is not allowed")
         .hasMessageContaining("[rule disallowed-global]")
@@ -381,7 +382,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidSafetensors"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidSafetensors))
         .hasMessageStartingWith(BROKEN + ": ")
         .hasMessageContaining("1000")
         .hasMessageEndingWith("[rule header-length-exceeds-file]");
@@ -410,7 +411,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("BucketNotFound"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.BucketNotFound))
         .hasMessageContaining("s3://no-such-bucket-loader-it/" + MODEL)
         .hasMessageContaining("the bucket does not exist");
     assertThat(loader.status().phase()).isEqualTo(Phase.Failed);

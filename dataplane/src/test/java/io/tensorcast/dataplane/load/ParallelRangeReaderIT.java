@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.load;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.source.SourceOptions;
@@ -155,7 +156,7 @@ class ParallelRangeReaderIT {
         .isInstanceOfSatisfying(
             RangeReadException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("RangeNotHonored");
+              assertThat(e.reason()).isEqualTo(Reason.RangeNotHonored);
               assertThat(e.attempts()).isEqualTo(1);
             })
         .hasMessageContaining(MNIST)
@@ -179,14 +180,14 @@ class ParallelRangeReaderIT {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("BucketNotFound");
+                assertThat(e.reason()).isEqualTo(Reason.BucketNotFound);
                 assertThat(e.attempts()).isEqualTo(1);
               })
           .hasMessageContaining("model.safetensors");
       assertThatThrownBy(missing::list)
           .isInstanceOfSatisfying(
               io.tensorcast.dataplane.source.SourceException.class,
-              e -> assertThat(e.reason()).isEqualTo("BucketNotFound"));
+              e -> assertThat(e.reason()).isEqualTo(Reason.BucketNotFound));
     }
   }
 
@@ -207,7 +208,7 @@ class ParallelRangeReaderIT {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.reason()).isEqualTo(Reason.ObjectChanged);
                 assertThat(e.attemptsExhausted()).isFalse();
               })
           .hasMessageContaining("model.safetensors");
@@ -243,7 +244,7 @@ class ParallelRangeReaderIT {
         .isInstanceOfSatisfying(
             RangeReadException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("Throttled");
+              assertThat(e.reason()).isEqualTo(Reason.Throttled);
               assertThat(e.attempts()).isEqualTo(3);
               assertThat(e.attemptsExhausted()).isTrue();
             })

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.FileStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Verification;
@@ -118,7 +119,7 @@ class S3DigestIT {
         ArtifactSource altered = alteringReadsOf(real, "crc64.bin")) {
       assertThatThrownBy(() -> load(altered, "altered"))
           .isInstanceOfSatisfying(
-              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
+              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo(Reason.DigestMismatch))
           .hasMessageStartingWith("crc64.bin: the bytes in the store have crc64nvme ")
           .hasMessageContaining("but the source publishes " + hex(crc64Bytes(weights)))
           .hasMessageEndingWith("(CRC64NVME (full-object checksum)); the file stays incomplete");
@@ -164,7 +165,7 @@ class S3DigestIT {
           b[0] = (byte) ~b[0];
           return new ByteArrayInputStream(b);
         } catch (java.io.IOException e) {
-          throw new SourceException("SourceUnavailable", e.toString(), true, e);
+          throw new SourceException(Reason.SourceUnavailable, e.toString(), true, e);
         }
       }
 

@@ -1,6 +1,7 @@
 package io.tensorcast.operator.status;
 
 import io.fabric8.kubernetes.api.model.Condition;
+import io.tensorcast.api.Reason;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -33,6 +34,14 @@ final class ConditionSet {
   }
 
   /** Adds (or replaces) the condition of {@code type}. */
+  ConditionSet set(String type, String status, Reason reason, String message) {
+    return set(type, status, reason.name(), message);
+  }
+
+  /**
+   * Adds (or replaces) the condition of {@code type} with a reason as a data-plane pod reported it
+   * (a newer data plane may report a reason this operator does not know).
+   */
   ConditionSet set(String type, String status, String reason, String message) {
     out.removeIf(c -> type.equals(c.getType()));
     String since =

@@ -12,10 +12,10 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ArtifactVerification;
-import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
@@ -60,15 +60,6 @@ import java.util.Set;
  */
 public final class StatusAggregator {
 
-  /** Reason for the operator's memory fit check failing (no eligible node fits the artifact). */
-  public static final String REASON_INSUFFICIENT_MEMORY = NodeSelection.REASON_INSUFFICIENT_MEMORY;
-
-  /** Reason when a pod's container cannot start because a Secret or key is missing. */
-  public static final String REASON_CREDENTIALS_NOT_FOUND = Conditions.REASON_CREDENTIALS_NOT_FOUND;
-
-  /** Reason of the data plane when a pod's budget cannot hold the artifact. */
-  static final String DATAPLANE_INSUFFICIENT_MEMORY = "InsufficientMemory";
-
   private StatusAggregator() {}
 
   /**
@@ -88,7 +79,12 @@ public final class StatusAggregator {
    * @param message for people: names the node, file, field or numbers
    * @param beforeResolve whether the failure happened before the source was resolved
    */
-  public record Failure(String reason, String message, boolean beforeResolve) {}
+  public record Failure(String reason, String message, boolean beforeResolve) {
+    /** A failure the operator found itself. */
+    public Failure(Reason reason, String message, boolean beforeResolve) {
+      this(reason.name(), message, beforeResolve);
+    }
+  }
 
   /**
    * Everything one reconcile observed.
@@ -155,13 +151,13 @@ public final class StatusAggregator {
       if (r == null || r.phase() != DataPlaneStatus.Phase.Failed) {
         continue;
       }
-      if (DATAPLANE_INSUFFICIENT_MEMORY.equals(r.reason())
+      if (Reason.InsufficientMemory.name().equals(r.reason())
           && resolution.isPresent()
           && PodPlan.memoryRequest(p) < resolution.get().totalBytes() + overheadBytes) {
         continue;
       }
       String reason =
-          r.reason() == null || r.reason().isEmpty() ? Conditions.REASON_LOAD_FAILED : r.reason();
+          r.reason() == null || r.reason().isEmpty() ? Reason.LoadFailed.name() : r.reason();
       String message =
           "node "
               + PodPlan.node(p)
@@ -191,9 +187,9 @@ public final class StatusAggregator {
     }
     Condition ready = ConditionSet.find(old.getConditions(), READY);
     if (ready == null
-        || Conditions.REASON_INVALID_SPEC.equals(ready.getReason())
-        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())
-        || Conditions.REASON_NAME_CONFLICT.equals(ready.getReason())) {
+        || Reason.InvalidSpec.name().equals(ready.getReason())
+        || Reason.InsufficientMemory.name().equals(ready.getReason())
+        || Reason.NameConflict.name().equals(ready.getReason())) {
       return Optional.empty();
     }
     Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
@@ -280,7 +276,7 @@ public final class StatusAggregator {
       Failure f = in.failure().get();
       s.setPhase(ArtifactPhase.Failed);
       if (res.isPresent()) {
-        c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+        c.set(RESOLVED, TRUE, Reason.SourceResolved, describe(res.get()));
       } else {
         c.set(RESOLVED, FALSE, f.reason(), f.message());
       }
@@ -308,7 +304,7 @@ public final class StatusAggregator {
 
     // Resolved
     if (res.isPresent()) {
-      c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+      c.set(RESOLVED, TRUE, Reason.SourceResolved, describe(res.get()));
     } else if (retrying.isPresent()) {
       Pod p = retrying.get();
       DataPlaneStatus r = report(p, in.reports());
@@ -322,7 +318,7 @@ public final class StatusAggregator {
       c.set(
           RESOLVED,
           FALSE,
-          Conditions.REASON_RESOLVING,
+          Reason.Resolving,
           resolver
               .map(
                   p ->
@@ -341,7 +337,7 @@ public final class StatusAggregator {
       c.set(
           SCHEDULED,
           FALSE,
-          Conditions.REASON_PODS_PENDING,
+          Reason.PodsPending,
           "the source is resolved first"
               + (sel == null || sel.chosen().isEmpty()
                   ? ""
@@ -354,13 +350,13 @@ public final class StatusAggregator {
         c.set(
             SCHEDULED,
             TRUE,
-            Conditions.REASON_NODES_SELECTED,
+            Reason.NodesSelected,
             "nodes " + String.join(", ", upToDate.stream().map(PodPlan::node).sorted().toList()));
       } else {
         c.set(
             SCHEDULED,
             FALSE,
-            Conditions.REASON_PODS_PENDING,
+            Reason.PodsPending,
             bound + " of " + replicas + " pods bound to their node" + pendingDetail(current));
       }
     }
@@ -372,14 +368,14 @@ public final class StatusAggregator {
       c.set(
           LOADED,
           TRUE,
-          Conditions.REASON_ALL_BYTES_LOADED,
+          Reason.AllBytesLoaded,
           "every byte present and verified on " + replicas + " node(s), " + each + " each");
-      c.set(READY, TRUE, Conditions.REASON_ALL_REPLICAS_READY, readyText);
+      c.set(READY, TRUE, Reason.AllReplicasReady, readyText);
     } else {
       c.set(
           LOADED,
           FALSE,
-          Conditions.REASON_LOADING,
+          Reason.Loading,
           res.isPresent()
               ? s.getProgress()
                   + " loaded ("
@@ -392,10 +388,7 @@ public final class StatusAggregator {
               : "waiting for the source to be resolved");
       if (credentialsProblem.isPresent()) {
         c.set(
-            READY,
-            FALSE,
-            REASON_CREDENTIALS_NOT_FOUND,
-            readyText + "; " + credentialsProblem.get());
+            READY, FALSE, Reason.CredentialsNotFound, readyText + "; " + credentialsProblem.get());
       } else if (retrying.isPresent()) {
         Pod p = retrying.get();
         DataPlaneStatus r = report(p, in.reports());
@@ -405,9 +398,9 @@ public final class StatusAggregator {
             r.reason(),
             readyText + "; node " + PodPlan.node(p) + " (pod " + name(p) + "): " + retryText(r));
       } else if (sel != null && !sel.satisfied()) {
-        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText + "; " + sel.message());
+        c.set(READY, FALSE, Reason.ReplicasNotReady, readyText + "; " + sel.message());
       } else {
-        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText);
+        c.set(READY, FALSE, Reason.ReplicasNotReady, readyText);
       }
     }
 
@@ -419,10 +412,10 @@ public final class StatusAggregator {
       c.set(
           DEGRADED,
           TRUE,
-          Conditions.REASON_REPLICA_LOST,
+          Reason.ReplicaLost,
           readyText + " after all were ready; lost copies are being reloaded");
     } else {
-      c.set(DEGRADED, FALSE, Conditions.REASON_HEALTHY, "no replica lost");
+      c.set(DEGRADED, FALSE, Reason.Healthy, "no replica lost");
     }
     s.setConditions(c.build());
     return s;

@@ -49,6 +49,16 @@ public final class TensorcastConstants {
   public static final String FINALIZER = "tensorcast.io/finalizer";
 
   /**
+   * Suffix, before {@code .yml}, of the generated CRD files without CEL ({@code
+   * x-kubernetes-validations}) rules, for Kubernetes before 1.25: {@code
+   * META-INF/fabric8/<crd>-v1-below-1.25.yml} next to {@code <crd>-v1.yml}.
+   */
+  public static final String CRD_WITHOUT_CEL_SUFFIX = "-below-1.25";
+
+  /** First Kubernetes minor version (of 1.x) whose API servers run CRD CEL rules by default. */
+  public static final int CEL_MINOR_VERSION = 25;
+
+  /**
    * Directory where each data-plane pod finds its ModelArtifact's Secret (read-only): the files
    * {@link #SECRET_PEER_SECRET}, {@link #SECRET_READ_TOKEN} and {@link #SECRET_ADMIN_TOKEN}.
    */

@@ -3,12 +3,14 @@ package io.tensorcast.operator;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.javaoperatorsdk.operator.Operator;
+import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import io.javaoperatorsdk.operator.api.monitoring.Metrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.health.HealthServer;
 import io.tensorcast.operator.metrics.MetricsServer;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
 import io.tensorcast.operator.trust.MasterKey;
@@ -20,15 +22,20 @@ import org.slf4j.LoggerFactory;
  * Entry point of the operator process. Connects with the fabric8 client's usual configuration
  * (in-cluster service account, else {@code KUBECONFIG} / {@code ~/.kube/config}), reads {@link
  * OperatorConfig} from the environment, serves its Prometheus metrics on {@code GET /metrics} of
- * {@link OperatorConfig#metricsPort()} (unless 0), registers {@link ModelArtifactReconciler} and
- * runs until the JVM stops.
+ * {@link OperatorConfig#metricsPort()} (unless 0) and its probes on {@link HealthServer} of {@link
+ * OperatorConfig#healthPort()} (unless 0), registers {@link ModelArtifactReconciler} and runs until
+ * the JVM stops; with {@link OperatorConfig#leaderElection()} set it reconciles only while it holds
+ * the Lease, and exits when it loses it.
  *
  * <p>RBAC the operator needs (the chart's ClusterRole, checked by e2e's ChartIT): {@code
  * modelartifacts} get/list/watch/patch (JOSDK adds and removes the finalizer by JSON patch), {@code
  * modelartifacts/status} patch (server-side apply), {@code modelartifacts/finalizers} update (the
  * pods' blocking owner references); {@code pods} get/list/watch/create/delete (list/watch over all
  * pods also finds the artifacts' consumers); {@code nodes} get/list/watch/patch (patch: the
- * per-artifact ready labels only). It reads no Secret.
+ * per-artifact ready labels only); {@code secrets} and {@code networkpolicies} create/patch (each
+ * artifact's own); with leader election {@code coordination.k8s.io} {@code leases}
+ * get/create/update in the Lease's namespace (JOSDK checks them with a SelfSubjectRulesReview at
+ * start). It reads no Secret.
  */
 public final class OperatorMain {
   private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);
@@ -64,13 +71,27 @@ public final class OperatorMain {
       return;
     }
     KubernetesClient client = new KubernetesClientBuilder().build();
-    Operator operator = create(client, config, Metrics.NOOP, registry, key);
+    Operator operator = create(client, config, Metrics.NOOP, registry, key, true);
+    if (config.healthPort() != 0) {
+      try {
+        HealthServer.start(config.healthPort(), operator);
+      } catch (IOException e) {
+        System.err.println("tensorcast-operator: " + e.getMessage() + " (TENSORCAST_HEALTH_PORT)");
+        System.exit(2);
+        return;
+      }
+    }
+    // JOSDK installs no shutdown hook of its own when leader election is on.
     Runtime.getRuntime().addShutdownHook(new Thread(operator::stop, "tensorcast-operator-stop"));
     operator.start();
     log.info(
-        "tensorcast operator started against {} (data-plane image {})",
+        "tensorcast operator started against {} (data-plane image {}, leader election {})",
         client.getMasterUrl(),
-        config.dataPlaneImage());
+        config.dataPlaneImage(),
+        config
+            .leaderElection()
+            .map(l -> "on, Lease " + l.namespace().map(n -> n + "/").orElse("") + l.lease())
+            .orElse("off"));
   }
 
   /**
@@ -108,27 +129,49 @@ public final class OperatorMain {
    */
   public static Operator create(
       KubernetesClient client, OperatorConfig config, Metrics metrics, MeterRegistry registry) {
-    return create(client, config, metrics, registry, masterKey(config));
+    return create(client, config, metrics, registry, masterKey(config), false);
   }
 
   /**
-   * {@link #create(KubernetesClient, OperatorConfig, Metrics, MeterRegistry)} with the master key
-   * already loaded.
+   * The operator of {@link #create(KubernetesClient, OperatorConfig, Metrics, MeterRegistry)}, with
+   * the master key already loaded. With {@link OperatorConfig#leaderElection()} set, only the
+   * replica holding the Lease reconciles; the others keep their informers warm and take over when
+   * the Lease expires. Every replica must hold the same master key.
+   *
+   * @param exitOnLostLease whether losing the Lease ends the JVM (JOSDK's default, so that a
+   *     replica that lost leadership never reconciles next to the new leader); {@code false} for
+   *     operators that share a JVM with tests, which then only log the loss
    */
   public static Operator create(
       KubernetesClient client,
       OperatorConfig config,
       Metrics metrics,
       MeterRegistry registry,
-      MasterKey masterKey) {
+      MasterKey masterKey,
+      boolean exitOnLostLease) {
     Operator operator =
         new Operator(
-            o ->
-                o.withKubernetesClient(client)
-                    .withCloseClientOnStop(false)
-                    .withUseSSAToPatchPrimaryResource(false)
-                    .withStopOnInformerErrorDuringStartup(true)
-                    .withMetrics(metrics));
+            o -> {
+              o.withKubernetesClient(client)
+                  .withCloseClientOnStop(false)
+                  .withUseSSAToPatchPrimaryResource(false)
+                  .withStopOnInformerErrorDuringStartup(true)
+                  .withMetrics(metrics);
+              config
+                  .leaderElection()
+                  .ifPresent(
+                      l ->
+                          o.withLeaderElectionConfiguration(
+                              new LeaderElectionConfiguration(
+                                  l.lease(),
+                                  l.namespace().orElse(null),
+                                  l.leaseDuration(),
+                                  l.renewDeadline(),
+                                  l.retryPeriod(),
+                                  l.identity().orElse(null),
+                                  null,
+                                  exitOnLostLease)));
+            });
     operator.register(new ModelArtifactReconciler(config, masterKey, registry));
     return operator;
   }

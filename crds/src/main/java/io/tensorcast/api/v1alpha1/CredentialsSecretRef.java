@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
 import java.util.Objects;
 
 /**
@@ -36,25 +37,30 @@ public class CredentialsSecretRef {
 
   @Required
   @Pattern(NAME_PATTERN)
+  @Size(max = 253)
   @JsonPropertyDescription("Name of the Secret, in the same namespace as the ModelArtifact.")
   private String name;
 
   @Pattern(KEY_PATTERN)
+  @Size(max = 253)
   @JsonPropertyDescription("Key holding the S3/OSS access key id. Default AWS_ACCESS_KEY_ID.")
   private String accessKeyIdKey;
 
   @Pattern(KEY_PATTERN)
+  @Size(max = 253)
   @JsonPropertyDescription(
       "Key holding the S3/OSS secret access key. Default AWS_SECRET_ACCESS_KEY.")
   private String secretAccessKeyKey;
 
   @Pattern(KEY_PATTERN)
+  @Size(max = 253)
   @JsonPropertyDescription(
       "Key holding an optional S3/OSS session token (read only if present). Default"
           + " AWS_SESSION_TOKEN.")
   private String sessionTokenKey;
 
   @Pattern(KEY_PATTERN)
+  @Size(max = 253)
   @JsonPropertyDescription("Key holding the Hugging Face access token. Default HF_TOKEN.")
   private String tokenKey;
 

@@ -3,7 +3,9 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Max;
 import io.fabric8.generator.annotation.Min;
+import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.util.Objects;
 
@@ -13,8 +15,10 @@ import java.util.Objects;
  * equal the CRD defaults.
  *
  * <p>{@code pieceSize} must lie in [{@link #MIN_PIECE_SIZE}, {@link #MAX_PIECE_SIZE}] bytes. The
- * CRD cannot say so (a quantity is int-or-string and Kubernetes 1.20 has no CEL rules), so the
- * operator checks it and reports {@code Ready=False} reason {@code InvalidSpec}.
+ * CRD says so for the integer form ({@code minimum}/{@code maximum}, which OpenAPI applies to
+ * numbers only) and checks the string form's syntax ({@link ByteQuantity#PATTERN}); the range of a
+ * string such as {@code 128Ki} needs CEL's quantity library (Kubernetes 1.29+), so the operator
+ * checks it and reports {@code Ready=False} reason {@code InvalidSpec}.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class DistributionSpec {
@@ -34,6 +38,9 @@ public class DistributionSpec {
           + " SourceOnly (every pod reads every byte from the source). Default PeerToPeer.")
   private DistributionMode mode = DistributionMode.PeerToPeer;
 
+  @Pattern(ByteQuantity.PATTERN)
+  @Min(MIN_PIECE_SIZE)
+  @Max(MAX_PIECE_SIZE)
   @JsonPropertyDescription(
       "Size of the pieces the artifact is cut into for loading and peer transfer, as a"
           + " Kubernetes quantity in bytes (e.g. 4Mi), from 256Ki to 64Mi inclusive. Each piece"

@@ -3,6 +3,8 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Min;
+import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.util.Objects;
 
@@ -19,8 +21,11 @@ public class MemorySpec {
           + " out and can be registered for RDMA. Default true.")
   private Boolean pinned = true;
 
+  @Pattern(ByteQuantity.PATTERN)
+  @Min(1)
   @JsonPropertyDescription(
-      "Largest artifact accepted, as a Kubernetes quantity in bytes (e.g. 200Gi). An artifact"
+      "Largest artifact accepted, as a Kubernetes quantity of bytes more than 0 (e.g. 200Gi)."
+          + " An artifact"
           + " whose resolved size exceeds it fails before any byte is loaded. Absent means no"
           + " limit beyond the nodes' allocatable memory.")
   private Quantity limit;

@@ -3,6 +3,7 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.crd.generator.annotation.PrinterColumn;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.kubernetes.api.model.Condition;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,7 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription("metadata.generation of the spec this status describes.")
   private Long observedGeneration;
 
+  @SchemaFrom(type = ConditionSchema[].class)
   @JsonPropertyDescription(
       "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded and InUse, with CamelCase"
           + " reasons; lastTransitionTime changes only when status changes.")

@@ -2,8 +2,10 @@ package io.tensorcast.api.v1alpha1;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Min;
+import io.fabric8.generator.annotation.Size;
 import io.fabric8.kubernetes.api.model.Toleration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -18,15 +20,22 @@ import java.util.Objects;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class PlacementSpec {
 
+  /** Most entries of {@code tolerations}. */
+  public static final int MAX_TOLERATIONS = 64;
+
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @Size(max = 64)
   @JsonPropertyDescription(
-      "Node labels a node must carry to hold a copy (same meaning as a pod's nodeSelector).")
+      "Node labels a node must carry to hold a copy (same meaning as a pod's nodeSelector)."
+          + " At most 64.")
   private Map<String, String> nodeSelector = new LinkedHashMap<>();
 
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @SchemaFrom(type = TolerationSchema[].class)
+  @Size(max = MAX_TOLERATIONS)
   @JsonPropertyDescription(
       "Taints the data-plane pods tolerate, copied to each pod (same shape as a pod's"
-          + " tolerations).")
+          + " tolerations). At most 64.")
   private List<Toleration> tolerations = new ArrayList<>();
 
   @Min(1)

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
 import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -68,20 +69,37 @@ public class SourceSpec {
   /** Region names of S3 and OSS: lowercase letters, digits and '-'. */
   public static final String REGION_PATTERN = "^[a-z0-9][a-z0-9-]*$";
 
+  /** A revision: one or more characters, none of them white space. */
+  public static final String REVISION_PATTERN = "^\\S+$";
+
+  /** Longest {@code uri}: an S3 key (1024 bytes) after scheme and bucket fits with room. */
+  public static final int MAX_URI_LENGTH = 2048;
+
+  /** Most patterns in {@code include} or {@code exclude}. */
+  public static final int MAX_GLOBS = 256;
+
+  /** Longest pattern in {@code include} or {@code exclude}. */
+  public static final int MAX_GLOB_LENGTH = 1024;
+
   @Required
   @Pattern(URI_PATTERN)
+  @Size(max = MAX_URI_LENGTH)
   @JsonPropertyDescription(
       "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
           + " or file:///path (a directory on the node). Everything under the prefix or directory"
-          + " is the artifact, filtered by include/exclude.")
+          + " is the artifact, filtered by include/exclude. At most 2048 characters.")
   private String uri;
 
+  @Pattern(REVISION_PATTERN)
+  @Size(max = 255)
   @JsonPropertyDescription(
-      "Hugging Face branch, tag or commit (default main); resolved once to a commit per"
-          + " generation and reported in status.resolvedRevision. Ignored for other schemes.")
+      "Hugging Face branch, tag or commit (default main), without white space, at most 255"
+          + " characters; resolved once to a commit per generation and reported in"
+          + " status.resolvedRevision. Ignored for other schemes.")
   private String revision;
 
   @Pattern(ENDPOINT_PATTERN)
+  @Size(max = 2048)
   @JsonPropertyDescription(
       "Endpoint URL of an S3-compatible or OSS server or a Hugging Face Hub mirror, e.g."
           + " https://oss-cn-hangzhou.aliyuncs.com or https://minio.storage:9000. Empty means the"
@@ -98,6 +116,7 @@ public class SourceSpec {
   private Boolean insecureEndpoint;
 
   @Pattern(REGION_PATTERN)
+  @Size(max = 64)
   @JsonPropertyDescription("Region of the bucket (S3 and OSS), e.g. us-east-1 or cn-hangzhou.")
   private String region;
 
@@ -114,15 +133,18 @@ public class SourceSpec {
   private CredentialsSecretRef credentialsSecretRef;
 
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @Size(max = MAX_GLOBS)
   @JsonPropertyDescription(
       "Glob patterns (e.g. *.safetensors, config.json) of files to load, relative to the uri;"
-          + " empty means every file.")
-  private List<String> include = new ArrayList<>();
+          + " empty means every file. At most 256 patterns of at most 1024 characters.")
+  private List<@Size(min = 1, max = MAX_GLOB_LENGTH) String> include = new ArrayList<>();
 
   @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  @Size(max = MAX_GLOBS)
   @JsonPropertyDescription(
-      "Glob patterns of files to skip, relative to the uri; applied after include.")
-  private List<String> exclude = new ArrayList<>();
+      "Glob patterns of files to skip, relative to the uri; applied after include. At most 256"
+          + " patterns of at most 1024 characters.")
+  private List<@Size(min = 1, max = MAX_GLOB_LENGTH) String> exclude = new ArrayList<>();
 
   public String getUri() {
     return uri;

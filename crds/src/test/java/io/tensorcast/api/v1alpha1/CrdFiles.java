@@ -17,34 +17,50 @@ final class CrdFiles {
 
   static final String CRD_FILE = ModelArtifact.CRD_NAME + "-v1.yml";
 
+  /** The variant without CEL rules, for Kubernetes before 1.25. */
+  static final String CRD_FILE_BELOW_CEL =
+      ModelArtifact.CRD_NAME
+          + "-v1"
+          + io.tensorcast.api.TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX
+          + ".yml";
+
+  /** Every generated file, each committed under crds/generated/ and the chart's files/crds/. */
+  static final java.util.List<String> ALL = java.util.List.of(CRD_FILE, CRD_FILE_BELOW_CEL);
+
   private CrdFiles() {}
 
-  /** The CRD the crd-generator-maven-plugin wrote at process-classes. */
+  /** The CRD CrdGeneration wrote at process-classes. */
   static Path generated() {
+    return generated(CRD_FILE);
+  }
+
+  /** The generated file {@code name} (one of {@link #ALL}). */
+  static Path generated(String name) {
     Path path =
         Path.of(System.getProperty("tensorcast.crd.generated", "target/classes/META-INF/fabric8"))
-            .resolve(CRD_FILE);
+            .resolve(name);
     if (!Files.isRegularFile(path)) {
       fail(
           "Generated CRD "
               + path.toAbsolutePath()
-              + " is missing: it is written by crd-generator-maven-plugin at process-classes."
+              + " is missing: it is written by CrdGeneration (exec-maven-plugin) at process-classes."
               + " Run the tests through Maven: mvn -pl crds test");
     }
     return path;
   }
 
-  /** The committed copy under crds/generated/. */
-  static Path committed() {
-    return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(CRD_FILE);
+  /** The committed copy of {@code name} under crds/generated/. */
+  static Path committed(String name) {
+    return Path.of(System.getProperty("tensorcast.crd.committed", "generated")).resolve(name);
   }
 
   /**
-   * The Helm chart's copy under charts/tensorcast/crds/ (Helm installs it before the templates).
+   * The Helm chart's copy of {@code name} under charts/tensorcast/files/crds/ (the chart's
+   * templates/crds.yaml renders it, picking the variant by the cluster's version).
    */
-  static Path chart() {
-    return Path.of(System.getProperty("tensorcast.crd.chart", "../charts/tensorcast/crds"))
-        .resolve(CRD_FILE);
+  static Path chart(String name) {
+    return Path.of(System.getProperty("tensorcast.crd.chart", "../charts/tensorcast/files/crds"))
+        .resolve(name);
   }
 
   /** The repository's samples/ folder. */

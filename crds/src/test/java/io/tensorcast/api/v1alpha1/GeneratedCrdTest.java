@@ -45,6 +45,7 @@ class GeneratedCrdTest {
     assertThat(crd.getSpec().getNames().getPlural()).isEqualTo("modelartifacts");
     assertThat(crd.getSpec().getNames().getSingular()).isEqualTo("modelartifact");
     assertThat(crd.getSpec().getNames().getShortNames()).containsExactly("ma");
+    assertThat(crd.getSpec().getNames().getCategories()).containsExactly("tensorcast");
     assertThat(crd.getSpec().getVersions()).hasSize(1);
     assertThat(version.getName()).isEqualTo("v1alpha1");
     assertThat(version.getServed()).isTrue();
@@ -58,31 +59,103 @@ class GeneratedCrdTest {
     assertThat(version.getSubresources().getScale()).isNull();
   }
 
+  /** kubectl shows columns in this order: READY next to NAME, AGE last (API conventions). */
   @Test
-  void printerColumns() {
-    // fabric8 7.5.2 orders columns by jsonPath (AGE, SOURCE, then the status columns), whatever
-    // the order of the annotations; the set is what we control.
+  void printerColumnsInOrderReadyFirstAgeLast() {
     assertThat(version.getAdditionalPrinterColumns())
         .extracting(
             CustomResourceColumnDefinition::getName,
             CustomResourceColumnDefinition::getJsonPath,
             CustomResourceColumnDefinition::getType,
             CustomResourceColumnDefinition::getPriority)
-        .containsExactlyInAnyOrder(
-            tuple("PHASE", ".status.phase", "string", 0),
+        .containsExactly(
             tuple("READY", ".status.ready", "string", 0),
-            tuple("SIZE", ".status.size", "string", 0),
+            tuple("PHASE", ".status.phase", "string", 0),
             tuple("PROGRESS", ".status.progress", "string", 0),
+            tuple("SIZE", ".status.size", "string", 0),
             tuple("SOURCE", ".spec.source.uri", "string", 1),
             tuple("FROM-SOURCE", ".status.bytesFromSource", "integer", 1),
             tuple("CONSUMERS", ".status.consumers", "integer", 1),
             tuple("AGE", ".metadata.creationTimestamp", "date", 0));
   }
 
+  /**
+   * The CEL rules are in the main file; the variant for Kubernetes before 1.25 is the same CRD
+   * without them (those API servers refuse the field in server-side apply).
+   */
   @Test
-  void onlyOpenApiV3KeywordsThatKubernetes120Knows() throws IOException {
-    String yaml = Files.readString(CrdFiles.generated());
-    assertThat(yaml).doesNotContain("x-kubernetes-validations").doesNotContain("rule:");
+  void celRulesOnlyInTheMainFileOtherwiseTheSameCrd() throws IOException {
+    String withCel = Files.readString(CrdFiles.generated());
+    String without = Files.readString(CrdFiles.generated(CrdFiles.CRD_FILE_BELOW_CEL));
+    assertThat(withCel).contains("x-kubernetes-validations");
+    assertThat(without).doesNotContain("x-kubernetes-validations").doesNotContain("rule:");
+    CustomResourceDefinition stripped =
+        Serialization.unmarshal(withCel, CustomResourceDefinition.class);
+    stripped
+        .getSpec()
+        .getVersions()
+        .forEach(
+            v ->
+                io.tensorcast.api.crdgen.CrdGeneration.stripCel(
+                    v.getSchema().getOpenAPIV3Schema()));
+    assertThat(Serialization.asJson(stripped))
+        .isEqualTo(
+            Serialization.asJson(Serialization.unmarshal(without, CustomResourceDefinition.class)));
+  }
+
+  @Test
+  void celRulesWhereTheyFit() {
+    JSONSchemaProps root = version.getSchema().getOpenAPIV3Schema();
+    assertThat(root.getXKubernetesValidations())
+        .extracting(r -> r.getRule())
+        .containsExactly("size(self.metadata.name) <= 63");
+    JSONSchemaProps toleration =
+        spec.getProperties()
+            .get("placement")
+            .getProperties()
+            .get("tolerations")
+            .getItems()
+            .getSchema();
+    assertThat(toleration.getXKubernetesValidations()).hasSize(3);
+  }
+
+  /** Bounds that used to be only in descriptions are OpenAPI keywords the API server checks. */
+  @Test
+  void boundsAreSchemaKeywords() {
+    Map<String, JSONSchemaProps> distribution =
+        spec.getProperties().get("distribution").getProperties();
+    JSONSchemaProps pieceSize = distribution.get("pieceSize");
+    assertThat(pieceSize.getMinimum()).isEqualTo((double) DistributionSpec.MIN_PIECE_SIZE);
+    assertThat(pieceSize.getMaximum()).isEqualTo((double) DistributionSpec.MAX_PIECE_SIZE);
+    assertThat(pieceSize.getPattern()).isEqualTo(ByteQuantity.PATTERN);
+    JSONSchemaProps limit = spec.getProperties().get("memory").getProperties().get("limit");
+    assertThat(limit.getPattern()).isEqualTo(ByteQuantity.PATTERN);
+    assertThat(limit.getMinimum()).isEqualTo(1.0);
+
+    Map<String, JSONSchemaProps> source = spec.getProperties().get("source").getProperties();
+    assertThat(source.get("uri").getMaxLength()).isEqualTo(2048L);
+    assertThat(source.get("revision").getMaxLength()).isEqualTo(255L);
+    assertThat(source.get("revision").getPattern()).isEqualTo(SourceSpec.REVISION_PATTERN);
+    for (String globs : List.of("include", "exclude")) {
+      assertThat(source.get(globs).getMaxItems()).isEqualTo(256L);
+      assertThat(source.get(globs).getItems().getSchema().getMaxLength()).isEqualTo(1024L);
+      assertThat(source.get(globs).getItems().getSchema().getMinLength()).isEqualTo(1L);
+    }
+    Map<String, JSONSchemaProps> placement = spec.getProperties().get("placement").getProperties();
+    assertThat(placement.get("nodeSelector").getMaxProperties()).isEqualTo(64L);
+    assertThat(placement.get("tolerations").getMaxItems()).isEqualTo(64L);
+  }
+
+  /** Byte quantities: Kubernetes' syntax, but no sign and no sub-byte suffixes. */
+  @Test
+  void byteQuantityPatternAcceptsBytesAndRefusesTheRest() {
+    for (String ok : List.of("1", "64Mi", "256Ki", "1.5Gi", "1e6", "2k", "+1M", ".5Gi", "1E3")) {
+      assertThat(GoRegex.accepts(ByteQuantity.PATTERN, ok)).as(ok).isTrue();
+    }
+    for (String bad :
+        List.of("", "-1Mi", "500m", "1u", "1n", "1 Mi", "1MiB", "Mi", "1mi", "0x10")) {
+      assertThat(GoRegex.accepts(ByteQuantity.PATTERN, bad)).as(bad).isFalse();
+    }
   }
 
   @Test
@@ -160,11 +233,13 @@ class GeneratedCrdTest {
             "/distribution/mode");
   }
 
+  /** {@code kubectl explain} finds no empty description, from the root down. */
   @Test
-  void everyOwnFieldHasADescription() {
+  void everyFieldHasADescription() {
+    JSONSchemaProps root = version.getSchema().getOpenAPIV3Schema();
+    assertThat(root.getDescription()).isNotBlank();
     List<String> missing = new ArrayList<>();
-    collectMissingDescriptions(spec, "spec", missing);
-    collectMissingDescriptions(status, "status", missing);
+    collectMissingDescriptions(root, "", missing);
     assertThat(missing).isEmpty();
   }
 
@@ -188,21 +263,18 @@ class GeneratedCrdTest {
             });
   }
 
-  /** Our own types describe every field; fabric8's (Toleration, Condition) are not ours. */
   private static void collectMissingDescriptions(
       JSONSchemaProps schema, String path, List<String> missing) {
-    if (path.endsWith(".tolerations[]") || path.endsWith(".conditions[]")) {
-      return;
-    }
     if (schema.getProperties() != null) {
       schema
           .getProperties()
           .forEach(
               (name, child) -> {
                 if (child.getDescription() == null || child.getDescription().isBlank()) {
-                  missing.add(path + "." + name);
+                  missing.add(path.isEmpty() ? name : path + "." + name);
                 }
-                collectMissingDescriptions(child, path + "." + name, missing);
+                collectMissingDescriptions(
+                    child, path.isEmpty() ? name : path + "." + name, missing);
               });
     }
     if (schema.getItems() != null && schema.getItems().getSchema() != null) {

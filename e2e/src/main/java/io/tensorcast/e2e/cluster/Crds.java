@@ -2,6 +2,7 @@ package io.tensorcast.e2e.cluster;
 
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,24 +11,33 @@ import java.util.concurrent.TimeUnit;
 
 /** Installs Tensorcast's CRDs on a cluster the way the demo, benchmarks and tests need them. */
 public final class Crds {
-  /** Where the crds jar carries the generated ModelArtifact CRD. */
+  /** Where the crds jar carries the generated ModelArtifact CRD (with CEL rules). */
   public static final String MODEL_ARTIFACT_RESOURCE =
       "META-INF/fabric8/" + ModelArtifact.CRD_NAME + "-v1.yml";
+
+  /** The same CRD without CEL rules, for API servers before 1.25. */
+  public static final String MODEL_ARTIFACT_RESOURCE_WITHOUT_CEL =
+      "META-INF/fabric8/"
+          + ModelArtifact.CRD_NAME
+          + "-v1"
+          + TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX
+          + ".yml";
 
   private Crds() {}
 
   /**
    * Server-side applies the generated ModelArtifact CRD and waits (at most 30 s) until it is {@code
-   * Established}. Conditions may be absent for a moment after an apply; that is waited out.
+   * Established}. Conditions may be absent for a moment after an apply; that is waited out. An API
+   * server before 1.25 gets the variant without CEL rules: it refuses {@code
+   * x-kubernetes-validations} in a server-side apply.
    *
    * @throws IllegalStateException if the CRD YAML is not on the classpath
    */
   public static CustomResourceDefinition applyModelArtifact(KubernetesClient client) {
-    try (InputStream in =
-        ModelArtifact.class.getClassLoader().getResourceAsStream(MODEL_ARTIFACT_RESOURCE)) {
+    String resource = resourceFor(client);
+    try (InputStream in = ModelArtifact.class.getClassLoader().getResourceAsStream(resource)) {
       if (in == null) {
-        throw new IllegalStateException(
-            MODEL_ARTIFACT_RESOURCE + " is not on the classpath (crds jar)");
+        throw new IllegalStateException(resource + " is not on the classpath (crds jar)");
       }
       CustomResourceDefinition crd =
           client.apiextensions().v1().customResourceDefinitions().load(in).item();
@@ -41,6 +51,14 @@ public final class Crds {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** The CRD file for {@code client}'s API server: with CEL rules from 1.25 on. */
+  public static String resourceFor(KubernetesClient client) {
+    String minor = client.getKubernetesVersion().getMinor().replaceAll("[^0-9]", "");
+    return Integer.parseInt(minor) >= TensorcastConstants.CEL_MINOR_VERSION
+        ? MODEL_ARTIFACT_RESOURCE
+        : MODEL_ARTIFACT_RESOURCE_WITHOUT_CEL;
   }
 
   /** Whether the CRD reports {@code Established=True}. */

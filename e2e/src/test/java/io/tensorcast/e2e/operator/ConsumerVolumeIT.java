@@ -380,6 +380,7 @@ class ConsumerVolumeIT {
     SourceSpec s = new SourceSpec();
     s.setUri(uri);
     s.setEndpoint(env.s3.endpoint().toString());
+    s.setInsecureEndpoint(true); // S3Mock on loopback: plain http
     s.setRegion(S3MockServer.REGION);
     s.setPathStyle(true);
     s.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));

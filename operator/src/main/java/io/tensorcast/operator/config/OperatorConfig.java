@@ -6,6 +6,7 @@ import io.tensorcast.operator.validation.EndpointAllowlist;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -65,14 +66,34 @@ import java.util.function.Function;
  *   <li>{@code TENSORCAST_OPERATOR_NAMESPACE} ({@code tensorcast.operatorNamespace}): the
  *       operator's own namespace (the chart sets it from the downward API); the NetworkPolicies
  *       admit the control port from operator pods of this namespace only. Absent: operator pods of
- *       any namespace. data-plane pods mount and require as a bearer token on {@code /status}.
- *       Absent: no token. the same token for the operator's own {@code /status} calls (mount the
- *       Secret there).
+ *       any namespace.
  *   <li>{@code TENSORCAST_FORMAT_LIMITS} ({@code tensorcast.formatLimits}): bounds of the data
  *       plane's format readers, passed to every data-plane pod as {@code --name=value} flags:
  *       {@code name=value} pairs separated by commas, e.g. {@code
  *       max-tensors=2000000,max-header-bytes=200Mi} (names: {@link FormatLimitFlags#NAMES}).
  *       Default: none, the data plane's defaults apply.
+ *   <li>{@code TENSORCAST_HEALTH_PORT} ({@code tensorcast.healthPort}): TCP port of the operator's
+ *       probes {@code GET /healthz} and {@code GET /readyz}; 0 turns them off. Default {@value
+ *       #DEFAULT_HEALTH_PORT}.
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_LEASE} ({@code tensorcast.leaderElection.lease}): name of
+ *       the {@code coordination.k8s.io} Lease the operator replicas elect a leader with; only the
+ *       leader reconciles. Absent: no leader election (run one replica).
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_NAMESPACE} ({@code tensorcast.leaderElection.namespace}):
+ *       namespace of that Lease. Absent: the namespace of the operator's service account (in a pod,
+ *       its own namespace).
+ *   <li>{@code TENSORCAST_LEADER_ELECTION_LEASE_DURATION} ({@code
+ *       tensorcast.leaderElection.leaseDuration}): how long a Lease not renewed stays the leader's;
+ *       a standby takes over at most this long after the leader stopped renewing. Renew deadline is
+ *       2/3 of it, retry period 2/15 of it. Default 15 s (10 s, 2 s).
+ *   <li>{@code TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS} ({@code
+ *       tensorcast.dataplane.imagePullSecrets}): comma-separated names of Secrets of type {@code
+ *       kubernetes.io/dockerconfigjson} the data-plane pods pull their image with; each must exist
+ *       in every ModelArtifact's namespace. Default none.
+ *   <li>{@code TENSORCAST_DATAPLANE_PRIORITY_CLASS} ({@code tensorcast.dataplane.priorityClass}):
+ *       PriorityClass of the data-plane pods. Default none (the cluster's default priority).
+ *   <li>{@code TENSORCAST_DATAPLANE_CPU_REQUEST} ({@code tensorcast.dataplane.cpuRequest}): CPU
+ *       request of the data-plane container, a Kubernetes quantity such as {@code 500m}; no CPU
+ *       limit is set (loading is bursty). Default none.
  * </ul>
  *
  * @param dataPlaneImage image reference of the data-plane container
@@ -91,6 +112,9 @@ import java.util.function.Function;
  * @param networkPolicy whether a NetworkPolicy is created per ModelArtifact
  * @param operatorNamespace the operator's namespace, if known
  * @param formatLimits format-reader bounds for the data-plane pods, flag name → value, sorted
+ * @param healthPort operator's probe port, 0 (off) or 1-65535
+ * @param leaderElection Lease settings, or empty for no leader election
+ * @param dataPlanePod pull secrets, priority class and CPU request of the data-plane pods
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -108,7 +132,10 @@ public record OperatorConfig(
     long dataPlaneUser,
     boolean networkPolicy,
     Optional<String> operatorNamespace,
-    Map<String, String> formatLimits) {
+    Map<String, String> formatLimits,
+    int healthPort,
+    Optional<LeaderElection> leaderElection,
+    DataPlanePodSettings dataPlanePod) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -116,6 +143,91 @@ public record OperatorConfig(
   public static final int DEFAULT_METRICS_PORT = 8080;
   public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
   public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
+  public static final int DEFAULT_HEALTH_PORT = 8081;
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(15);
+
+  /** Kubernetes object names (DNS-1123 subdomain, RFC 1123), at most 253 characters. */
+  private static final java.util.regex.Pattern OBJECT_NAME =
+      java.util.regex.Pattern.compile(
+          "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+
+  /**
+   * Leader election among operator replicas through a {@code coordination.k8s.io/v1} Lease.
+   *
+   * @param lease name of the Lease, a DNS-1123 subdomain
+   * @param namespace namespace of the Lease; empty for the service account's namespace
+   * @param leaseDuration how long a Lease not renewed stays the holder's, positive
+   * @param identity this replica's holder identity; empty for {@code HOSTNAME} or a random UUID
+   */
+  public record LeaderElection(
+      String lease, Optional<String> namespace, Duration leaseDuration, Optional<String> identity) {
+    public LeaderElection {
+      Objects.requireNonNull(lease, "lease");
+      Objects.requireNonNull(namespace, "namespace");
+      Objects.requireNonNull(leaseDuration, "leaseDuration");
+      Objects.requireNonNull(identity, "identity");
+      objectName("TENSORCAST_LEADER_ELECTION_LEASE", lease);
+      namespace.ifPresent(n -> objectName("TENSORCAST_LEADER_ELECTION_NAMESPACE", n));
+      if (leaseDuration.compareTo(Duration.ofSeconds(1)) < 0) {
+        throw new IllegalArgumentException(
+            "lease duration "
+                + leaseDuration
+                + " is shorter than 1 s (TENSORCAST_LEADER_ELECTION_LEASE_DURATION)");
+      }
+    }
+
+    /** How long the leader keeps trying to renew before it gives up: 2/3 of the lease. */
+    public Duration renewDeadline() {
+      return leaseDuration.multipliedBy(2).dividedBy(3);
+    }
+
+    /** How often candidates try to acquire and the leader to renew: 2/15 of the lease. */
+    public Duration retryPeriod() {
+      return leaseDuration.multipliedBy(2).dividedBy(15);
+    }
+  }
+
+  /**
+   * What the data-plane pods get besides the artifact's own needs.
+   *
+   * @param imagePullSecrets names of pull Secrets, in every artifact's namespace; may be empty
+   * @param priorityClassName PriorityClass of the pods, if any
+   * @param cpuRequest CPU request of the data-plane container (a quantity such as 500m), if any
+   */
+  public record DataPlanePodSettings(
+      List<String> imagePullSecrets,
+      Optional<String> priorityClassName,
+      Optional<Quantity> cpuRequest) {
+    public DataPlanePodSettings {
+      imagePullSecrets = List.copyOf(imagePullSecrets);
+      Objects.requireNonNull(priorityClassName, "priorityClassName");
+      Objects.requireNonNull(cpuRequest, "cpuRequest");
+      imagePullSecrets.forEach(n -> objectName("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", n));
+      priorityClassName.ifPresent(n -> objectName("TENSORCAST_DATAPLANE_PRIORITY_CLASS", n));
+      cpuRequest.ifPresent(
+          q -> {
+            java.math.BigDecimal cores;
+            try {
+              cores = Quantity.getAmountInBytes(q);
+            } catch (RuntimeException e) {
+              throw new IllegalArgumentException(
+                  "TENSORCAST_DATAPLANE_CPU_REQUEST='"
+                      + q
+                      + "' is not a Kubernetes quantity (e.g. 500m or 2)",
+                  e);
+            }
+            if (cores.signum() <= 0) {
+              throw new IllegalArgumentException(
+                  "TENSORCAST_DATAPLANE_CPU_REQUEST='" + q + "' must be more than 0");
+            }
+          });
+    }
+
+    /** None of the settings. */
+    public static DataPlanePodSettings none() {
+      return new DataPlanePodSettings(List.of(), Optional.empty(), Optional.empty());
+    }
+  }
 
   public static final long DEFAULT_DATAPLANE_USER = 10001;
 
@@ -126,6 +238,8 @@ public record OperatorConfig(
     Objects.requireNonNull(pollInterval, "pollInterval");
     Objects.requireNonNull(readyResync, "readyResync");
     Objects.requireNonNull(statusTimeout, "statusTimeout");
+    Objects.requireNonNull(leaderElection, "leaderElection");
+    Objects.requireNonNull(dataPlanePod, "dataPlanePod");
     Objects.requireNonNull(masterKeyFile, "masterKeyFile");
     Objects.requireNonNull(allowedEndpoints, "allowedEndpoints");
     Objects.requireNonNull(operatorNamespace, "operatorNamespace");
@@ -162,6 +276,16 @@ public record OperatorConfig(
           "metrics port "
               + metricsPort
               + " is outside 0 (off) and 1-65535 (TENSORCAST_METRICS_PORT)");
+    }
+    if (healthPort < 0 || healthPort > 65535) {
+      throw new IllegalArgumentException(
+          "health port " + healthPort + " is outside 0 (off) and 1-65535 (TENSORCAST_HEALTH_PORT)");
+    }
+    if (healthPort != 0 && healthPort == metricsPort) {
+      throw new IllegalArgumentException(
+          "health port and metrics port are both "
+              + healthPort
+              + "; they must differ (TENSORCAST_HEALTH_PORT, TENSORCAST_METRICS_PORT)");
     }
     if (!storeRoot.startsWith("/")) {
       throw new IllegalArgumentException(
@@ -217,7 +341,18 @@ public record OperatorConfig(
           Map.entry("TENSORCAST_DATAPLANE_USER", "tensorcast.dataplaneUser"),
           Map.entry("TENSORCAST_NETWORK_POLICY", "tensorcast.networkPolicy"),
           Map.entry("TENSORCAST_OPERATOR_NAMESPACE", "tensorcast.operatorNamespace"),
-          Map.entry("TENSORCAST_FORMAT_LIMITS", "tensorcast.formatLimits"));
+          Map.entry("TENSORCAST_FORMAT_LIMITS", "tensorcast.formatLimits"),
+          Map.entry("TENSORCAST_HEALTH_PORT", "tensorcast.healthPort"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_LEASE", "tensorcast.leaderElection.lease"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_NAMESPACE", "tensorcast.leaderElection.namespace"),
+          Map.entry(
+              "TENSORCAST_LEADER_ELECTION_LEASE_DURATION",
+              "tensorcast.leaderElection.leaseDuration"),
+          Map.entry("TENSORCAST_LEADER_ELECTION_IDENTITY", "tensorcast.leaderElection.identity"),
+          Map.entry(
+              "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "tensorcast.dataplane.imagePullSecrets"),
+          Map.entry("TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast.dataplane.priorityClass"),
+          Map.entry("TENSORCAST_DATAPLANE_CPU_REQUEST", "tensorcast.dataplane.cpuRequest"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -265,7 +400,42 @@ public record OperatorConfig(
             .map(v -> bool("TENSORCAST_NETWORK_POLICY", v))
             .orElse(true),
         get.apply("TENSORCAST_OPERATOR_NAMESPACE"),
-        formatLimits(get.apply("TENSORCAST_FORMAT_LIMITS").orElse(null)));
+        formatLimits(get.apply("TENSORCAST_FORMAT_LIMITS").orElse(null)),
+        get.apply("TENSORCAST_HEALTH_PORT")
+            .map(v -> parseInt("TENSORCAST_HEALTH_PORT", v))
+            .orElse(DEFAULT_HEALTH_PORT),
+        get.apply("TENSORCAST_LEADER_ELECTION_LEASE")
+            .map(
+                lease ->
+                    new LeaderElection(
+                        lease,
+                        get.apply("TENSORCAST_LEADER_ELECTION_NAMESPACE"),
+                        get.apply("TENSORCAST_LEADER_ELECTION_LEASE_DURATION")
+                            .map(v -> duration("TENSORCAST_LEADER_ELECTION_LEASE_DURATION", v))
+                            .orElse(DEFAULT_LEASE_DURATION),
+                        get.apply("TENSORCAST_LEADER_ELECTION_IDENTITY"))),
+        new DataPlanePodSettings(
+            get.apply("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS")
+                .map(
+                    v ->
+                        java.util.Arrays.stream(v.split(","))
+                            .map(String::strip)
+                            .filter(n -> !n.isEmpty())
+                            .toList())
+                .orElse(List.of()),
+            get.apply("TENSORCAST_DATAPLANE_PRIORITY_CLASS"),
+            get.apply("TENSORCAST_DATAPLANE_CPU_REQUEST").map(Quantity::new)));
+  }
+
+  private static void objectName(String variable, String value) {
+    if (value.length() > 253 || !OBJECT_NAME.matcher(value).matches()) {
+      throw new IllegalArgumentException(
+          variable
+              + "='"
+              + value
+              + "' is not a Kubernetes object name (lowercase letters, digits, '-' and '.',"
+              + " at most 253 characters)");
+    }
   }
 
   /** A copy with another data-plane image. */
@@ -286,7 +456,10 @@ public record OperatorConfig(
         dataPlaneUser,
         networkPolicy,
         operatorNamespace,
-        formatLimits);
+        formatLimits,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
   }
 
   /** A copy with another memory overhead. */
@@ -307,7 +480,10 @@ public record OperatorConfig(
         dataPlaneUser,
         networkPolicy,
         operatorNamespace,
-        formatLimits);
+        formatLimits,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
   }
 
   /** A copy with another endpoint allowlist. */
@@ -328,7 +504,34 @@ public record OperatorConfig(
         dataPlaneUser,
         networkPolicy,
         operatorNamespace,
-        formatLimits);
+        formatLimits,
+        healthPort,
+        leaderElection,
+        dataPlanePod);
+  }
+
+  /** A copy with other leader-election settings (empty: none). */
+  public OperatorConfig withLeaderElection(Optional<LeaderElection> election) {
+    return new OperatorConfig(
+        dataPlaneImage,
+        imagePullPolicy,
+        controlPort,
+        peerPort,
+        metricsPort,
+        storeRoot,
+        memoryOverheadBytes,
+        pollInterval,
+        readyResync,
+        statusTimeout,
+        masterKeyFile,
+        allowedEndpoints,
+        dataPlaneUser,
+        networkPolicy,
+        operatorNamespace,
+        formatLimits,
+        healthPort,
+        election,
+        dataPlanePod);
   }
 
   private static EndpointAllowlist allowlist(String name, String value) {

@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.EnvVarBuilder;
+import io.fabric8.kubernetes.api.model.LocalObjectReference;
 import io.fabric8.kubernetes.api.model.NodeSelectorRequirementBuilder;
 import io.fabric8.kubernetes.api.model.NodeSelectorTerm;
 import io.fabric8.kubernetes.api.model.NodeSelectorTermBuilder;
@@ -63,6 +64,8 @@ import java.util.OptionalLong;
  *       {@code spec.source.credentialsSecretRef} (the operator never reads the Secret), and {@code
  *       AWS_EC2_METADATA_DISABLED=true} so that an artifact without credentials cannot borrow the
  *       node's instance role.
+ *   <li>Image pull Secrets, PriorityClass and a CPU request (no CPU limit) from {@link
+ *       OperatorConfig#dataPlanePod()} when set.
  *   <li>Memory request = limit = {@link #memoryRequestBytes}: the artifact's size plus the
  *       operator's overhead once the size is known. Before that (the first pod, which resolves the
  *       source): {@code spec.memory.limit} plus the overhead when a limit is set (the artifact
@@ -151,14 +154,17 @@ public final class DataPlanePod {
     long memory = memoryRequestBytes(spec, totalBytes, config.memoryOverheadBytes());
     boolean rdma = usesRdma(spec, node);
 
-    Map<String, Quantity> requests = new LinkedHashMap<>();
-    requests.put("memory", ByteSize.quantity(memory));
+    Map<String, Quantity> limits = new LinkedHashMap<>();
+    limits.put("memory", ByteSize.quantity(memory));
     if (rdma) {
-      requests.put(TensorcastConstants.RDMA_RESOURCE, new Quantity("1"));
+      limits.put(TensorcastConstants.RDMA_RESOURCE, new Quantity("1"));
     }
+    Map<String, Quantity> requests = new LinkedHashMap<>();
+    config.dataPlanePod().cpuRequest().ifPresent(cpu -> requests.put("cpu", cpu));
+    requests.putAll(limits);
     ResourceRequirements resources = new ResourceRequirements();
     resources.setRequests(requests);
-    resources.setLimits(new LinkedHashMap<>(requests));
+    resources.setLimits(limits);
 
     String storeRoot = storeRoot(artifact, config);
     List<VolumeMount> mounts = new ArrayList<>();
@@ -258,10 +264,14 @@ public final class DataPlanePod {
             ? List.of()
             : spec.getPlacement().getTolerations();
 
+    OperatorConfig.DataPlanePodSettings extra = config.dataPlanePod();
     PodSpec podSpec =
         new io.fabric8.kubernetes.api.model.PodSpecBuilder()
             .withInitContainers(storeOwner(config, storeRoot))
             .withContainers(container)
+            .withImagePullSecrets(
+                extra.imagePullSecrets().stream().map(n -> new LocalObjectReference(n)).toList())
+            .withPriorityClassName(extra.priorityClassName().orElse(null))
             .withVolumes(volumes)
             .withNewSecurityContext()
             .withRunAsNonRoot(true)

@@ -566,6 +566,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
    */
   private UpdateControl<ModelArtifact> patchIfChanged(
       ModelArtifact artifact, ModelArtifactStatus status, Context<ModelArtifact> context) {
+    metrics.status(
+        artifact.getMetadata().getNamespace(),
+        artifact.getMetadata().getName(),
+        artifact.getSpec() == null || DataPlanePod.peerToPeer(artifact.getSpec()),
+        status);
     if (Objects.equals(artifact.getStatus(), status)) {
       return UpdateControl.noUpdate();
     }

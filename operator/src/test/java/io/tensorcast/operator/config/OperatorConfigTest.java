@@ -3,6 +3,7 @@ package io.tensorcast.operator.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.fabric8.kubernetes.api.model.Quantity;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -105,6 +106,78 @@ class OperatorConfigTest {
     assertThatThrownBy(
             () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_METRICS_PORT", "70000")::get))
         .hasMessageContaining("(TENSORCAST_METRICS_PORT)");
+  }
+
+  @Test
+  void healthPortLeaderElectionAndDataPlanePodSettings() {
+    OperatorConfig defaults = OperatorConfig.defaults();
+    assertThat(defaults.healthPort()).isEqualTo(8081);
+    assertThat(defaults.leaderElection()).isEmpty();
+    assertThat(defaults.dataPlanePod()).isEqualTo(OperatorConfig.DataPlanePodSettings.none());
+
+    OperatorConfig c =
+        OperatorConfig.fromLookup(
+            Map.of(
+                    "TENSORCAST_HEALTH_PORT", "9091",
+                    "TENSORCAST_LEADER_ELECTION_LEASE", "tensorcast-operator",
+                    "TENSORCAST_LEADER_ELECTION_NAMESPACE", "tensorcast",
+                    "TENSORCAST_LEADER_ELECTION_LEASE_DURATION", "PT3S",
+                    "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "a,b",
+                    "TENSORCAST_DATAPLANE_PRIORITY_CLASS", "high",
+                    "TENSORCAST_DATAPLANE_CPU_REQUEST", "2")
+                ::get);
+
+    assertThat(c.healthPort()).isEqualTo(9091);
+    OperatorConfig.LeaderElection le = c.leaderElection().orElseThrow();
+    assertThat(le.lease()).isEqualTo("tensorcast-operator");
+    assertThat(le.namespace()).contains("tensorcast");
+    assertThat(le.leaseDuration()).isEqualTo(Duration.ofSeconds(3));
+    assertThat(le.renewDeadline()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(le.retryPeriod()).isEqualTo(Duration.ofMillis(400));
+    assertThat(OperatorConfig.DEFAULT_LEASE_DURATION.multipliedBy(2).dividedBy(15))
+        .as("retry period of the default lease, JOSDK's default")
+        .isEqualTo(Duration.ofSeconds(2));
+    assertThat(c.dataPlanePod().imagePullSecrets()).containsExactly("a", "b");
+    assertThat(c.dataPlanePod().priorityClassName()).contains("high");
+    assertThat(c.dataPlanePod().cpuRequest()).contains(new Quantity("2"));
+  }
+
+  @Test
+  void badHealthLeaseAndPodSettingsNameTheVariable() {
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of("TENSORCAST_HEALTH_PORT", "8080", "TENSORCAST_METRICS_PORT", "8080")
+                        ::get))
+        .hasMessageContaining("health port and metrics port are both 8080");
+    assertThatThrownBy(
+            () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_HEALTH_PORT", "abc")::get))
+        .hasMessageContaining("TENSORCAST_HEALTH_PORT='abc' is not an integer");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of("TENSORCAST_LEADER_ELECTION_LEASE", "Not_A_Name")::get))
+        .hasMessageContaining("TENSORCAST_LEADER_ELECTION_LEASE='Not_A_Name'");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of(
+                            "TENSORCAST_LEADER_ELECTION_LEASE", "l",
+                            "TENSORCAST_LEADER_ELECTION_LEASE_DURATION", "PT0.5S")
+                        ::get))
+        .hasMessageContaining("shorter than 1 s (TENSORCAST_LEADER_ELECTION_LEASE_DURATION)");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(
+                    Map.of("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "ok,Bad Name")::get))
+        .hasMessageContaining("TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS='Bad Name'");
+    assertThatThrownBy(
+            () ->
+                OperatorConfig.fromLookup(Map.of("TENSORCAST_DATAPLANE_CPU_REQUEST", "lots")::get))
+        .hasMessageContaining("TENSORCAST_DATAPLANE_CPU_REQUEST='lots'");
+    assertThatThrownBy(
+            () -> OperatorConfig.fromLookup(Map.of("TENSORCAST_DATAPLANE_CPU_REQUEST", "0")::get))
+        .hasMessageContaining("must be more than 0");
   }
 
   @Test

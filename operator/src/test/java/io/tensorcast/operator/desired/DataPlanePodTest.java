@@ -147,6 +147,36 @@ class DataPlanePodTest {
     assertThat(PodPlanTestAccess.memoryRequest(p)).isEqualTo(expected);
   }
 
+  @Test
+  void pullSecretsPriorityClassAndCpuRequestComeFromTheOperatorsSettings() {
+    OperatorConfig config =
+        OperatorConfig.fromLookup(
+            Map.of(
+                    "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "regcred, mirror-cred",
+                    "TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast-dataplane",
+                    "TENSORCAST_DATAPLANE_CPU_REQUEST", "500m")
+                ::get);
+
+    Pod p = DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config, KEY_ID);
+
+    assertThat(p.getSpec().getImagePullSecrets())
+        .extracting(r -> r.getName())
+        .containsExactly("regcred", "mirror-cred");
+    assertThat(p.getSpec().getPriorityClassName()).isEqualTo("tensorcast-dataplane");
+    assertThat(container(p).getResources().getRequests())
+        .containsEntry("cpu", new Quantity("500m"))
+        .containsEntry("memory", ByteSize.quantity(GI + 256 * MI));
+    assertThat(container(p).getResources().getLimits()).doesNotContainKey("cpu");
+    // The settings are part of the pod spec: an operator given new ones replaces its pods.
+    Pod plain =
+        DataPlanePod.desired(s3Artifact(), RDMA_NODE, OptionalLong.of(GI), config(), KEY_ID);
+    assertThat(p.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH))
+        .isNotEqualTo(plain.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_SPEC_HASH));
+    assertThat(plain.getSpec().getImagePullSecrets()).isEmpty();
+    assertThat(plain.getSpec().getPriorityClassName()).isNull();
+    assertThat(container(plain).getResources().getRequests()).doesNotContainKey("cpu");
+  }
+
   static Stream<Arguments> rdma() {
     return Stream.of(
         Arguments.of(RdmaPolicy.Required, RDMA_NODE, true),

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.tensorcast.api.v1alpha1.ArtifactPhase;
+import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -41,5 +43,37 @@ class ArtifactMetricsTest {
 
     metrics.remove("team-a", "llama");
     assertThat(registry.scrape()).doesNotContain("llama").contains("qwen");
+  }
+
+  @Test
+  void sizeAndPhaseGaugesFollowTheStatusAndGoWithTheArtifact() {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    ArtifactMetrics metrics = new ArtifactMetrics(registry);
+    ModelArtifactStatus status = new ModelArtifactStatus();
+    status.setPhase(ArtifactPhase.Loading);
+    status.setTotalBytes(2048L);
+
+    metrics.status("team-a", "llama", true, status);
+    status.setPhase(ArtifactPhase.Failed);
+    metrics.status("team-a", "llama", false, status);
+
+    String scrape = registry.scrape();
+    assertThat(scrape)
+        .contains(
+            "tensorcast_operator_artifact_size_bytes{name=\"llama\",namespace=\"team-a\"} 2048.0")
+        .contains(
+            "tensorcast_operator_artifact_phase{name=\"llama\",namespace=\"team-a\",phase=\"Failed\"}"
+                + " 1.0")
+        .contains(
+            "tensorcast_operator_artifact_phase{name=\"llama\",namespace=\"team-a\",phase=\"Loading\"}"
+                + " 0.0");
+    assertThat(scrape)
+        .contains(
+            "tensorcast_operator_artifact_peer_to_peer{name=\"llama\",namespace=\"team-a\"} 0.0");
+    assertThat(scrape.lines().filter(l -> l.startsWith("tensorcast_operator_artifact_phase{")))
+        .hasSize(ArtifactPhase.values().length);
+
+    metrics.remove("team-a", "llama");
+    assertThat(registry.scrape()).doesNotContain("llama");
   }
 }

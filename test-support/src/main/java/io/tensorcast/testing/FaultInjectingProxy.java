@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A plain HTTP/1.1 forwarding proxy on a real {@link ServerSocket} (127.0.0.1, random port) in
- * front of an upstream server, with programmable faults — the failures of PITFALLS #2 made on
+ * front of an upstream server, with programmable faults — the failures of ranged reads made on
  * demand:
  *
  * <ul>

@@ -48,8 +48,7 @@ import java.util.regex.Pattern;
  *   <li><b>Resolve once.</b> {@code GET {endpoint}/api/models/{repo}/revision/{rev}} (the revision
  *       URL-encoded as one path segment, so {@code refs/pr/1} is {@code refs%2Fpr%2F1}) gives the
  *       commit {@code sha}. Everything after uses that sha, never the branch, so a branch that
- *       moves during a load cannot mix two commits (PITFALLS #3). {@link #resolvedRevision()}
- *       returns it.
+ *       moves during a load cannot mix two commits. {@link #resolvedRevision()} returns it.
  *   <li><b>List.</b> {@code GET /api/models/{repo}/tree/{sha}[/{subdir}]?recursive=true}, following
  *       {@code Link: <…>; rel="next"} pages on the same origin. Files only; each has a {@code size}
  *       and, when stored in LFS, {@code lfs.oid} — the SHA-256 of the content, which becomes {@link

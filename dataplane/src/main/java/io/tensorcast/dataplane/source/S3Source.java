@@ -231,7 +231,10 @@ public final class S3Source implements ArtifactSource {
     return new RangeStream(in, length);
   }
 
-  /** The checks of PITFALLS #2: status, Content-Range, length and identity of every response. */
+  /**
+   * The checks of every ranged response: status, Content-Range, length and identity of every
+   * response.
+   */
   private static void checkResponse(
       GetObjectResponse response,
       SourceFile file,

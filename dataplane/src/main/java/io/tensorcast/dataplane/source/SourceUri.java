@@ -13,7 +13,7 @@ import java.util.regex.Pattern;
 /**
  * Where an artifact lives: the {@code spec.source.uri} of a ModelArtifact, parsed and checked.
  *
- * <p>Accepted forms (the seed RFC's source list):
+ * <p>Accepted forms (the unified artifact IO design's source list):
  *
  * <ul>
  *   <li>{@code file:///abs/dir} (or {@code file:/abs/dir}), or a plain path {@code /abs/dir} or

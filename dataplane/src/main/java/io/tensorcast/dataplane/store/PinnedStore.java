@@ -47,17 +47,17 @@ import org.slf4j.LoggerFactory;
  * use} with {@link InsufficientMemoryException} before it creates anything; {@link #unload} returns
  * the bytes.
  *
- * <p><b>Start (PITFALLS 5: clean up on start).</b> Opening a store scans its root. An artifact is
- * <em>adopted</em> — re-mapped, every file's SHA-256 recomputed over the mapping and compared with
- * the state file, locked per the policy, charged to the budget — only if its state file is
- * readable, every file in it is complete, and the directory holds exactly those files (regular
- * files, same sizes, nothing else). Adopting saves reloading a model after a data-plane restart:
- * tmpfs pages outlive the process. Everything else that is the store's is removed: directories
- * named like an artifact id without a state file or with any incomplete file, state files without a
- * directory, temporary state files, artifacts whose bytes changed, artifacts that cannot be locked
- * under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit,
- * adopted in id order. Entries that are not directories named like an artifact id are left alone
- * and reported. {@link #recovery()} lists every decision.
+ * <p><b>Start: clean up.</b> Opening a store scans its root. An artifact is <em>adopted</em> —
+ * re-mapped, every file's SHA-256 recomputed over the mapping and compared with the state file,
+ * locked per the policy, charged to the budget — only if its state file is readable, every file in
+ * it is complete, and the directory holds exactly those files (regular files, same sizes, nothing
+ * else). Adopting saves reloading a model after a data-plane restart: tmpfs pages outlive the
+ * process. Everything else that is the store's is removed: directories named like an artifact id
+ * without a state file or with any incomplete file, state files without a directory, temporary
+ * state files, artifacts whose bytes changed, artifacts that cannot be locked under {@link
+ * LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit, adopted in id
+ * order. Entries that are not directories named like an artifact id are left alone and reported.
+ * {@link #recovery()} lists every decision.
  *
  * <p><b>Memory accounting.</b> tmpfs pages are charged to the memory cgroup of the process that
  * first touches them and outlive it, and deleting a file that is still mapped frees nothing; so

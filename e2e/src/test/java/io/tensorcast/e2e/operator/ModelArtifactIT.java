@@ -164,7 +164,7 @@ class ModelArtifactIT {
       assertStoreHolds(n, ready, files);
     }
 
-    // In steady state the operator writes nothing (PITFALLS 6), though it looks every 5 s.
+    // In steady state the operator writes nothing, though it looks every 5 s.
     String version = ready.getMetadata().getResourceVersion();
     await()
         .during(Duration.ofSeconds(7))
@@ -216,10 +216,10 @@ class ModelArtifactIT {
   }
 
   /**
-   * Issue 6: three nodes load one artifact as a swarm. Every byte leaves the source about once
-   * (counted by a proxy in front of the S3 server), the status says how many bytes each node got
-   * from the source and from peers, every pod applied the operator's membership, and every store is
-   * byte-identical to the source.
+   * Three nodes load one artifact as a swarm. Every byte leaves the source about once (counted by a
+   * proxy in front of the S3 server), the status says how many bytes each node got from the source
+   * and from peers, every pod applied the operator's membership, and every store is byte-identical
+   * to the source.
    */
   @Test
   void peerToPeerReadsEachByteFromTheSourceAboutOnce() throws Exception {

@@ -11,7 +11,7 @@ import java.util.List;
  * Builds a status's conditions the Kubernetes way: one entry per type, in a fixed order, each with
  * {@code observedGeneration}, and a {@code lastTransitionTime} that changes only when the
  * condition's {@code status} changes (the time is kept from the previous status otherwise), so that
- * an unchanged world produces an unchanged status (PITFALLS 6).
+ * an unchanged world produces an unchanged status.
  */
 final class ConditionSet {
   /** Longest message kept; longer ones are cut with an ellipsis. */

@@ -37,7 +37,7 @@ import java.util.Set;
  * Turns what the operator observed — the artifact's pods, what each pod reported on {@code GET
  * /status}, the node selection and any failure — into the ModelArtifact's status. Pure and
  * deterministic: the same observations and previous status give an equal status, so in steady state
- * the operator writes nothing (PITFALLS 6). This class owns the conditions.
+ * the operator writes nothing. This class owns the conditions.
  *
  * <p>Phase: {@code Failed} on a failure (invalid spec, no node with enough memory, a pod reporting
  * {@code Failed}); {@code Ready} when {@code replicas} up-to-date pods of the current generation
@@ -56,7 +56,7 @@ import java.util.Set;
  * reason goes on the {@code Ready=False} condition (on {@code Resolved=False} too before the size
  * is known) and the pod's node entry, with the message {@linkplain
  * DataPlaneStatus#withoutRetryCountdown without its countdown}, so the status changes once per
- * attempt, not on every poll (PITFALLS 6).
+ * attempt, not on every poll.
  */
 public final class StatusAggregator {
 

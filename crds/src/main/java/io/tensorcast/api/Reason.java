@@ -80,6 +80,11 @@ public enum Reason {
   ArtifactTooLarge,
   /** The source lists no file the filters keep. */
   EmptyArtifact,
+  /**
+   * Rank files of a TP shard layout without their {@code manifest.json}: a save that writes the
+   * manifest last is in progress (or failed). Transient.
+   */
+  IncompleteArtifact(true),
 
   // ---- the artifact's bytes
 

@@ -86,6 +86,12 @@ public final class TensorcastConstants {
   public static final String SECRET_ADMIN_TOKEN = "admin-token";
 
   /**
+   * Key of the artifact Secret holding the write token of a written artifact's put API (the unix
+   * socket its writer pods reach on their node): writer pods take it, nothing else accepts it.
+   */
+  public static final String SECRET_WRITE_TOKEN = "write-token";
+
+  /**
    * Prefix of the pod label that admits a pod to a ModelArtifact's control port: a pod of the
    * artifact's namespace labelled {@code consumer.tensorcast.io/<artifact name>: "true"} may reach
    * its data-plane pods on the control port (the operator's NetworkPolicy); it still needs the read

@@ -12,7 +12,8 @@ class ReasonTest {
   @Test
   void onlySourceOutagesAndThrottlingAreTransient() {
     assertThat(Arrays.stream(Reason.values()).filter(Reason::isTransient))
-        .containsExactlyInAnyOrder(Reason.SourceUnavailable, Reason.Throttled);
+        .containsExactlyInAnyOrder(
+            Reason.SourceUnavailable, Reason.Throttled, Reason.IncompleteArtifact);
   }
 
   @Test

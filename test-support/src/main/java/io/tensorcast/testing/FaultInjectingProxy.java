@@ -108,6 +108,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private volatile boolean ignoreRange;
   private volatile Duration delay = Duration.ZERO;
   private volatile java.util.function.Predicate<RecordedRequest> counted = r -> true;
+  private volatile java.util.function.BiPredicate<String, String> failWhich = (m, t) -> true;
 
   /** Starts forwarding {@code 127.0.0.1:<port()>} to {@code upstream} (an http:// URI). */
   public FaultInjectingProxy(URI upstream) throws IOException {
@@ -162,6 +163,16 @@ public final class FaultInjectingProxy implements AutoCloseable {
     return this;
   }
 
+  /**
+   * As {@link #failRequests}, but only requests whose method and target (path and query) match
+   * {@code which} are failed (and counted); the others are forwarded.
+   */
+  public FaultInjectingProxy failRequestsMatching(
+      java.util.function.BiPredicate<String, String> which, int status, int count) {
+    failWhich = which;
+    return failRequests(status, count, null);
+  }
+
   /** Forwards GETs without their {@code Range} header while on. */
   public FaultInjectingProxy ignoreRange(boolean on) {
     this.ignoreRange = on;
@@ -202,6 +213,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   public FaultInjectingProxy reset() {
     cutsLeft.set(0);
     failuresLeft.set(0);
+    failWhich = (m, t) -> true;
     ignoreRange = false;
     delay = Duration.ZERO;
     bodyBytesPerSecond = 0;
@@ -340,7 +352,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
         return;
       }
     }
-    if (takeOne(failuresLeft)) {
+    if (failWhich.test(method, requestLine[1]) && takeOne(failuresLeft)) {
       finished.run();
       int status = failureStatus.get();
       String code =

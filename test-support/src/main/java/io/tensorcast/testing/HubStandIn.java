@@ -65,6 +65,29 @@ import java.util.regex.Pattern;
  * <p>CDN route: {@code GET /lfs/{sha256}?…} with {@code Range}; like a presigned object-store URL
  * it refuses requests that carry an {@code Authorization} header (400).
  *
+ * <p>Upload routes, as the {@code huggingface_hub} client's {@code create_commit} uses them (a
+ * repository written to needs a write token: {@link Repo#writableWithToken}; without a token 401,
+ * with another one 403):
+ *
+ * <ul>
+ *   <li>{@code POST /api/models/{org}/{repo}/preupload/{rev}} {@code {"files": [{"path", "sample",
+ *       "size"}]}} → {@code {"files": [{"path", "uploadMode": "lfs"|"regular", "shouldIgnore":
+ *       false}]}}: {@code *.safetensors} and files over 10 MB go to LFS.
+ *   <li>{@code POST /{org}/{repo}.git/info/lfs/objects/batch} (git-lfs batch API, {@code
+ *       application/vnd.git-lfs+json}, {@code operation: upload}): an object the store has gets no
+ *       {@code actions}; others an {@code upload} action: {@code basic} (one presigned {@code PUT}
+ *       on the CDN) up to {@link #multipart}'s threshold, else {@code multipart} ({@code
+ *       header.chunk_size} and one presigned URL per chunk, {@code "00001"}…, then the {@code href}
+ *       completion URL, {@code POST {"oid", "parts": [{"partNumber", "etag"}]}} without
+ *       Authorization); plus a {@code verify} action.
+ *   <li>CDN {@code PUT /upload/{sha256}[/{part}]?sig=…}: stores the bytes (refuses {@code
+ *       Authorization}); a completed multipart object or a basic one must hash to its oid (else
+ *       400).
+ *   <li>{@code POST /api/models/{org}/{repo}/commit/{rev}} ({@code application/x-ndjson}: a {@code
+ *       header}, then {@code file} (base64 content) and {@code lfsFile} (oid, size) lines): one new
+ *       commit on top of the revision with every file, or 400/404 and nothing.
+ * </ul>
+ *
  * <p>Faults ({@link Fault}): N answers of a status with {@code Retry-After}; N bodies cut after K
  * bytes (the connection is dropped); a wrong advertised sha256 for a file (tree {@code lfs.oid} and
  * {@code X-Linked-Etag} both); a wrong {@code X-Linked-Etag} only. Every request is recorded with
@@ -78,6 +101,8 @@ public final class HubStandIn implements AutoCloseable {
   public enum Target {
     /** {@code /api/...} on the Hub. */
     API,
+    /** The git-lfs batch, completion and verify routes on the Hub. */
+    LFS,
     /** {@code /{repo}/resolve/...} on the Hub. */
     RESOLVE,
     /** The LFS CDN host. */
@@ -117,6 +142,7 @@ public final class HubStandIn implements AutoCloseable {
     private final Map<String, String> refs = new ConcurrentHashMap<>();
     private final Map<String, Commit> commits = new ConcurrentHashMap<>();
     private volatile String token;
+    private volatile String writeToken;
     private volatile boolean gated;
 
     private Repo(String id) {
@@ -165,6 +191,31 @@ public final class HubStandIn implements AutoCloseable {
       return this;
     }
 
+    /** Lets requests with {@code Bearer token} commit to the repository (and only them). */
+    public Repo writableWithToken(String token) {
+      this.writeToken = token;
+      return this;
+    }
+
+    /** The bytes of {@code path} at revision {@code rev} (a ref or commit), or null. */
+    public byte[] file(String rev, String path) {
+      String sha = refs.getOrDefault(rev, rev);
+      Commit c = commits.get(sha);
+      Blob b = c == null ? null : c.files.get(path);
+      return b == null ? null : b.bytes.clone();
+    }
+
+    /** The paths at revision {@code rev}. */
+    public Set<String> files(String rev) {
+      Commit c = commits.get(refs.getOrDefault(rev, rev));
+      return c == null ? Set.of() : Set.copyOf(c.files.keySet());
+    }
+
+    /** Number of commits. */
+    public int commits() {
+      return commits.size();
+    }
+
     /** Makes the repository gated: every file read answers 403 GatedRepo. */
     public Repo gated() {
       this.gated = true;
@@ -196,6 +247,11 @@ public final class HubStandIn implements AutoCloseable {
   private final Map<Target, Cut> cuts = new ConcurrentHashMap<>();
   private final List<Request> requests = new CopyOnWriteArrayList<>();
   private final AtomicLong bodyBytes = new AtomicLong();
+  private final AtomicLong uploadedBytes = new AtomicLong();
+  private final Map<String, Map<Integer, byte[]>> parts = new ConcurrentHashMap<>();
+  private final String signature = Long.toHexString(new java.util.Random().nextLong());
+  private volatile long multipartThreshold = 16L << 20;
+  private volatile long chunkSize = 8L << 20;
   private volatile int pageSize = 3;
 
   private HubStandIn() throws IOException {
@@ -237,6 +293,21 @@ public final class HubStandIn implements AutoCloseable {
     }
     repos.put(to, r);
     renamed.put(from, to);
+  }
+
+  /**
+   * LFS uploads larger than {@code threshold} bytes use the multipart transfer with chunks of
+   * {@code chunk} bytes (defaults 16 MiB and 8 MiB).
+   */
+  public HubStandIn multipart(long threshold, long chunk) {
+    this.multipartThreshold = threshold;
+    this.chunkSize = chunk;
+    return this;
+  }
+
+  /** Bytes received by the CDN's upload route (basic and multipart), so far. */
+  public long uploadedBytes() {
+    return uploadedBytes.get();
   }
 
   /** Entries per tree page (default 3, so listings paginate). */
@@ -325,12 +396,20 @@ public final class HubStandIn implements AutoCloseable {
   private void handleHub(HttpExchange x) throws IOException {
     try (x) {
       String raw = x.getRequestURI().getRawPath();
-      Target target = raw.startsWith("/api/") ? Target.API : Target.RESOLVE;
+      Target target =
+          raw.contains(".git/info/lfs/")
+              ? Target.LFS
+              : raw.startsWith("/api/") ? Target.API : Target.RESOLVE;
       record(x, target);
       if (injectFailure(x, target)) {
         return;
       }
-      if (target == Target.API) {
+      if (target == Target.LFS) {
+        lfs(x, raw);
+      } else if (target == Target.API
+          && raw.matches("/api/models/[^/]+/[^/]+/(preupload|commit)/.*")) {
+        upload(x, raw);
+      } else if (target == Target.API) {
         api(x, raw);
       } else {
         resolve(x, raw);
@@ -354,6 +433,10 @@ public final class HubStandIn implements AutoCloseable {
         return;
       }
       String raw = x.getRequestURI().getRawPath();
+      if (raw.startsWith("/upload/") && x.getRequestMethod().equals("PUT")) {
+        cdnUpload(x, raw);
+        return;
+      }
       if (!raw.startsWith("/lfs/")) {
         error(x, 404, null, "no such object");
         return;
@@ -632,6 +715,285 @@ public final class HubStandIn implements AutoCloseable {
     h.set("ETag", '"' + advertisedGitSha1(path, blob) + '"');
     h.set("Content-Type", "text/plain; charset=utf-8");
     sendBytes(x, blob.bytes, Target.RESOLVE);
+  }
+
+  // ---- uploads ----
+
+  private static final Pattern UPLOAD_ROUTE =
+      Pattern.compile("/api/models/([^/]+)/([^/]+)/(preupload|commit)/(.+)");
+
+  /** Resolves the repository of a write route and checks the write token; null when answered. */
+  private Repo writable(HttpExchange x, String org, String name) throws IOException {
+    String id = decode(org) + "/" + decode(name);
+    Repo repo = repos.get(id);
+    String auth = x.getRequestHeaders().getFirst("Authorization");
+    if (auth == null) {
+      error(x, 401, null, "Invalid credentials in Authorization header");
+      return null;
+    }
+    if (repo == null) {
+      error(x, 404, "RepoNotFound", "Repository Not Found for url: " + x.getRequestURI() + ".");
+      return null;
+    }
+    if (repo.writeToken == null || !("Bearer " + repo.writeToken).equals(auth)) {
+      error(
+          x,
+          403,
+          null,
+          "You don't have the rights to create a commit in "
+              + id
+              + ": the token has no write access to it");
+      return null;
+    }
+    return repo;
+  }
+
+  private void upload(HttpExchange x, String raw) throws IOException {
+    Matcher m = UPLOAD_ROUTE.matcher(raw);
+    if (!m.matches() || !x.getRequestMethod().equals("POST")) {
+      error(x, 404, null, "unknown route");
+      return;
+    }
+    Repo repo = writable(x, m.group(1), m.group(2));
+    if (repo == null) {
+      return;
+    }
+    String revision = decode(m.group(4));
+    byte[] body = x.getRequestBody().readAllBytes();
+    if (m.group(3).equals("preupload")) {
+      com.fasterxml.jackson.databind.JsonNode req = JSON.readTree(body);
+      ObjectNode out = JSON.createObjectNode();
+      ArrayNode files = out.putArray("files");
+      for (com.fasterxml.jackson.databind.JsonNode f : req.path("files")) {
+        String path = f.path("path").asText();
+        boolean lfs = path.endsWith(".safetensors") || f.path("size").asLong() > 10_000_000L;
+        files
+            .addObject()
+            .put("path", path)
+            .put("uploadMode", lfs ? "lfs" : "regular")
+            .put("shouldIgnore", false);
+      }
+      sendJson(x, out, null);
+      return;
+    }
+    String parent = repo.refs.get(revision);
+    if (parent == null) {
+      error(x, 404, "RevisionNotFound", "Invalid rev id: " + revision);
+      return;
+    }
+    if (!"application/x-ndjson".equals(x.getRequestHeaders().getFirst("Content-Type"))) {
+      error(x, 400, null, "commit payloads are application/x-ndjson");
+      return;
+    }
+    Map<String, Blob> files = new TreeMap<>(repo.commits.get(parent).files);
+    boolean header = false;
+    for (String line : new String(body, StandardCharsets.UTF_8).split("\n")) {
+      if (line.isBlank()) {
+        continue;
+      }
+      com.fasterxml.jackson.databind.JsonNode op = JSON.readTree(line);
+      com.fasterxml.jackson.databind.JsonNode v = op.path("value");
+      switch (op.path("key").asText()) {
+        case "header" -> header = true;
+        case "file" -> {
+          byte[] content = java.util.Base64.getDecoder().decode(v.path("content").asText());
+          files.put(v.path("path").asText(), blob(content, false));
+        }
+        case "lfsFile" -> {
+          byte[] content = lfsStore.get(v.path("oid").asText());
+          if (content == null || content.length != v.path("size").asLong()) {
+            error(
+                x,
+                400,
+                null,
+                "lfsFile "
+                    + v.path("path").asText()
+                    + ": LFS object "
+                    + v.path("oid").asText()
+                    + " was not uploaded (or has another size)");
+            return;
+          }
+          files.put(v.path("path").asText(), blob(content, true));
+        }
+        case "deletedFile" -> files.remove(v.path("path").asText());
+        default -> {
+          error(x, 400, null, "unknown commit operation " + op.path("key"));
+          return;
+        }
+      }
+    }
+    if (!header) {
+      error(x, 400, null, "the commit payload has no header line");
+      return;
+    }
+    MessageDigest md = sha1();
+    for (Map.Entry<String, Blob> e : files.entrySet()) {
+      md.update((e.getKey() + "\0" + e.getValue().gitSha1 + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+    md.update((repo.id + "\0" + repo.commits.size()).getBytes(StandardCharsets.UTF_8));
+    String sha = HexFormat.of().formatHex(md.digest());
+    repo.commits.put(sha, new Commit(sha, files));
+    repo.refs.put(revision, sha);
+    ObjectNode out = JSON.createObjectNode();
+    out.put("commitUrl", endpoint() + "/" + repo.id + "/commit/" + sha);
+    out.put("commitOid", sha);
+    out.putNull("pullRequestUrl");
+    sendJson(x, out, null);
+  }
+
+  private void lfs(HttpExchange x, String raw) throws IOException {
+    Matcher m = Pattern.compile("/([^/]+)/([^/]+)\\.git/info/lfs/(.+)").matcher(raw);
+    if (!m.matches()) {
+      error(x, 404, null, "unknown route");
+      return;
+    }
+    String op = m.group(3);
+    byte[] body = x.getRequestBody().readAllBytes();
+    if (op.startsWith("complete/")) {
+      complete(x, op.substring("complete/".length()), body);
+      return;
+    }
+    Repo repo = writable(x, m.group(1), m.group(2));
+    if (repo == null) {
+      return;
+    }
+    if (op.equals("verify")) {
+      com.fasterxml.jackson.databind.JsonNode v = JSON.readTree(body);
+      byte[] b = lfsStore.get(v.path("oid").asText());
+      if (b == null || b.length != v.path("size").asLong()) {
+        error(x, 404, null, "object " + v.path("oid").asText() + " not found");
+        return;
+      }
+      sendJson(x, JSON.createObjectNode(), null);
+      return;
+    }
+    if (!op.equals("objects/batch")
+        || !"application/vnd.git-lfs+json".equals(x.getRequestHeaders().getFirst("Content-Type"))) {
+      error(x, 400, null, "expected a git-lfs batch request (application/vnd.git-lfs+json)");
+      return;
+    }
+    com.fasterxml.jackson.databind.JsonNode req = JSON.readTree(body);
+    if (!"upload".equals(req.path("operation").asText())) {
+      error(x, 400, null, "only upload batches are served");
+      return;
+    }
+    boolean multipartOk = false;
+    for (com.fasterxml.jackson.databind.JsonNode t : req.path("transfers")) {
+      multipartOk |= t.asText().equals("multipart");
+    }
+    ObjectNode out = JSON.createObjectNode();
+    boolean anyMultipart = false;
+    ArrayNode objects = out.putArray("objects");
+    for (com.fasterxml.jackson.databind.JsonNode o : req.path("objects")) {
+      String oid = o.path("oid").asText();
+      long size = o.path("size").asLong();
+      ObjectNode r =
+          objects.addObject().put("oid", oid).put("size", size).put("authenticated", true);
+      byte[] have = lfsStore.get(oid);
+      if (have != null && have.length == size) {
+        continue; // the Hub has it: no actions
+      }
+      ObjectNode actions = r.putObject("actions");
+      ObjectNode upload = actions.putObject("upload");
+      ObjectNode header = upload.putObject("header");
+      if (multipartOk && size > multipartThreshold) {
+        anyMultipart = true;
+        long n = (size + chunkSize - 1) / chunkSize;
+        header.put("chunk_size", Long.toString(chunkSize));
+        for (int i = 1; i <= n; i++) {
+          header.put(
+              String.format("%05d", i),
+              cdnEndpoint() + "/upload/" + oid + "/" + i + "?sig=" + signature);
+        }
+        upload.put(
+            "href",
+            endpoint()
+                + "/"
+                + repo.id
+                + ".git/info/lfs/complete/"
+                + oid
+                + "?size="
+                + size
+                + "&sig="
+                + signature);
+      } else {
+        upload.put(
+            "href", cdnEndpoint() + "/upload/" + oid + "?size=" + size + "&sig=" + signature);
+      }
+      ObjectNode verify = actions.putObject("verify");
+      verify.put("href", endpoint() + "/" + repo.id + ".git/info/lfs/verify");
+      verify.putObject("header").put("Authorization", "Bearer " + repo.writeToken);
+    }
+    out.put("transfer", anyMultipart ? "multipart" : "basic");
+    byte[] bytes = JSON.writeValueAsBytes(out);
+    x.getResponseHeaders().set("Content-Type", "application/vnd.git-lfs+json");
+    x.sendResponseHeaders(200, bytes.length);
+    x.getResponseBody().write(bytes);
+  }
+
+  private void cdnUpload(HttpExchange x, String raw) throws IOException {
+    Map<String, String> q = query(x.getRequestURI().getRawQuery());
+    if (!signature.equals(q.get("sig"))) {
+      error(x, 403, null, "SignatureDoesNotMatch");
+      return;
+    }
+    String[] parts = raw.substring("/upload/".length()).split("/");
+    byte[] body = x.getRequestBody().readAllBytes();
+    uploadedBytes.addAndGet(body.length);
+    String oid = parts[0];
+    if (parts.length == 2) {
+      int n = Integer.parseInt(parts[1]);
+      this.parts.computeIfAbsent(oid, k -> new ConcurrentHashMap<>()).put(n, body);
+      x.getResponseHeaders().set("ETag", '"' + sha256Hex(body).substring(0, 32) + '"');
+      x.sendResponseHeaders(200, -1);
+      return;
+    }
+    if (!sha256Hex(body).equals(oid)) {
+      error(x, 400, null, "BadDigest: the body does not hash to " + oid);
+      return;
+    }
+    lfsStore.put(oid, body);
+    x.sendResponseHeaders(200, -1);
+  }
+
+  private void complete(HttpExchange x, String oid, byte[] body) throws IOException {
+    Map<String, String> q = query(x.getRequestURI().getRawQuery());
+    if (!signature.equals(q.get("sig"))) {
+      error(x, 403, null, "SignatureDoesNotMatch");
+      return;
+    }
+    if (x.getRequestHeaders().getFirst("Authorization") != null) {
+      error(x, 400, null, "Only one auth mechanism allowed; the completion URL is signed");
+      return;
+    }
+    com.fasterxml.jackson.databind.JsonNode req = JSON.readTree(body);
+    Map<Integer, byte[]> got = parts.getOrDefault(oid, Map.of());
+    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+    int expected = 1;
+    for (com.fasterxml.jackson.databind.JsonNode p : req.path("parts")) {
+      int n = p.path("partNumber").asInt();
+      byte[] b = got.get(n);
+      if (n != expected++
+          || b == null
+          || !p.path("etag").asText().equals('"' + sha256Hex(b).substring(0, 32) + '"')) {
+        error(
+            x,
+            400,
+            null,
+            "InvalidPart: part " + n + " of " + oid + " is missing or its ETag differs");
+        return;
+      }
+      all.write(b);
+    }
+    byte[] bytes = all.toByteArray();
+    if (bytes.length != Long.parseLong(q.getOrDefault("size", "-1"))
+        || !sha256Hex(bytes).equals(oid)) {
+      error(x, 400, null, "the parts do not make object " + oid);
+      return;
+    }
+    lfsStore.put(oid, bytes);
+    parts.remove(oid);
+    sendJson(x, JSON.createObjectNode(), null);
   }
 
   // ---- responses ----

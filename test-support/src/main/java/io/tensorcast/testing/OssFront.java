@@ -34,12 +34,21 @@ import java.util.concurrent.Executors;
  *       InvalidAccessKeyId} otherwise).
  * </ul>
  *
+ * <p>Reads and writes (single and multipart uploads, deletes) are forwarded with their bodies,
+ * {@code Content-MD5}, {@code Content-Type} and {@code x-amz-meta-*} headers.
+ *
  * <p>Clients reach {@code <bucket>.<domain>} through a hosts file ({@code -Djdk.net.hosts.file})
  * mapping it to 127.0.0.1: see {@link #hostsFile}.
  */
 public final class OssFront implements AutoCloseable {
   private static final Set<String> FORWARDED =
-      Set.of("range", "if-match", "if-none-match", "x-amz-content-sha256");
+      Set.of(
+          "range",
+          "if-match",
+          "if-none-match",
+          "x-amz-content-sha256",
+          "content-md5",
+          "content-type");
 
   private final HttpServer server;
   private final ExecutorService executor =
@@ -92,6 +101,15 @@ public final class OssFront implements AutoCloseable {
   }
 
   private void handle(HttpExchange x) throws IOException {
+    try {
+      forward(x);
+    } catch (IOException | RuntimeException e) {
+      System.err.println("oss-front: " + x.getRequestMethod() + " " + x.getRequestURI() + ": " + e);
+      throw e;
+    }
+  }
+
+  private void forward(HttpExchange x) throws IOException {
     try (x) {
       String host = String.valueOf(x.getRequestHeaders().getFirst("Host")).toLowerCase(Locale.ROOT);
       hosts.add(host);
@@ -113,21 +131,23 @@ public final class OssFront implements AutoCloseable {
         error(x, 403, "InvalidAccessKeyId", "The OSS Access Key Id you provided does not exist.");
         return;
       }
-      if (!x.getRequestMethod().equals("GET") && !x.getRequestMethod().equals("HEAD")) {
-        error(x, 405, "MethodNotAllowed", "this front forwards reads only");
-        return;
-      }
+      byte[] body = x.getRequestBody().readAllBytes();
       String target = "/" + bucket + x.getRequestURI().getRawPath();
       if (x.getRequestURI().getRawQuery() != null) {
         target += "?" + x.getRequestURI().getRawQuery();
       }
       HttpRequest.Builder request =
           HttpRequest.newBuilder(URI.create(upstream + target))
-              .method(x.getRequestMethod(), HttpRequest.BodyPublishers.noBody());
+              .method(
+                  x.getRequestMethod(),
+                  body.length == 0
+                      ? HttpRequest.BodyPublishers.noBody()
+                      : HttpRequest.BodyPublishers.ofByteArray(body));
       x.getRequestHeaders()
           .forEach(
               (k, v) -> {
-                if (FORWARDED.contains(k.toLowerCase(Locale.ROOT))) {
+                String lower = k.toLowerCase(Locale.ROOT);
+                if (FORWARDED.contains(lower) || lower.startsWith("x-amz-meta-")) {
                   v.forEach(value -> request.header(k, value));
                 }
               });

@@ -19,7 +19,13 @@ public class ModelArtifactSpec {
   private SourceSpec source;
 
   @Default("ModelWeights")
-  @JsonPropertyDescription("What the artifact holds: ModelWeights, KVCache or RLCheckpoint.")
+  @JsonPropertyDescription(
+      "What the artifact holds: ModelWeights, KVCache or RLCheckpoint. With source.writers it"
+          + " decides how versions are handled: an RLCheckpoint's readers follow the newest"
+          + " version (step N replaces N-1 only once complete); a KVCache's versions are"
+          + " snapshots saved under their key (spec.save, required) and loaded back by key with a"
+          + " ModelArtifact whose uri is the saved location; ModelWeights are written once and"
+          + " held by the readers.")
   private ArtifactKind kind = ArtifactKind.ModelWeights;
 
   @Default("Auto")
@@ -38,6 +44,15 @@ public class ModelArtifactSpec {
   @Default("{}")
   @JsonPropertyDescription("How bytes travel from the source to the nodes.")
   private DistributionSpec distribution = new DistributionSpec();
+
+  @JsonPropertyDescription(
+      "Where the sealed versions of a written artifact (source.writers) are saved; absent: not"
+          + " saved. Required for a written KVCache.")
+  private SaveSpec save;
+
+  @JsonPropertyDescription(
+      "How the versions of a written artifact (source.writers) succeed each other on the nodes.")
+  private VersionsSpec versions;
 
   public SourceSpec getSource() {
     return source;
@@ -79,6 +94,22 @@ public class ModelArtifactSpec {
     this.memory = memory;
   }
 
+  public SaveSpec getSave() {
+    return save;
+  }
+
+  public void setSave(SaveSpec save) {
+    this.save = save;
+  }
+
+  public VersionsSpec getVersions() {
+    return versions;
+  }
+
+  public void setVersions(VersionsSpec versions) {
+    this.versions = versions;
+  }
+
   public DistributionSpec getDistribution() {
     return distribution;
   }
@@ -95,11 +126,13 @@ public class ModelArtifactSpec {
         && format == that.format
         && Objects.equals(placement, that.placement)
         && Objects.equals(memory, that.memory)
-        && Objects.equals(distribution, that.distribution);
+        && Objects.equals(distribution, that.distribution)
+        && Objects.equals(save, that.save)
+        && Objects.equals(versions, that.versions);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(source, kind, format, placement, memory, distribution);
+    return Objects.hash(source, kind, format, placement, memory, distribution, save, versions);
   }
 }

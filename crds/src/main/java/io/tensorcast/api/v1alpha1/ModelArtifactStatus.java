@@ -99,6 +99,18 @@ public class ModelArtifactStatus {
     this.verification = verification;
   }
 
+  @JsonPropertyDescription(
+      "For a written artifact (source.writers): its versions, as its data-plane pods report them.")
+  private WrittenVersionsStatus versions;
+
+  public WrittenVersionsStatus getVersions() {
+    return versions;
+  }
+
+  public void setVersions(WrittenVersionsStatus versions) {
+    this.versions = versions;
+  }
+
   public ArtifactPhase getPhase() {
     return phase;
   }
@@ -246,7 +258,8 @@ public class ModelArtifactStatus {
         && Objects.equals(readyNodes, that.readyNodes)
         && Objects.equals(consumers, that.consumers)
         && Objects.equals(progress, that.progress)
-        && Objects.equals(verification, that.verification);
+        && Objects.equals(verification, that.verification)
+        && Objects.equals(versions, that.versions);
   }
 
   @Override
@@ -268,6 +281,7 @@ public class ModelArtifactStatus {
         readyNodes,
         consumers,
         progress,
-        verification);
+        verification,
+        versions);
   }
 }

@@ -3,8 +3,8 @@ package io.tensorcast.api.v1alpha1;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Pattern;
-import io.fabric8.generator.annotation.Required;
 import io.fabric8.generator.annotation.Size;
+import io.fabric8.generator.annotation.ValidationRule;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -16,7 +16,15 @@ import java.util.Objects;
  * s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and {@code
  * file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the data
  * plane still checks every listed path (no {@code ..}, no absolute keys).
+ *
+ * <p>Exactly one of {@code uri} (the artifact is loaded) and {@code writers} (pods write it): a CEL
+ * rule on Kubernetes 1.25 and later, and the operator's check ({@code WrittenRules}) everywhere.
  */
+@ValidationRule(
+    value = "has(self.uri) != has(self.writers)",
+    message =
+        "exactly one of uri (the artifact is loaded from it) and writers (pods write it) must be"
+            + " set")
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class SourceSpec {
 
@@ -81,14 +89,19 @@ public class SourceSpec {
   /** Longest pattern in {@code include} or {@code exclude}. */
   public static final int MAX_GLOB_LENGTH = 1024;
 
-  @Required
   @Pattern(URI_PATTERN)
   @Size(max = MAX_URI_LENGTH)
   @JsonPropertyDescription(
       "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
           + " or file:///path (a directory on the node). Everything under the prefix or directory"
-          + " is the artifact, filtered by include/exclude. At most 2048 characters.")
+          + " is the artifact, filtered by include/exclude. At most 2048 characters. Exactly one"
+          + " of uri and writers.")
   private String uri;
+
+  @JsonPropertyDescription(
+      "The artifact is written by pods on the nodes (trainer ranks, prefill servers) instead of"
+          + " loaded from a uri: which pods write it. Exactly one of uri and writers.")
+  private WritersSpec writers;
 
   @Pattern(REVISION_PATTERN)
   @Size(max = 255)
@@ -152,6 +165,14 @@ public class SourceSpec {
 
   public void setUri(String uri) {
     this.uri = uri;
+  }
+
+  public WritersSpec getWriters() {
+    return writers;
+  }
+
+  public void setWriters(WritersSpec writers) {
+    this.writers = writers;
   }
 
   public String getRevision() {
@@ -222,6 +243,7 @@ public class SourceSpec {
   public boolean equals(Object o) {
     return o instanceof SourceSpec that
         && Objects.equals(uri, that.uri)
+        && Objects.equals(writers, that.writers)
         && Objects.equals(revision, that.revision)
         && Objects.equals(endpoint, that.endpoint)
         && Objects.equals(insecureEndpoint, that.insecureEndpoint)
@@ -236,6 +258,7 @@ public class SourceSpec {
   public int hashCode() {
     return Objects.hash(
         uri,
+        writers,
         revision,
         endpoint,
         insecureEndpoint,

@@ -62,7 +62,7 @@ class CelRulesTest {
 
   @Test
   void everyRuleCompilesToABoolean() throws Exception {
-    assertThat(rules).hasSize(4);
+    assertThat(rules).hasSize(5);
     for (PlacedRule r : rules) {
       CelAbstractSyntaxTree ast = CEL.compile(r.rule().getRule()).getAst();
       assertThat(ast.getResultType()).as(r.rule().getRule()).isIn(SimpleType.BOOL, SimpleType.DYN);
@@ -111,6 +111,22 @@ class CelRulesTest {
         .singleElement()
         .asString()
         .startsWith("metadata.name must be at most 63 characters");
+  }
+
+  @Test
+  void sourceIsEitherAUriOrItsWriters() throws Exception {
+    Map<String, Object> writers = Map.of("podSelector", Map.of("matchLabels", Map.of("a", "b")));
+    assertThat(failures(".spec.source", Map.of("uri", "s3://b/p/"))).isEmpty();
+    assertThat(failures(".spec.source", Map.of("writers", writers))).isEmpty();
+    String rule = "exactly one of uri (the artifact is loaded from it) and writers";
+    assertThat(failures(".spec.source", Map.of("uri", "s3://b/p/", "writers", writers)))
+        .singleElement()
+        .asString()
+        .startsWith(rule);
+    assertThat(failures(".spec.source", Map.of("region", "us-east-1")))
+        .singleElement()
+        .asString()
+        .startsWith(rule);
   }
 
   /** Messages of the rules at {@code path} that {@code self} fails (in the CRD's order). */

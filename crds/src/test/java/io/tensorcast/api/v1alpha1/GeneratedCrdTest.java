@@ -159,10 +159,14 @@ class GeneratedCrdTest {
   }
 
   @Test
-  void sourceUriIsRequiredAndCarriesThePattern() {
+  void sourceUriCarriesThePatternAndWritersTheirSelector() {
     assertThat(spec.getRequired()).containsExactly("source");
     JSONSchemaProps source = spec.getProperties().get("source");
-    assertThat(source.getRequired()).containsExactly("uri");
+    // Exactly one of uri and writers: the operator checks it (no CEL on Kubernetes 1.20).
+    assertThat(source.getRequired()).isNullOrEmpty();
+    assertThat(source.getProperties().get("writers").getRequired()).containsExactly("podSelector");
+    assertThat(spec.getProperties().get("save").getProperties().get("uri").getPattern())
+        .isEqualTo(SourceSpec.URI_PATTERN);
     assertThat(source.getProperties().get("uri").getPattern()).isEqualTo(SourceSpec.URI_PATTERN);
     assertThat(source.getProperties().get("endpoint").getPattern())
         .isEqualTo(SourceSpec.ENDPOINT_PATTERN);

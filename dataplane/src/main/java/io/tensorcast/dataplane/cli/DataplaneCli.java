@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
       LoadCommand.class,
       InspectCommand.class,
       ServeCommand.class,
+      ServeWritesCommand.class,
       GenerateCommand.class
     })
 public final class DataplaneCli implements Runnable {

@@ -56,7 +56,22 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
   private static final long MAX_MANIFEST_BYTES = 64L << 20;
 
   private final TensorReadPlanner asStored = new AsStoredPlanner();
+  private final boolean partialLayouts;
   private volatile Layouts cached;
+
+  /** A planner that requires every rank file of a shard layout. */
+  public DefaultTensorReadPlanner() {
+    this(false);
+  }
+
+  /**
+   * @param partialLayouts accept a shard layout of which some rank files are not stored (a node
+   *     that holds only its own ranks' shards of a written artifact); reads that need a missing
+   *     rank file are 409 {@code NotHeldHere}
+   */
+  public DefaultTensorReadPlanner(boolean partialLayouts) {
+    this.partialLayouts = partialLayouts;
+  }
 
   /**
    * The layouts of one catalog.
@@ -190,6 +205,7 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
       case NOT_DIVISIBLE -> new TensorReadException(400, "NotDivisible", message);
       case MISALIGNED_SUB_BYTE -> new TensorReadException(400, "MisalignedSubByte", message);
       case IDENTITY_MISMATCH -> new TensorReadException(409, "IdentityMismatch", message);
+      case NOT_HELD -> new TensorReadException(409, "NotHeldHere", message);
     };
   }
 
@@ -209,7 +225,7 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
     }
   }
 
-  private static Layouts build(TensorCatalog catalog) throws TensorReadException {
+  private Layouts build(TensorCatalog catalog) throws TensorReadException {
     StoredArtifact artifact = catalog.artifact();
     Map<String, Group> byFile = new HashMap<>();
     Map<String, StoreFile> files = new LinkedHashMap<>();
@@ -221,15 +237,17 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
       String prefix = f.path().substring(0, f.path().length() - MANIFEST.length());
       try {
         ShardManifest m = ShardManifest.parse(f.path(), manifestBytes(artifact, f));
-        List<SafetensorsHeader> headers = new ArrayList<>(m.tpSize());
+        Map<Integer, SafetensorsHeader> headers = new java.util.TreeMap<>();
         for (int r = 0; r < m.tpSize(); r++) {
           String rank = prefix + ShardManifest.rankFileName(r);
           SafetensorsHeader h = catalog.headers().get(rank);
-          if (h == null) {
+          if (h == null && !partialLayouts) {
             throw new ShardLayoutException(
                 f.path() + " says tp_size " + m.tpSize() + " but " + rank + " is not stored");
           }
-          headers.add(h);
+          if (h != null) {
+            headers.put(r, h);
+          }
         }
         String extra = prefix + ShardManifest.rankFileName(m.tpSize());
         if (files.containsKey(extra)) {
@@ -241,7 +259,12 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
                   + extra
                   + " is stored too: the rank files and the manifest disagree");
         }
-        Group g = new Group(prefix, StoredLayout.ofShards(m, headers));
+        Group g =
+            new Group(
+                prefix,
+                headers.size() == m.tpSize()
+                    ? StoredLayout.ofShards(m, List.copyOf(headers.values()))
+                    : StoredLayout.ofShardsPart(m, headers));
         for (String file : g.layout().files()) {
           byFile.put(prefix + file, g);
         }

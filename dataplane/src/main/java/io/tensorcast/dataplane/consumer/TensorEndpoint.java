@@ -374,7 +374,7 @@ public final class TensorEndpoint {
    *
    * @throws TensorReadException 400 {@code BadTensorName} naming the path and the problem
    */
-  static String decodePath(String raw) throws TensorReadException {
+  public static String decodePath(String raw) throws TensorReadException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(raw.length());
     for (int i = 0; i < raw.length(); i++) {
       char ch = raw.charAt(i);

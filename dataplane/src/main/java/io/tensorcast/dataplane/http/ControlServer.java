@@ -130,6 +130,21 @@ public final class ControlServer implements AutoCloseable {
     return start(address, status, registry, auth, tensors, null, BodyStreaming.DEFAULTS);
   }
 
+  /**
+   * More routes of a data plane that has them (the read side of written versions: {@code
+   * /v1/writes}, {@code /v1/versions}, saves), each behind the scope it names. Answers must be
+   * quick (they run on the event loop): long work is started, not waited for.
+   */
+  public interface ExtraRoutes {
+    /**
+     * The scope a request to the decoded path needs, or null when it is not one of these routes.
+     */
+    ControlAuth.Scope scope(HttpMethod method, String path);
+
+    /** The answer to a request whose path {@link #handles} accepts. */
+    FullHttpResponse answer(FullHttpRequest request);
+  }
+
   /** Receives {@code PUT /v1/peers} bodies. */
   @FunctionalInterface
   public interface PeersEndpoint {
@@ -159,6 +174,26 @@ public final class ControlServer implements AutoCloseable {
       PeersEndpoint peers,
       BodyStreaming streaming)
       throws InterruptedException {
+    return start(address, status, registry, auth, tensors, peers, streaming, null);
+  }
+
+  /**
+   * Binds the endpoint with consumer reads, the peer membership and more routes.
+   *
+   * @param extra more routes, or null
+   * @see #start(InetSocketAddress, Supplier, PrometheusMeterRegistry, ControlAuth, TensorEndpoint,
+   *     PeersEndpoint, BodyStreaming)
+   */
+  public static ControlServer start(
+      InetSocketAddress address,
+      Supplier<DataPlaneStatus> status,
+      PrometheusMeterRegistry registry,
+      ControlAuth auth,
+      TensorEndpoint tensors,
+      PeersEndpoint peers,
+      BodyStreaming streaming,
+      ExtraRoutes extra)
+      throws InterruptedException {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(streaming, "streaming");
     Objects.requireNonNull(registry, "registry");
@@ -180,8 +215,8 @@ public final class ControlServer implements AutoCloseable {
                           .addLast(new HttpObjectAggregator(MAX_REQUEST_BYTES))
                           .addLast(
                               new Handler(
-                                  status, registry, auth, json, tensors, peers, streaming,
-                                  refusals));
+                                  status, registry, auth, json, tensors, peers, streaming, refusals,
+                                  extra));
                     }
                   })
               .bind(address)
@@ -240,6 +275,7 @@ public final class ControlServer implements AutoCloseable {
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private SegmentStreamer streaming;
     private final PeersEndpoint peers;
+    private final ExtraRoutes extra;
 
     Handler(
         Supplier<DataPlaneStatus> status,
@@ -249,8 +285,10 @@ public final class ControlServer implements AutoCloseable {
         TensorEndpoint tensors,
         PeersEndpoint peers,
         BodyStreaming bodyStreaming,
-        RefusalLog refusalLog) {
+        RefusalLog refusalLog,
+        ExtraRoutes extra) {
       this.refusalLog = refusalLog;
+      this.extra = extra;
       this.peers = peers;
       this.bodyStreaming = bodyStreaming;
       this.status = status;
@@ -444,6 +482,16 @@ public final class ControlServer implements AutoCloseable {
                     + " (limits: request line 4096 bytes, headers 8192 bytes)\n");
         r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
+        return;
+      }
+      ControlAuth.Scope extraScope =
+          extra == null
+              ? null
+              : extra.scope(req.method(), new QueryStringDecoder(req.uri()).path());
+      if (extraScope != null) {
+        if (authorized(ctx, req, extraScope)) {
+          write(ctx, req, extra.answer(req));
+        }
         return;
       }
       if (HttpMethod.PUT.equals(req.method())

@@ -23,16 +23,19 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -284,7 +287,40 @@ public final class ArtifactLoader {
           Reason.EmptyArtifact,
           source.describe() + " has no files (after include/exclude filters); nothing to load");
     }
+    incompleteShardLayout(files);
     return files;
+  }
+
+  private static final Pattern RANK_FILE = Pattern.compile("(?:.*/)?rank_[0-9]{5}\\.safetensors");
+
+  /**
+   * Refuses rank files of a TP shard layout without their {@code manifest.json} in the same
+   * directory: the manifest is the layout's commit point (a save writes it last), so without it the
+   * layout is half written, and loading the rank files as plain files would serve it anyway.
+   */
+  private void incompleteShardLayout(List<SourceFile> files) throws LoadFailure {
+    Set<String> manifests = new HashSet<>();
+    for (SourceFile f : files) {
+      if (f.path().equals("manifest.json") || f.path().endsWith("/manifest.json")) {
+        manifests.add(f.path().substring(0, f.path().length() - "manifest.json".length()));
+      }
+    }
+    for (SourceFile f : files) {
+      if (RANK_FILE.matcher(f.path()).matches()) {
+        String dir = f.path().substring(0, f.path().lastIndexOf('/') + 1);
+        if (!manifests.contains(dir)) {
+          throw new LoadFailure(
+              Reason.IncompleteArtifact,
+              source.describe()
+                  + ": "
+                  + f.path()
+                  + " is a rank file of a TP shard layout, but "
+                  + dir
+                  + "manifest.json is missing; a layout is complete only with its manifest,"
+                  + " which a save writes last (one may be in progress)");
+        }
+      }
+    }
   }
 
   /** Reads and validates every safetensors header with two small ranged reads per file. */

@@ -9,11 +9,12 @@ import io.tensorcast.api.Reason;
  *
  * <p>A failure is {@linkplain #isTransient() transient} when its reason is ({@link
  * Reason#isTransient()}: the source was unavailable or throttled for longer than the per-request
- * retries ({@code --max-attempts}) lasted). The same load may succeed later, so {@code dataplane
- * serve} loads again after a back-off instead of reporting {@code Failed}. Every other reason is
- * about the spec, the data or the node ({@code BucketNotFound}, {@code AccessDenied}, {@code
- * InvalidSafetensors}, {@code DigestMismatch}, {@code InsufficientMemory}, ...) and does not heal
- * by waiting.
+ * retries ({@code --max-attempts}) lasted, or it holds rank files of a TP shard layout without
+ * their {@code manifest.json} ({@code IncompleteArtifact}: a save that writes the manifest last is
+ * in progress, or failed). The same load may succeed later, so {@code dataplane serve} loads again
+ * after a back-off instead of reporting {@code Failed}. Every other reason is about the spec, the
+ * data or the node ({@code BucketNotFound}, {@code AccessDenied}, {@code InvalidSafetensors},
+ * {@code DigestMismatch}, {@code InsufficientMemory}, ...) and does not heal by waiting.
  */
 public class LoadFailure extends Exception {
   private static final long serialVersionUID = 1L;

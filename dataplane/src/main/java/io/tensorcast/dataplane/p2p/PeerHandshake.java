@@ -172,6 +172,16 @@ public final class PeerHandshake {
         acceptorAddress);
   }
 
+  /**
+   * The tag a writer sends with the body of one of its seal records ({@code GET /v1/writes/{v}},
+   * header {@code X-Tensorcast-Record-Tag}): HMAC-SHA256 keyed with the peer secret over {@code
+   * "seal record"}, the body's bytes and the writer's member id. A member uses a record only when
+   * its tag verifies, so piece hashes come from a holder of the secret that is the writer it asked.
+   */
+  public static byte[] recordTag(byte[] secret, String writerId, byte[] body) {
+    return hmac(secret, "seal record", body, writerId);
+  }
+
   /** Whether {@code tag} is the expected AUTH tag (constant-time). */
   public static boolean verify(byte[] expected, byte[] tag) {
     return MessageDigest.isEqual(expected, tag);

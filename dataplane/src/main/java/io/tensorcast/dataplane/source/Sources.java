@@ -79,7 +79,7 @@ public final class Sources {
    * <p>OSS ETags of multipart objects ({@code "…-N"}) are not MD5 digests; like S3 they are used
    * only as {@code If-Match} identities, never to verify content.
    */
-  static SourceOptions ossOptions(
+  public static SourceOptions ossOptions(
       SourceUri uri, SourceOptions options, Function<String, String> env) throws SourceException {
     if (options.pathStyle()) {
       throw new SourceException(

@@ -108,6 +108,18 @@ final class MappedFile {
     return file.size();
   }
 
+  /**
+   * The same mapping under a new name: the file was renamed (same file system, same inode), so the
+   * mapping stays valid and only its bookkeeping changes.
+   */
+  MappedFile renamed(StoreFile newFile, Path newPath) {
+    if (newFile.size() != file.size()) {
+      throw new IllegalArgumentException(
+          "a renamed file keeps its size: " + file.size() + " != " + newFile.size());
+    }
+    return new MappedFile(newFile, newPath, address, preallocated);
+  }
+
   /** A direct buffer over bytes {@code [offset, offset + length)}; the caller checked bounds. */
   ByteBuffer buffer(long offset, int length) {
     if (length == 0) {

@@ -78,6 +78,9 @@ public final class PinnedStore implements AutoCloseable {
   /** Name of the store's bookkeeping directory under the root. */
   public static final String STATE_DIR = ".tensorcast";
 
+  /** Name of the directory under the root where writers' staged files live ({@link #stage}). */
+  public static final String WRITES_DIR = ".writes";
+
   private static final String LOCK_FILE = "store.lock";
   private static final AtomicInteger POOL_IDS = new AtomicInteger();
 
@@ -254,7 +257,7 @@ public final class PinnedStore implements AutoCloseable {
     try (Stream<Path> entries = Files.list(root)) {
       for (Path p : (Iterable<Path>) entries.sorted()::iterator) {
         String name = p.getFileName().toString();
-        if (name.equals(STATE_DIR)) {
+        if (name.equals(STATE_DIR) || name.equals(WRITES_DIR)) {
           continue;
         }
         if (StorePaths.isValidArtifactId(name) && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
@@ -512,6 +515,220 @@ public final class PinnedStore implements AutoCloseable {
         synchronized (lock) {
           pending.remove(artifactId);
           inUseBytes -= charged;
+        }
+      }
+    }
+  }
+
+  /**
+   * Stages a file that belongs to no artifact yet (a writer's segment): checks the path, charges
+   * the budget, creates the file at {@code size} (pages reserved with {@code posix_fallocate}),
+   * maps it and page-locks it per the policy. Fill it, then {@link #install} it into an artifact or
+   * close it.
+   *
+   * @param file absolute path under {@link #writesDirectory()} (its parent must exist; the file
+   *     must not); on the store's file system, so that {@link #install} can move it without a copy
+   * @param size bytes, {@code >= 0}
+   * @throws StoreException {@code InvalidPath} if {@code file} is not under the writes directory;
+   *     {@link InsufficientMemoryException} before anything is created; after creating (removed
+   *     again): {@code FilesystemFull}, {@code StoreIoError}, and under {@link LockPolicy#REQUIRED}
+   *     {@link MemoryLockException}
+   */
+  public StagedFile stage(Path file, long size) throws StoreException {
+    Path abs = file.toAbsolutePath().normalize();
+    Path writes = writesDirectory();
+    if (!abs.startsWith(writes) || abs.equals(writes)) {
+      throw new StoreException(
+          Reason.InvalidPath,
+          "staged file " + abs + " must be under the store's writes directory " + writes);
+    }
+    if (size < 0) {
+      throw new StoreException(
+          Reason.InvalidSize, "staged file " + abs + ": negative size " + size);
+    }
+    StoreFile sf = new StoreFile(abs.getFileName().toString(), size);
+    long charged = chargedBytes(List.of(sf));
+    String owner = "staged file " + abs.getFileName();
+    synchronized (lock) {
+      if (closed) {
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
+      }
+      if (charged > budgetBytes - inUseBytes) {
+        throw new InsufficientMemoryException(owner, charged, budgetBytes, inUseBytes);
+      }
+      inUseBytes += charged;
+    }
+    MappedFile mapped = null;
+    boolean ok = false;
+    try {
+      LockStatus status = precheckLock(owner, charged);
+      mapped = MappedFile.create(owner, sf, abs);
+      if (status == null) {
+        status = lockOne(mapped, charged);
+      }
+      if (policy == LockPolicy.REQUIRED && !status.locked()) {
+        throw new MemoryLockException(owner, status);
+      }
+      ok = true;
+      return new StagedFile(this, mapped, charged, status);
+    } finally {
+      if (!ok) {
+        if (mapped != null) {
+          MemoryLockSupport.munlock(mapped.address, mapped.size());
+          try {
+            mapped.unmap();
+          } catch (ErrnoException ignored) {
+            // failing already; the file is deleted below
+          }
+          try {
+            Files.deleteIfExists(abs);
+          } catch (IOException ignored) {
+            // a leftover is removed with its writes directory
+          }
+        }
+        unstaged(charged);
+      }
+    }
+  }
+
+  private LockStatus lockOne(MappedFile f, long charged) {
+    if (policy == LockPolicy.DISABLED) {
+      return LockStatus.disabled();
+    }
+    if (f.size() == 0) {
+      return LockStatus.locked(0);
+    }
+    int err = MemoryLockSupport.mlock(f.address, f.size());
+    if (err == 0) {
+      return LockStatus.locked(f.size());
+    }
+    return MemoryLockSupport.failure(charged, err, MemoryLockSupport.facts());
+  }
+
+  /** A staged file was closed: its bytes go back to the budget. */
+  void unstaged(long charged) {
+    synchronized (lock) {
+      inUseBytes -= charged;
+    }
+  }
+
+  /**
+   * {@code <root>/.writes}: where writers' staged files live ({@link #stage}). Not an artifact id
+   * (it starts with a dot), so recovery leaves it to its owner, the data plane's write service,
+   * which empties it on start.
+   */
+  public Path writesDirectory() {
+    return root.resolve(WRITES_DIR);
+  }
+
+  /**
+   * One file of an artifact being installed.
+   *
+   * @param path the file's path in the artifact
+   * @param size its size in bytes
+   * @param from the staged file moved in whole as this file (same size), or null to create the file
+   *     empty at {@code size}, to be filled through {@link StoredArtifact#write}
+   */
+  public record InstallFile(String path, long size, StagedFile from) {
+    public InstallFile {
+      java.util.Objects.requireNonNull(path, "path");
+      if (from != null && from.size() != size) {
+        throw new IllegalArgumentException(
+            "file '" + path + "': staged file has " + from.size() + " bytes, not " + size);
+      }
+    }
+  }
+
+  /**
+   * Allocates an artifact whose files are partly staged files moved in whole (renamed, no copy;
+   * their mapping, lock and budget charge pass to the artifact) and partly new files, as {@link
+   * #allocate} creates them. Only the new files are charged anew. The files are then filled (the
+   * new ones) and marked complete as usual.
+   *
+   * @throws StoreException as {@link #allocate}, plus {@code InvalidPath} if a staged file is
+   *     closed or moved already; on failure the staged files stay with their owner, unchanged
+   */
+  public StoredArtifact install(String artifactId, List<InstallFile> files) throws StoreException {
+    StorePaths.checkArtifactId(artifactId);
+    List<StoreFile> checked =
+        StorePaths.checkFiles(
+            artifactId, files.stream().map(f -> new StoreFile(f.path(), f.size())).toList());
+    Map<String, StagedFile> moveIn = new LinkedHashMap<>();
+    List<StoreFile> freshFiles = new ArrayList<>();
+    long movedCharge = 0;
+    for (InstallFile f : files) {
+      if (f.from() == null) {
+        freshFiles.add(new StoreFile(f.path(), f.size()));
+        continue;
+      }
+      if (f.from().isClosed()) {
+        throw new StoreException(
+            Reason.InvalidPath,
+            "artifact "
+                + artifactId
+                + ": staged file "
+                + f.from().path()
+                + " for '"
+                + f.path()
+                + "' is closed or moved already");
+      }
+      moveIn.put(f.path(), f.from());
+      movedCharge += f.from().charged();
+    }
+    long freshCharge = chargedBytes(freshFiles);
+    reserve(artifactId, freshCharge);
+    StoredArtifact created = null;
+    boolean ok = false;
+    try {
+      Path dir = root.resolve(artifactId);
+      if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+        throw new StoreException(
+            Reason.ArtifactExists,
+            "artifact "
+                + artifactId
+                + ": "
+                + dir
+                + " exists but is not held by this store; something else writes into the root");
+      }
+      long charged = freshCharge + movedCharge;
+      created =
+          StoredArtifact.install(
+              artifactId,
+              dir,
+              ArtifactState.pathFor(stateDir, artifactId),
+              checked,
+              moveIn,
+              windowBytes,
+              charged,
+              pool);
+      LockStatus status = lock(created, charged);
+      if (policy == LockPolicy.REQUIRED && !status.locked()) {
+        throw new MemoryLockException(artifactId, status);
+      }
+      created.setLockStatus(status);
+      synchronized (lock) {
+        if (closed) {
+          throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
+        }
+        pending.remove(artifactId);
+        // The moved files' charge was the staged files'; it is the artifact's now.
+        artifacts.put(artifactId, created);
+      }
+      ok = true;
+      return created;
+    } finally {
+      if (!ok) {
+        if (created != null) {
+          // Lock failure after the move: the staged bytes are lost with the artifact; the staged
+          // files are marked moved, so their owners' close does nothing and the charge goes here.
+          created.release(true);
+          synchronized (lock) {
+            inUseBytes -= movedCharge;
+          }
+        }
+        synchronized (lock) {
+          pending.remove(artifactId);
+          inUseBytes -= freshCharge;
         }
       }
     }

@@ -8,10 +8,12 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -138,6 +140,115 @@ public final class StoredArtifact {
     } finally {
       if (!ok) {
         unmapQuietly(done);
+        deleteQuietly(stateFile, createdDirectory ? directory : null);
+      }
+    }
+  }
+
+  /**
+   * Creates an artifact from staged files moved in whole (renamed on the same file system: the
+   * bytes and their mapping stay where they are) and fresh files created as {@link #create} does.
+   * Writes the state file first (no file complete). On failure everything created is removed and
+   * every staged file already moved is renamed back and left to its owner.
+   *
+   * @param moveIn staged file per artifact path, for the files that are moved in; the others are
+   *     created empty at their size
+   */
+  static StoredArtifact install(
+      String artifactId,
+      Path directory,
+      Path stateFile,
+      List<StoreFile> files,
+      Map<String, StagedFile> moveIn,
+      long windowBytes,
+      long chargedBytes,
+      ExecutorService pool)
+      throws StoreException {
+    List<MappedFile> fresh = new ArrayList<>();
+    Map<String, StagedFile> moved = new LinkedHashMap<>();
+    boolean ok = false;
+    boolean createdDirectory = false;
+    try {
+      ArtifactState.writeAtomically(
+          stateFile,
+          new ArtifactState(
+              ArtifactState.FORMAT_VERSION,
+              artifactId,
+              files.stream()
+                  .map(f -> new ArtifactState.FileState(f.path(), f.size(), null))
+                  .toList()));
+      Files.createDirectory(directory);
+      createdDirectory = true;
+      for (StoreFile f : files) {
+        Files.createDirectories(directory.resolve(f.path()).getParent());
+      }
+      List<Callable<MappedFile>> tasks = new ArrayList<>();
+      for (StoreFile f : files) {
+        if (!moveIn.containsKey(f.path())) {
+          tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+        }
+      }
+      StoreException failure = runAll(pool, tasks, fresh);
+      if (failure != null) {
+        throw failure;
+      }
+      Map<String, MappedFile> byPath = new HashMap<>();
+      fresh.forEach(m -> byPath.put(m.file.path(), m));
+      for (StoreFile f : files) {
+        StagedFile from = moveIn.get(f.path());
+        if (from == null) {
+          continue;
+        }
+        if (from.size() != f.size()) {
+          throw new StoreException(
+              Reason.InvalidSize,
+              "artifact "
+                  + artifactId
+                  + ": file '"
+                  + f.path()
+                  + "' is listed with "
+                  + f.size()
+                  + " bytes but its staged file "
+                  + from.path()
+                  + " has "
+                  + from.size());
+        }
+        Path target = directory.resolve(f.path());
+        Path source = from.path();
+        from.markMoved();
+        try {
+          Files.move(source, target, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+          from.unmarkMoved();
+          throw e;
+        }
+        moved.put(f.path(), from);
+        byPath.put(f.path(), from.mapped().renamed(f, target));
+      }
+      List<MappedFile> ordered = new ArrayList<>();
+      for (StoreFile f : files) {
+        ordered.add(byPath.get(f.path()));
+      }
+      ok = true;
+      return new StoredArtifact(
+          artifactId, directory, stateFile, ordered, windowBytes, chargedBytes);
+    } catch (IOException e) {
+      throw new StoreException(
+          Reason.StoreIoError,
+          "artifact " + artifactId + ": cannot install into " + directory + ": " + e.getMessage(),
+          e);
+    } finally {
+      if (!ok) {
+        for (Map.Entry<String, StagedFile> m : moved.entrySet()) {
+          try {
+            Files.move(
+                directory.resolve(m.getKey()), m.getValue().path(), StandardCopyOption.ATOMIC_MOVE);
+          } catch (IOException ignored) {
+            // the staged file's bytes are lost with the directory below; its owner closes it
+          }
+          m.getValue().unmarkMoved();
+        }
+        unmapQuietly(fresh);
         deleteQuietly(stateFile, createdDirectory ? directory : null);
       }
     }

@@ -44,13 +44,24 @@ public final class StoredLayout {
   private final ShardManifest manifest;
   private final List<String> files;
   private final Map<String, StoredTensor> tensors;
+  private final boolean partial;
 
   private StoredLayout(
       Kind kind, ShardManifest manifest, List<String> files, Map<String, StoredTensor> tensors) {
+    this(kind, manifest, files, tensors, false);
+  }
+
+  private StoredLayout(
+      Kind kind,
+      ShardManifest manifest,
+      List<String> files,
+      Map<String, StoredTensor> tensors,
+      boolean partial) {
     this.kind = kind;
     this.manifest = manifest;
     this.files = List.copyOf(files);
     this.tensors = Collections.unmodifiableMap(tensors);
+    this.partial = partial;
   }
 
   /**
@@ -242,11 +253,49 @@ public final class StoredLayout {
               + rankHeaders.size()
               + " rank files were given");
     }
-    List<String> files = new ArrayList<>();
+    Map<Integer, SafetensorsHeader> byRank = new java.util.TreeMap<>();
     for (int r = 0; r < s; r++) {
+      byRank.put(r, rankHeaders.get(r));
+    }
+    return shards(manifest, byRank, false);
+  }
+
+  /**
+   * A part of a TP shard layout: its manifest and the rank files of some ranks only, as a node
+   * holds that serves only its own ranks' shards. Reads that need a rank file it lacks are refused
+   * by the planner ({@code NOT_HELD}), never answered from other bytes.
+   *
+   * @param rankHeaders header per rank held (at least one), each checked as in {@link #ofShards}
+   * @throws ShardLayoutException as {@link #ofShards}, or when a rank is outside the manifest's
+   *     tp_size or none is given
+   */
+  public static StoredLayout ofShardsPart(
+      ShardManifest manifest, Map<Integer, SafetensorsHeader> rankHeaders)
+      throws ShardLayoutException {
+    Objects.requireNonNull(manifest, "manifest");
+    if (rankHeaders.isEmpty()) {
+      throw new ShardLayoutException("a part of a shard layout holds at least one rank file");
+    }
+    for (int r : rankHeaders.keySet()) {
+      if (r < 0 || r >= manifest.tpSize()) {
+        throw new ShardLayoutException(
+            "rank " + r + " is outside the manifest's tp_size " + manifest.tpSize());
+      }
+    }
+    return shards(
+        manifest, new java.util.TreeMap<>(rankHeaders), rankHeaders.size() < manifest.tpSize());
+  }
+
+  private static StoredLayout shards(
+      ShardManifest manifest, Map<Integer, SafetensorsHeader> rankHeaders, boolean partial)
+      throws ShardLayoutException {
+    int s = manifest.tpSize();
+    List<String> files = new ArrayList<>();
+    for (Map.Entry<Integer, SafetensorsHeader> rh : rankHeaders.entrySet()) {
+      int r = rh.getKey();
       String file = ShardManifest.rankFileName(r);
       files.add(file);
-      SafetensorsHeader h = rankHeaders.get(r);
+      SafetensorsHeader h = rh.getValue();
       checkRankMetadata(file, h, "tp_rank", r);
       checkRankMetadata(file, h, "tp_size", s);
       Set<String> keys = new LinkedHashSet<>(manifest.keys());
@@ -265,10 +314,11 @@ public final class StoredLayout {
       ShardManifest.Entry e = manifest.entry(key);
       long[] global = e.globalShape();
       long[] local = e.localShape();
-      List<StoredTensor.Piece> pieces = new ArrayList<>(s);
-      for (int r = 0; r < s; r++) {
-        String file = files.get(r);
-        SafetensorsHeader h = rankHeaders.get(r);
+      List<StoredTensor.Piece> pieces = new ArrayList<>(rankHeaders.size());
+      for (Map.Entry<Integer, SafetensorsHeader> rh : rankHeaders.entrySet()) {
+        int r = rh.getKey();
+        String file = ShardManifest.rankFileName(r);
+        SafetensorsHeader h = rh.getValue();
         TensorInfo t =
             h.tensor(key)
                 .orElseThrow(
@@ -309,7 +359,12 @@ public final class StoredLayout {
       }
       tensors.put(key, new StoredTensor(key, e.dtype(), global, e.splitDim(), pieces));
     }
-    return new StoredLayout(Kind.TP_SHARDS, manifest, files, tensors);
+    return new StoredLayout(Kind.TP_SHARDS, manifest, files, tensors, partial);
+  }
+
+  /** Whether this is a part of a shard layout: some rank files are not held. */
+  public boolean partial() {
+    return partial;
   }
 
   private static void checkRankMetadata(

@@ -21,7 +21,9 @@ public class TensorIoException extends RuntimeException {
     /** The requested split is not uniform: the dimension is not divisible by the tp size. */
     NOT_DIVISIBLE,
     /** A slice of a sub-byte dtype (F4, F6_*) that does not start or end on a byte boundary. */
-    MISALIGNED_SUB_BYTE
+    MISALIGNED_SUB_BYTE,
+    /** A partial layout (some rank files only) does not hold the bytes the read needs. */
+    NOT_HELD
   }
 
   private final Reason reason;

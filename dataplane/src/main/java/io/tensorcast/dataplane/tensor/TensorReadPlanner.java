@@ -72,17 +72,61 @@ public final class TensorReadPlanner {
               + " (identity must match exactly)");
     }
     long[] g = t.globalShapeRef();
-    return switch (target.mode()) {
-      case FULL ->
-          planBox(
-              t,
-              target,
-              t.whole() ? List.of(t.pieces().get(0)) : t.pieces(),
-              new long[g.length],
-              g);
-      case SHARD -> planShard(layout, t, target);
-      case AS_STORED -> planAsStored(layout, t, target);
-    };
+    TensorReadPlan plan =
+        switch (target.mode()) {
+          case FULL ->
+              planBox(
+                  t,
+                  target,
+                  t.whole() ? List.of(t.pieces().get(0)) : t.pieces(),
+                  new long[g.length],
+                  g);
+          case SHARD -> planShard(layout, t, target);
+          case AS_STORED -> planAsStored(layout, t, target);
+        };
+    if (layout.partial()) {
+      long covered = 0;
+      for (RangeCopy c : plan.copies()) {
+        covered += c.length();
+      }
+      if (covered != plan.totalBytes()) {
+        throw new TensorIoException(
+            Reason.NOT_HELD,
+            "tensor \""
+                + tensorName
+                + "\": "
+                + target
+                + " needs rank files this node does not hold (it holds "
+                + layout.files()
+                + " of tp_size "
+                + layout.tpSize()
+                + "); read it on a node that holds those ranks");
+      }
+    }
+    return plan;
+  }
+
+  /**
+   * The copies that cut the shard named by {@code tp} out of a full tensor held contiguously
+   * (row-major, starting at byte 0): a writer partition's plan. Source offsets are relative to the
+   * full tensor's first byte, destination offsets to the shard's; ordered by destination.
+   *
+   * @param fullShape shape of the full tensor
+   * @throws TensorIoException {@code INVALID_TARGET} if the split dim is outside the tensor, {@code
+   *     NOT_DIVISIBLE} if the dimension does not split evenly, {@code MISALIGNED_SUB_BYTE} for a
+   *     sub-byte slice off a byte boundary; messages name the tensor and the numbers
+   */
+  public static List<RangeCopy> shardOfFull(
+      String name, Dtype dtype, long[] fullShape, ParallelAxis tp) {
+    StoredTensor whole =
+        new StoredTensor(
+            name,
+            dtype,
+            fullShape,
+            null,
+            List.of(new StoredTensor.Piece(name, 0, new long[fullShape.length], fullShape)));
+    ReadTarget target = ReadTarget.shard(TensorParallelism.of(tp));
+    return planShard(null, whole, target).copies();
   }
 
   private static TensorReadPlan planShard(StoredLayout layout, StoredTensor t, ReadTarget target) {
@@ -172,7 +216,30 @@ public final class TensorReadPlanner {
               + (t.splitDim() == null ? 0 : t.splitDim())
               + ")");
     }
-    StoredTensor.Piece piece = t.pieces().get(rank);
+    String wanted =
+        s > 1 || layout.kind() == StoredLayout.Kind.TP_SHARDS
+            ? ShardManifest.rankFileName(rank)
+            : null;
+    StoredTensor.Piece piece = null;
+    for (StoredTensor.Piece p : t.pieces()) {
+      if (wanted == null || p.file().equals(wanted)) {
+        piece = p;
+        break;
+      }
+    }
+    if (piece == null) {
+      throw new TensorIoException(
+          Reason.NOT_HELD,
+          "tensor \""
+              + t.name()
+              + "\": "
+              + target
+              + " names "
+              + wanted
+              + ", which this node does not hold (it holds "
+              + layout.files()
+              + ")");
+    }
     return planBox(t, target, List.of(piece), piece.originRef(), piece.shapeRef());
   }
 

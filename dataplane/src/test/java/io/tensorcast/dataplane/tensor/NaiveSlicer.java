@@ -7,11 +7,11 @@ import java.util.Random;
  * The test oracle: slices a row-major tensor element by element with plain index arithmetic
  * (multi-index to linear index), independent of the planner. Whole-byte dtypes only.
  */
-final class NaiveSlicer {
+public final class NaiveSlicer {
   private NaiveSlicer() {}
 
   /** Bytes of the box {@code [origin, origin + box)} of a tensor of {@code shape}. */
-  static byte[] slice(byte[] full, long[] shape, int elemBytes, long[] origin, long[] box) {
+  public static byte[] slice(byte[] full, long[] shape, int elemBytes, long[] origin, long[] box) {
     int k = shape.length;
     long n = 1;
     for (long b : box) {
@@ -36,7 +36,8 @@ final class NaiveSlicer {
   }
 
   /** TP shard {@code rank} of {@code size} along {@code dim}. */
-  static byte[] shard(byte[] full, long[] shape, int elemBytes, int dim, int rank, int size) {
+  public static byte[] shard(
+      byte[] full, long[] shape, int elemBytes, int dim, int rank, int size) {
     long[] origin = new long[shape.length];
     long[] box = shape.clone();
     box[dim] = shape[dim] / size;
@@ -45,7 +46,7 @@ final class NaiveSlicer {
   }
 
   /** Deterministic bytes for a tensor; BOOL gets 0/1 only. */
-  static byte[] data(Dtype dtype, long[] shape, long seed) {
+  public static byte[] data(Dtype dtype, long[] shape, long seed) {
     long n = 1;
     for (long d : shape) {
       n *= d;

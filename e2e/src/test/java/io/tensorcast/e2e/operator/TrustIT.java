@@ -117,7 +117,7 @@ class TrustIT {
     ModelArtifact ready = awaitPhase("own", ArtifactPhase.Ready);
     String uid = created.getMetadata().getUid();
 
-    // The Secret: owned by the artifact, labelled, three values of the documented sizes.
+    // The Secret: owned by the artifact, labelled, four values of the documented sizes.
     Secret secret = client.secrets().inNamespace(ns).withName("own-tensorcast").get();
     assertThat(secret).as("Secret own-tensorcast").isNotNull();
     assertThat(secret.getMetadata().getOwnerReferences())
@@ -132,7 +132,7 @@ class TrustIT {
         .containsEntry(TensorcastConstants.LABEL_MANAGED_BY, "tensorcast-operator")
         .containsEntry(TensorcastConstants.LABEL_ARTIFACT, "own");
     Map<String, String> values = decoded(secret);
-    assertThat(values).containsOnlyKeys("peer-secret", "read-token", "admin-token");
+    assertThat(values).containsOnlyKeys("peer-secret", "read-token", "admin-token", "write-token");
     assertThat(Base64.getDecoder().decode(values.get("peer-secret"))).hasSize(32);
     assertThat(values.get("read-token")).hasSizeGreaterThanOrEqualTo(32);
     assertThat(values.get("admin-token"))

@@ -27,7 +27,9 @@ import java.util.Map;
  *       (label {@value #OPERATOR_POD_LABEL_VALUE} in the operator's namespace, selected by its
  *       {@code kubernetes.io/metadata.name} label; any namespace when the operator does not know
  *       its own) and from consumers: pods of the artifact's namespace labelled {@link
- *       ArtifactChildren#consumerLabel} = {@code "true"}.
+ *       ArtifactChildren#consumerLabel} = {@code "true"}; for a written artifact ({@code
+ *       spec.source.writers}) also from its own data-plane pods, which ask the writers' pods for
+ *       the seal records of new versions there.
  * </ul>
  *
  * Everything else is refused by any network plugin that enforces NetworkPolicies; egress is not
@@ -88,7 +90,10 @@ public final class ArtifactNetworkPolicy {
         .endIngress()
         .addNewIngress()
         .withPorts(tcp(config.controlPort()))
-        .withFrom(List.of(operator, consumers))
+        .withFrom(
+            io.tensorcast.operator.written.WrittenArtifacts.isWritten(artifact.getSpec())
+                ? List.of(operator, consumers, members)
+                : List.of(operator, consumers))
         .endIngress()
         .endSpec()
         .build();

@@ -28,9 +28,11 @@ import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
+import io.tensorcast.api.v1alpha1.SaveSpec;
 import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.wire.FormatLimitFlags;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.written.WrittenArtifacts;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -147,6 +149,26 @@ public final class DataPlanePod {
       OptionalLong totalBytes,
       OperatorConfig config,
       String keyId) {
+    return desired(artifact, node, totalBytes, config, keyId, null, List.of());
+  }
+
+  /**
+   * The desired pod of a written artifact ({@code spec.source.writers}) in {@code role}: {@code
+   * serve-writes} instead of {@code serve} ({@link WrittenArtifacts#args}), the write token mounted
+   * on writer nodes, the save destination's credentials ({@code spec.save.credentialsSecretRef}) in
+   * the environment.
+   *
+   * @param role the pod's role, or null for a loaded artifact
+   * @param writerPods the names of the writer role's pods
+   */
+  public static Pod desired(
+      ModelArtifact artifact,
+      NodeSelection.Candidate node,
+      OptionalLong totalBytes,
+      OperatorConfig config,
+      String keyId,
+      WrittenArtifacts.Role role,
+      List<String> writerPods) {
     ModelArtifactSpec spec = artifact.getSpec();
     String name = artifact.getMetadata().getName();
     String namespace = artifact.getMetadata().getNamespace();
@@ -191,10 +213,7 @@ public final class DataPlanePod {
             .withNewSecret()
             .withSecretName(ArtifactChildren.name(artifact))
             .withDefaultMode(SECRET_FILE_MODE)
-            .withItems(
-                secretItem(TensorcastConstants.SECRET_PEER_SECRET),
-                secretItem(TensorcastConstants.SECRET_READ_TOKEN),
-                secretItem(TensorcastConstants.SECRET_ADMIN_TOKEN))
+            .withItems(secretItems(role))
             .endSecret()
             .build());
     volumes.add(
@@ -212,8 +231,11 @@ public final class DataPlanePod {
             .withName(CONTAINER)
             .withImage(config.dataPlaneImage())
             .withImagePullPolicy(config.imagePullPolicy())
-            .withArgs(args(artifact, config, storeRoot))
-            .withEnv(env(spec.getSource()))
+            .withArgs(
+                role == null
+                    ? args(artifact, config, storeRoot)
+                    : WrittenArtifacts.args(artifact, config, storeRoot, role, writerPods))
+            .withEnv(role == null ? env(spec.getSource()) : writtenEnv(spec))
             .addNewPort()
             .withName("control")
             .withContainerPort(config.controlPort())
@@ -431,6 +453,39 @@ public final class DataPlanePod {
   /** Mode of the Secret's files in the pod (0400; the kubelet adds group read for fsGroup). */
   static final int SECRET_FILE_MODE = 0400;
 
+  private static List<io.fabric8.kubernetes.api.model.KeyToPath> secretItems(
+      WrittenArtifacts.Role role) {
+    List<io.fabric8.kubernetes.api.model.KeyToPath> items = new ArrayList<>();
+    items.add(secretItem(TensorcastConstants.SECRET_PEER_SECRET));
+    items.add(secretItem(TensorcastConstants.SECRET_READ_TOKEN));
+    items.add(secretItem(TensorcastConstants.SECRET_ADMIN_TOKEN));
+    if (role == WrittenArtifacts.Role.WRITER) {
+      items.add(secretItem(TensorcastConstants.SECRET_WRITE_TOKEN));
+    }
+    return items;
+  }
+
+  /** The environment of a written artifact's pod: as {@link #env}, credentials of the save. */
+  private static List<EnvVar> writtenEnv(ModelArtifactSpec spec) {
+    SourceSpec none = new SourceSpec();
+    List<EnvVar> env = env(none);
+    SaveSpec save = spec.getSave();
+    CredentialsSecretRef ref = save == null ? null : save.getCredentialsSecretRef();
+    if (ref != null) {
+      String uri = save.getUri();
+      if (uri.startsWith("hf://")) {
+        env.add(secret("HF_TOKEN", ref.getName(), ref.tokenKeyOrDefault(), false));
+      } else if (uri.startsWith("s3://") || uri.startsWith("oss://")) {
+        env.add(secret("AWS_ACCESS_KEY_ID", ref.getName(), ref.accessKeyIdKeyOrDefault(), false));
+        env.add(
+            secret(
+                "AWS_SECRET_ACCESS_KEY", ref.getName(), ref.secretAccessKeyKeyOrDefault(), false));
+        env.add(secret("AWS_SESSION_TOKEN", ref.getName(), ref.sessionTokenKeyOrDefault(), true));
+      }
+    }
+    return env;
+  }
+
   private static io.fabric8.kubernetes.api.model.KeyToPath secretItem(String key) {
     return new io.fabric8.kubernetes.api.model.KeyToPathBuilder()
         .withKey(key)
@@ -439,7 +494,7 @@ public final class DataPlanePod {
   }
 
   /** Whether {@code spec.memory.pinned} (default true). */
-  static boolean pinned(ModelArtifactSpec spec) {
+  public static boolean pinned(ModelArtifactSpec spec) {
     return spec.getMemory() == null || !Boolean.FALSE.equals(spec.getMemory().getPinned());
   }
 

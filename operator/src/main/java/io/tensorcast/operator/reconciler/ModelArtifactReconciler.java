@@ -45,13 +45,17 @@ import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
+import io.tensorcast.operator.status.WrittenStatus;
 import io.tensorcast.operator.trust.ArtifactKeys;
 import io.tensorcast.operator.trust.MasterKey;
 import io.tensorcast.operator.validation.SourcePolicy;
 import io.tensorcast.operator.validation.SpecValidator;
 import io.tensorcast.operator.validation.Violation;
+import io.tensorcast.operator.written.VersionsClient;
+import io.tensorcast.operator.written.WrittenArtifacts;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -112,6 +116,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final PeerCoordinator peers;
+  private final VersionsClient versionsClient;
   private final ArtifactMetrics metrics;
   private final Clock clock;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
@@ -149,6 +154,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.peers = new PeerCoordinator(dataPlane, config.peerPort());
+    this.versionsClient = new VersionsClient(config.controlPort(), config.statusTimeout());
     this.metrics = new ArtifactMetrics(registry);
     this.clock = Objects.requireNonNull(clock, "clock");
   }
@@ -248,6 +254,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           consumers);
     }
 
+    if (WrittenArtifacts.isWritten(artifact.getSpec())) {
+      return reconcileWritten(artifact, context, pods);
+    }
     ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
     Map<String, DataPlaneStatus> reports =
         dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
@@ -321,6 +330,131 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             ? config.readyResync()
             : config.pollInterval();
     return patchIfChanged(artifact, status, context).rescheduleAfter(next);
+  }
+
+  /**
+   * A written artifact ({@code spec.source.writers}; the decisions are {@link WrittenArtifacts}'s):
+   * writer nodes from the writer pods → reader nodes by placement among the others → the Secret and
+   * NetworkPolicy → pods in their roles → peer membership to every pod → each pod's versions →
+   * saves to start ({@code spec.save}) → status ({@link WrittenStatus}) → come back after the poll
+   * interval (versions come and go).
+   */
+  private UpdateControl<ModelArtifact> reconcileWritten(
+      ModelArtifact artifact, Context<ModelArtifact> context, List<Pod> pods) {
+    KubernetesClient client = context.getClient();
+    ModelArtifactSpec spec = artifact.getSpec();
+    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    Map<String, String> selector = spec.getSource().getWriters().getPodSelector();
+    Set<String> writerNodes =
+        WrittenArtifacts.writerNodes(
+            client
+                .pods()
+                .inNamespace(artifact.getMetadata().getNamespace())
+                .withLabels(selector)
+                .list()
+                .getItems(),
+            selector);
+    List<Node> allNodes = nodes == null ? List.of() : nodes.list(n -> true).toList();
+    OptionalLong perNode = WrittenArtifacts.bytesPerNode(spec);
+    List<NodeSelection.Candidate> writers =
+        allNodes.stream()
+            .filter(n -> writerNodes.contains(n.getMetadata().getName()))
+            .map(NodeSelection.Candidate::of)
+            .toList();
+    List<NodeSelection.Candidate> readers = List.of();
+    if (WrittenArtifacts.hasReaders(spec) && !writerNodes.isEmpty()) {
+      var placement = spec.getPlacement();
+      long overhead = config.memoryOverheadBytes();
+      readers =
+          NodeSelection.select(
+                  allNodes.stream()
+                      .filter(n -> !writerNodes.contains(n.getMetadata().getName()))
+                      .toList(),
+                  new NodeSelection.Request(
+                      placement.getReplicas() == null ? 1 : placement.getReplicas(),
+                      placement.getRdma() == null ? RdmaPolicy.Required : placement.getRdma(),
+                      placement.getNodeSelector(),
+                      placement.getTolerations(),
+                      DataPlanePod.memoryRequestBytes(spec, perNode, overhead),
+                      DataPlanePod.memoryBasis(spec, perNode, overhead),
+                      pods.stream()
+                          .filter(p -> !PodPlan.terminating(p))
+                          .map(PodPlan::node)
+                          .collect(Collectors.toSet()),
+                      committedByOthers(artifact)))
+              .chosen();
+    }
+    List<String> writerPodNames =
+        writers.stream().map(c -> DataPlanePod.podName(artifact, c.name())).toList();
+    List<Pod> desired = new ArrayList<>();
+    for (NodeSelection.Candidate c : writers) {
+      desired.add(
+          DataPlanePod.desired(
+              artifact,
+              c,
+              perNode,
+              config,
+              masterKey.id(),
+              WrittenArtifacts.Role.WRITER,
+              writerPodNames));
+    }
+    for (NodeSelection.Candidate c : readers) {
+      desired.add(
+          DataPlanePod.desired(
+              artifact,
+              c,
+              perNode,
+              config,
+              masterKey.id(),
+              WrittenArtifacts.Role.READER,
+              writerPodNames));
+    }
+    PodPlan plan = PodPlan.plan(desired, pods);
+    Optional<String> conflict = objects.ensure(client, artifact, keys, !plan.create().isEmpty());
+    if (conflict.isPresent()) {
+      return fail(
+          artifact,
+          context,
+          pods,
+          new Failure(Reason.NameConflict, conflict.get(), false),
+          Optional.empty(),
+          List.of());
+    }
+    apply(plan, client);
+    List<Pod> members =
+        plan.keep().values().stream()
+            .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getName()))
+            .toList();
+    Map<String, DataPlaneStatus> reports = dataPlane.poll(members, keys.adminToken());
+    peers.coordinate(id(artifact), members, reports, keys.adminToken());
+    WrittenArtifacts.Views views =
+        WrittenArtifacts.views(
+            members, versionsClient.versions(members, keys.adminToken()), writerNodes);
+    for (WrittenArtifacts.SaveOrder o :
+        WrittenArtifacts.saves(
+            spec.getSave(),
+            views.pods(),
+            artifact.getStatus() == null ? null : artifact.getStatus().getVersions(),
+            views.metadata())) {
+      Pod target = plan.keep().get(o.pod());
+      String refused =
+          target == null
+              ? "pod gone"
+              : versionsClient.save(
+                  target,
+                  o.version(),
+                  WrittenArtifacts.saveRequest(spec.getSave(), o.uri()),
+                  keys.adminToken());
+      if (refused == null) {
+        log.info(
+            "{}: saving version {} from {} to {}", id(artifact), o.version(), o.pod(), o.uri());
+      } else {
+        log.warn("{}: saving version {} from {}: {}", id(artifact), o.version(), o.pod(), refused);
+      }
+    }
+    ModelArtifactStatus status =
+        WrittenStatus.build(artifact, writerNodes, readers.size(), views.pods(), clock.instant());
+    return patchIfChanged(artifact, status, context).rescheduleAfter(config.pollInterval());
   }
 
   /**

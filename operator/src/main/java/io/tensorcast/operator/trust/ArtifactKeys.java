@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * The three values of a ModelArtifact's Secret, derived from the operator's {@link MasterKey} so
+ * The four values of a ModelArtifact's Secret, derived from the operator's {@link MasterKey} so
  * that the operator never reads them back:
  *
  * <ul>
@@ -16,9 +16,10 @@ import java.util.Objects;
  *       generation)): 32 bytes as 44 characters of base64. New with every generation, so a pod of
  *       an earlier generation, once gone, learns no later secret.
  *   <li>{@code read-token} = base64url(HMAC(master, "tensorcast/v1 read-token\n" + uid)), 43
- *       characters; {@code admin-token} likewise with "admin-token". Fixed for the life of the
- *       ModelArtifact (its uid), so consumers and the operator never hold a token that a pod whose
- *       Secret volume has not been refreshed yet would refuse.
+ *       characters; {@code admin-token} and {@code write-token} (the put API of a written artifact,
+ *       for its writer pods) likewise with "admin-token" and "write-token". Fixed for the life of
+ *       the ModelArtifact (its uid), so consumers and the operator never hold a token that a pod
+ *       whose Secret volume has not been refreshed yet would refuse.
  * </ul>
  *
  * HMAC-SHA256 is a pseudo-random function: without the master key the values cannot be told from
@@ -28,14 +29,17 @@ import java.util.Objects;
  * @param peerSecret value of {@value TensorcastConstants#SECRET_PEER_SECRET}
  * @param readToken value of {@value TensorcastConstants#SECRET_READ_TOKEN}
  * @param adminToken value of {@value TensorcastConstants#SECRET_ADMIN_TOKEN}
+ * @param writeToken value of {@value TensorcastConstants#SECRET_WRITE_TOKEN}
  * @param keyId {@link MasterKey#id()} of the key they came from
  */
-public record ArtifactKeys(String peerSecret, String readToken, String adminToken, String keyId) {
+public record ArtifactKeys(
+    String peerSecret, String readToken, String adminToken, String writeToken, String keyId) {
 
   public ArtifactKeys {
     Objects.requireNonNull(peerSecret, "peerSecret");
     Objects.requireNonNull(readToken, "readToken");
     Objects.requireNonNull(adminToken, "adminToken");
+    Objects.requireNonNull(writeToken, "writeToken");
     Objects.requireNonNull(keyId, "keyId");
   }
 
@@ -62,6 +66,7 @@ public record ArtifactKeys(String peerSecret, String readToken, String adminToke
             .encodeToString(key.hmac("tensorcast/v1 peer-secret\n" + uid + "\n" + generation)),
         token(key, "read-token", uid),
         token(key, "admin-token", uid),
+        token(key, "write-token", uid),
         key.id());
   }
 
@@ -77,6 +82,7 @@ public record ArtifactKeys(String peerSecret, String readToken, String adminToke
     m.put(TensorcastConstants.SECRET_PEER_SECRET, peerSecret);
     m.put(TensorcastConstants.SECRET_READ_TOKEN, readToken);
     m.put(TensorcastConstants.SECRET_ADMIN_TOKEN, adminToken);
+    m.put(TensorcastConstants.SECRET_WRITE_TOKEN, writeToken);
     return m;
   }
 

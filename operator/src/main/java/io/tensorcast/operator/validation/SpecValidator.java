@@ -87,7 +87,14 @@ public final class SpecValidator {
       out.add(new Violation("spec", "is missing"));
       return out;
     }
-    source(spec.getSource(), policy, out);
+    if (WrittenRules.written(spec.getSource())) {
+      WrittenRules.check(spec, policy, out);
+    } else {
+      source(spec.getSource(), policy, out);
+      if (spec.getSource() != null) {
+        WrittenRules.check(spec, policy, out);
+      }
+    }
     placement(spec.getPlacement(), out);
     memory(spec.getMemory(), out);
     distribution(spec.getDistribution(), out);
@@ -110,7 +117,7 @@ public final class SpecValidator {
     }
     String uri = source.getUri();
     if (uri == null || uri.isEmpty()) {
-      out.add(new Violation("spec.source.uri", "is required"));
+      out.add(new Violation("spec.source.uri", "is required (or writers: a written artifact)"));
     } else if (!URI.matcher(uri).matches()) {
       out.add(
           new Violation(

@@ -47,7 +47,8 @@ class ArtifactChildrenTest {
     assertThat(owner.getKind()).isEqualTo("ModelArtifact");
     assertThat(owner.getController()).isTrue();
     assertThat(s.getType()).isEqualTo("Opaque");
-    assertThat(s.getData()).containsOnlyKeys("peer-secret", "read-token", "admin-token");
+    assertThat(s.getData())
+        .containsOnlyKeys("peer-secret", "read-token", "admin-token", "write-token");
     assertThat(decode(s, "peer-secret")).isEqualTo(keys.peerSecret());
     assertThat(decode(s, "read-token")).isEqualTo(keys.readToken());
     assertThat(decode(s, "admin-token")).isEqualTo(keys.adminToken());

@@ -1,19 +1,54 @@
 #!/usr/bin/env bash
-# Loader throughput benchmark (not a test). Starts S3Mock, seeds a generated >= 1 GiB safetensors
-# artifact, then measures in one run: (a) single-stream sequential GETs, (b) raw parallel ranged
-# GETs over a concurrency x range-size sweep, (c) the full loader into a PinnedStore under
-# /dev/shm. Prints MB/s and the ratios loader/(a) and loader/(b best). See README "Performance".
+# Cold-load benchmark (not a test): Tensorcast's `dataplane load` against rclone and the AWS CLI
+# (Debian packages, installed here when missing) and raw S3 GETs, from one S3Mock on loopback into
+# /dev/shm, in interleaved rounds; every copy checked with `sha256sum -c`. Prints MB/s, CPU-seconds
+# per GiB (user + sys) of each tool and the ratios. See bench/README.md "Cold load".
 #
-#   bench/load-throughput.sh [--gib N] [--shards N] [--reps N]      (defaults: 1 GiB, 8 shards, 3)
+#   bench/load-throughput.sh [--gib N] [--shards N] [--reps N] [--checksum crc64nvme|crc32|sha256|none]
+#                            [--adaptive] [--no-sweep] [--tensorcast 'NAME|JAR|JVM FLAGS|LOAD ARGS']...
 #
-# Builds the data plane's test classes first when sources are newer than the last build.
+# Without --tensorcast it runs the data plane as built here, with the JVM flags it ships with
+# (dataplane/target/jvm.options). Builds the jar and the test classes first when sources are newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh
-dataplane_bench_setup load-throughput io.tensorcast.dataplane.bench.LoadThroughputBench test-servers/s3mock-exec.jar
+repo=$(pwd)
+target="$repo/dataplane/target"
+jar="$target/tensorcast-dataplane.jar"
+cp_file="$target/bench.classpath"
 
-exec java -Xms1g -Xmx2g -XX:MaxDirectMemorySize=2g \
-  -Dtensorcast.s3mock.jar="$s3mock_jar" \
+command -v java >/dev/null || { echo "load-throughput: java is required" >&2; exit 2; }
+[ -d /dev/shm ] || { echo "load-throughput: /dev/shm (tmpfs) is required" >&2; exit 2; }
+[ -x /usr/bin/time ] || missing_time=1
+if ! command -v rclone >/dev/null || [ ! -x /usr/bin/aws ] || [ -n "${missing_time:-}" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "load-throughput: needs rclone, awscli and time (apt-get install rclone awscli time, as root)" >&2
+    exit 2
+  fi
+  echo "[bench] installing rclone, awscli and time (Debian packages)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q rclone awscli time >&2
+fi
+
+if [ ! -f "$jar" ] || [ ! -f "$cp_file" ] || [ ! -f "$target/test-classes/io/tensorcast/dataplane/bench/LoadThroughputBench.class" ] \
+  || [ -n "$(find "$repo/dataplane/src" "$repo/crds/src" "$repo/dataplane/pom.xml" "$repo/pom.xml" \
+               -newer "$cp_file" -print -quit)" ]; then
+  command -v mvn >/dev/null || { echo "load-throughput: mvn is required to build" >&2; exit 2; }
+  echo "[bench] building the data plane (mvn -pl dataplane -am package -DskipTests)" >&2
+  mvn -B -q -ntp -pl dataplane -am package -DskipTests dependency:build-classpath \
+    -Dmdep.includeScope=test -Dmdep.outputFile="$cp_file"
+  touch "$cp_file"
+fi
+
+args=("$@")
+has_variant=false
+for a in "$@"; do [ "$a" = --tensorcast ] && has_variant=true; done
+if ! $has_variant; then
+  flags=""
+  [ -f "$target/jvm.options" ] && flags=$(grep -v '^#' "$target/jvm.options" | tr '\n' ' ')
+  args+=(--tensorcast "tensorcast|$jar|$flags|")
+fi
+
+exec java -Xms512m -Xmx2g -XX:MaxDirectMemorySize=1g \
+  -Dtensorcast.s3mock.jar="$target/test-servers/s3mock-exec.jar" \
   -Dlogback.configurationFile="$repo/bench/logback-bench.xml" \
-  -cp "$bench_cp" \
-  "$main_class" "$@"
+  -cp "$target/test-classes:$target/classes:$(cat "$cp_file")" \
+  io.tensorcast.dataplane.bench.LoadThroughputBench "${args[@]}"

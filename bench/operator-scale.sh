@@ -3,7 +3,7 @@
 # S3Mock with a tiny generated model, N simulated RDMA nodes whose data-plane pods run in the
 # bench JVM (InProcessContainerRuntime), the operator in process; creates M ModelArtifacts
 # (replicas 1) at once and reports time to all Ready, reconciles and status writes per artifact,
-# and heap. See README "Performance" > "Operator scale".
+# and heap. See bench/README.md ("Operator scale").
 #
 #   bench/operator-scale.sh [--artifacts 100] [--nodes 50] [--skip-baseline] [--timeout PT10M]
 #

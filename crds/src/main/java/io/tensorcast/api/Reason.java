@@ -114,6 +114,27 @@ public enum Reason {
   ChecksumMismatch,
   /** Received bytes did not match the declared size or checksum. */
   VerificationFailed,
+  /**
+   * A torch tensor that cannot be cut by ranges (no safetensors dtype, big-endian, not contiguous).
+   */
+  UnsupportedTensor,
+
+  // ---- a TensorShardSet's plan (split rules against the artifact's tensors)
+
+  /** A split dimension is outside a tensor's dimensions. */
+  SplitDimOutOfRange,
+  /** A dimension does not divide by the tp size (or sub-byte elements by bytes). */
+  NotDivisible,
+  /** An explicit rule matches no tensor of the artifact. */
+  RuleMatchesNoTensor,
+  /** A tensor no explicit rule covers. */
+  TensorNotCovered,
+  /** The ep size does not divide the expert count, or there are no experts to own. */
+  ExpertsNotDivisible,
+  /** No rules given and no built-in set for the architecture (or no config.json). */
+  NoRuleSet,
+  /** The rules, the layout or a tensor cannot be used otherwise (the message says why). */
+  InvalidShardRules,
 
   // ---- the store on the node
 
@@ -166,6 +187,10 @@ public enum Reason {
   InsufficientNodes,
   /** Pods exist but the scheduler has not bound all of them yet. */
   PodsPending,
+  /** A data-plane pod's node is not Ready (its kubelet stopped reporting). */
+  NodeNotReady,
+  /** Consumer pods that decide a TensorShardSet's placement are missing or not scheduled yet. */
+  ConsumersNotScheduled,
 
   // ---- loading (Loaded, Ready)
 
@@ -190,8 +215,23 @@ public enum Reason {
   ReplicasNotReady,
   /** A replica that was Ready lost its copy or its pod (node gone, pod deleted). */
   ReplicaLost,
+  /** Not Ready yet but nothing blocks it (Stalled=False). */
+  Progressing,
   /** Nothing is wrong (Degraded=False). */
   Healthy,
+
+  // ---- TensorShardSet (Resolved, Ready)
+
+  /** {@code spec.artifactRef} names no ModelArtifact of the namespace; the set waits for it. */
+  ArtifactNotFound,
+  /** The referenced ModelArtifact is not Ready yet; the set waits for it. */
+  ArtifactNotReady,
+  /** The referenced ModelArtifact failed; the message carries its reason. */
+  ArtifactFailed,
+  /** Every rank file is complete and verified on its node. */
+  AllRanksReady,
+  /** Some ranks are not Ready yet. */
+  RanksNotReady,
 
   // ---- consumers (InUse)
 

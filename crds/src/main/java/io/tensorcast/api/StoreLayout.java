@@ -27,6 +27,20 @@ public final class StoreLayout {
 
   private StoreLayout() {}
 
+  /**
+   * Directory under a node's store root that holds the per-TensorShardSet store roots. It has no
+   * '.', so no ModelArtifact's {@code <namespace>.<name>} directory can be named like it.
+   */
+  public static final String SHARD_SETS_DIR = "tensorshardsets";
+
+  /**
+   * {@code tensorshardsets/<namespace>.<name>}: the per-TensorShardSet store root under the node's
+   * store root (apart from ModelArtifacts, which may share the name).
+   */
+  public static String shardSetDirectory(String namespace, String name) {
+    return SHARD_SETS_DIR + "/" + artifactDirectory(namespace, name);
+  }
+
   /** {@code <namespace>.<name>}: the per-artifact store root under the node's store root. */
   public static String artifactDirectory(String namespace, String name) {
     return namespace + "." + name;

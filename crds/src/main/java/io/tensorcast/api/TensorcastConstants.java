@@ -99,5 +99,20 @@ public final class TensorcastConstants {
    */
   public static final String CONSUMER_LABEL_PREFIX = "consumer.tensorcast.io/";
 
+  /**
+   * Prefix of the pod label that admits a pod to a TensorShardSet's control port: a pod of the
+   * set's namespace labelled {@code shardset.consumer.tensorcast.io/<set name>: "true"} (distinct
+   * from {@link #CONSUMER_LABEL_PREFIX}, so that a ModelArtifact and a TensorShardSet of the same
+   * name admit different pods); it still needs the set's read token.
+   */
+  public static final String SHARD_SET_CONSUMER_LABEL_PREFIX = "shardset.consumer.tensorcast.io/";
+
+  /**
+   * Directory where a TensorShardSet's data-plane pod finds the read token of the ModelArtifact it
+   * reads slices from (file {@link #SECRET_READ_TOKEN}, read-only): the only key of that artifact's
+   * Secret it mounts.
+   */
+  public static final String COPY_TOKEN_DIR = "/var/run/secrets/tensorcast-copies";
+
   private TensorcastConstants() {}
 }

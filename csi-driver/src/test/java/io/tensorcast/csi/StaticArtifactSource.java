@@ -22,6 +22,21 @@ public final class StaticArtifactSource implements ArtifactSource {
     signal.changed();
   }
 
+  private final Map<String, io.tensorcast.api.v1alpha1.TensorShardSet> sets =
+      new ConcurrentHashMap<>();
+
+  public void putShardSet(io.tensorcast.api.v1alpha1.TensorShardSet s) {
+    sets.put(
+        s.getMetadata().getNamespace() + "/" + s.getMetadata().getName(), Serialization.clone(s));
+    signal.changed();
+  }
+
+  @Override
+  public Optional<io.tensorcast.api.v1alpha1.TensorShardSet> getShardSet(
+      String namespace, String name) {
+    return Optional.ofNullable(sets.get(namespace + "/" + name));
+  }
+
   public void remove(String namespace, String name) {
     byKey.remove(namespace + "/" + name);
     signal.changed();

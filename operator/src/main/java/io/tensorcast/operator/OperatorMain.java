@@ -173,6 +173,8 @@ public final class OperatorMain {
                                   exitOnLostLease)));
             });
     operator.register(new ModelArtifactReconciler(config, masterKey, registry));
+    operator.register(
+        new io.tensorcast.operator.reconciler.TensorShardSetReconciler(config, masterKey));
     return operator;
   }
 

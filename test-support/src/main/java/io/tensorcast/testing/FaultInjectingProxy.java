@@ -39,7 +39,11 @@ import java.util.concurrent.atomic.AtomicReference;
  *       503 ...) and an S3-style XML error, optionally with {@code Retry-After};
  *   <li>{@link #ignoreRange}: GETs are forwarded without their {@code Range} header, so the
  *       upstream answers 200 with the whole object;
- *   <li>{@link #delay}: each request waits this long before it is forwarded.
+ *   <li>{@link #delay}: each request waits this long before it is forwarded;
+ *   <li>{@link #throttleBodies} and {@link #throttleTotal}: an origin whose single connections are
+ *       slow, and one whose bandwidth is shared by all its connections;
+ *   <li>{@link #slowDownAbove}: a GET that arrives while N others are in flight is answered {@code
+ *       503 SlowDown} (an origin with a limit on concurrent requests).
  * </ul>
  *
  * <p>It counts the response body bytes of GETs it forwards ({@link #getBodyBytes()}) and records
@@ -97,6 +101,11 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicInteger inFlightGets = new AtomicInteger();
   private final AtomicInteger finishedGets = new AtomicInteger();
   private volatile long bodyBytesPerSecond;
+  private volatile long totalBytesPerSecond;
+  private final Object totalPacing = new Object();
+  private long totalDueNanos; // guarded by totalPacing
+  private volatile int slowDownAbove;
+  private final AtomicInteger slowDowns = new AtomicInteger();
   private final AtomicInteger maxInFlightGets = new AtomicInteger();
 
   private final AtomicInteger cutsLeft = new AtomicInteger();
@@ -188,6 +197,33 @@ public final class FaultInjectingProxy implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Sends the response bodies of all connections together at most {@code bytesPerSecond} (16 KiB
+   * writes paced in arrival order, so connections share it about equally); 0 for no limit. Applies
+   * on top of {@link #throttleBodies}.
+   */
+  public FaultInjectingProxy throttleTotal(long bytesPerSecond) {
+    this.totalBytesPerSecond = bytesPerSecond;
+    return this;
+  }
+
+  /**
+   * Answers a GET that arrives while {@code maxInFlight} counted GETs are already in flight with
+   * {@code 503 SlowDown} (S3's answer to a request rate it does not accept); 0 for no limit. The
+   * refused GETs do not count as in flight; {@link #slowDowns()} counts them.
+   */
+  public FaultInjectingProxy slowDownAbove(int maxInFlight) {
+    this.slowDownAbove = maxInFlight;
+    return this;
+  }
+
+  /**
+   * GETs answered {@code 503 SlowDown} by {@link #slowDownAbove}, since the last {@link #reset}.
+   */
+  public int slowDowns() {
+    return slowDowns.get();
+  }
+
   /** Counted GETs (see {@link #countInFlightOnly}) whose response was sent in full, so far. */
   public int finishedGets() {
     return finishedGets.get();
@@ -217,6 +253,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
     ignoreRange = false;
     delay = Duration.ZERO;
     bodyBytesPerSecond = 0;
+    totalBytesPerSecond = 0;
+    slowDownAbove = 0;
+    slowDowns.set(0);
     finishedGets.set(0);
     requests.clear();
     maxConnections.set(connections.get());
@@ -307,7 +346,16 @@ public final class FaultInjectingProxy implements AutoCloseable {
             }
           };
       if (countedGet) {
-        max(maxInFlightGets, inFlightGets.incrementAndGet());
+        int inFlight = inFlightGets.incrementAndGet();
+        int limit = slowDownAbove;
+        if (limit > 0 && inFlight > limit) {
+          inFlightGets.decrementAndGet();
+          done.set(true);
+          slowDowns.incrementAndGet();
+          respond(out, 503, "SlowDown", "Please reduce your request rate.", null, true);
+          return;
+        }
+        max(maxInFlightGets, inFlight);
       }
       try {
         forward(method, requestLine, headers, in, out, isGet, finished);
@@ -454,19 +502,33 @@ public final class FaultInjectingProxy implements AutoCloseable {
         long rate = bodyBytesPerSecond;
         if (rate > 0) {
           out.flush();
-          long due = started + sent * 1_000_000_000L / rate;
-          long wait = due - System.nanoTime();
-          if (wait > 0) {
-            try {
-              Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-              throw new IOException("interrupted while throttling", e);
-            }
+          pause(started + sent * 1_000_000_000L / rate - System.nanoTime());
+        }
+        long total = totalBytesPerSecond;
+        if (total > 0) {
+          out.flush();
+          long due;
+          synchronized (totalPacing) {
+            long now = System.nanoTime();
+            totalDueNanos = Math.max(totalDueNanos, now) + n * 1_000_000_000L / total;
+            due = totalDueNanos;
           }
+          pause(due - System.nanoTime());
         }
       }
       out.flush();
+    }
+  }
+
+  private static void pause(long nanos) throws IOException {
+    if (nanos <= 0) {
+      return;
+    }
+    try {
+      Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while throttling", e);
     }
   }
 

@@ -17,6 +17,7 @@ import io.fabric8.kubernetes.client.CustomResource;
 import io.tensorcast.api.PrinterColumnOrder;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.api.v1alpha1.TensorShardSet;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.nio.file.Files;
@@ -55,7 +56,8 @@ public final class CrdGeneration {
   public static final String BELOW_CEL_SUFFIX = TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX;
 
   /** The custom resource classes whose CRDs are written. */
-  static final List<Class<? extends CustomResource<?, ?>>> RESOURCES = List.of(ModelArtifact.class);
+  static final List<Class<? extends CustomResource<?, ?>>> RESOURCES =
+      List.of(ModelArtifact.class, TensorShardSet.class);
 
   private CrdGeneration() {}
 

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.crd.generator.annotation.PrinterColumn;
 import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.model.annotation.LabelSelector;
+import io.fabric8.kubernetes.model.annotation.StatusReplicas;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -25,10 +27,30 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription("metadata.generation of the spec this status describes.")
   private Long observedGeneration;
 
+  @JsonPropertyDescription(
+      "The generation whose content the copies hold: the last generation that changed anything"
+          + " but spec.placement.replicas. Data-plane pods, the data plane's artifact id"
+          + " (<namespace>-<name>-g<copyGeneration>), the peer secret and the node labels belong"
+          + " to it, so scaling keeps every Ready copy.")
+  private Long copyGeneration;
+
+  @JsonPropertyDescription(
+      "Digest of the spec without spec.placement.replicas at copyGeneration (16 hex): a new"
+          + " generation with the same digest keeps copyGeneration.")
+  private String specDigest;
+
+  @LabelSelector
+  @JsonPropertyDescription(
+      "Label selector of the artifact's data-plane pods, for the scale subresource (kubectl"
+          + " scale, autoscalers).")
+  private String selector;
+
   @SchemaFrom(type = ConditionSchema[].class)
   @JsonPropertyDescription(
-      "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded and InUse, with CamelCase"
-          + " reasons; lastTransitionTime changes only when status changes.")
+      "Conditions of types Resolved, Scheduled, Loaded, Ready, Degraded, Stalled and InUse, with"
+          + " CamelCase reasons; lastTransitionTime changes only when status changes. Stalled=True"
+          + " means the artifact cannot reach Ready without a change (kstatus reads it as"
+          + " Failed).")
   private List<Condition> conditions = new ArrayList<>();
 
   @JsonPropertyDescription(
@@ -59,7 +81,10 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription("One entry per node chosen to hold a copy.")
   private List<ArtifactNodeStatus> nodes = new ArrayList<>();
 
-  @JsonPropertyDescription("Number of nodes chosen to hold a copy.")
+  @StatusReplicas
+  @JsonPropertyDescription(
+      "Number of copies this status describes: spec.placement.replicas of observedGeneration"
+          + " (the scale subresource's status replicas).")
   private Integer replicas;
 
   @JsonPropertyDescription("Number of nodes whose copy is Ready (every byte present and verified).")
@@ -125,6 +150,30 @@ public class ModelArtifactStatus {
 
   public void setObservedGeneration(Long observedGeneration) {
     this.observedGeneration = observedGeneration;
+  }
+
+  public Long getCopyGeneration() {
+    return copyGeneration;
+  }
+
+  public void setCopyGeneration(Long copyGeneration) {
+    this.copyGeneration = copyGeneration;
+  }
+
+  public String getSpecDigest() {
+    return specDigest;
+  }
+
+  public void setSpecDigest(String specDigest) {
+    this.specDigest = specDigest;
+  }
+
+  public String getSelector() {
+    return selector;
+  }
+
+  public void setSelector(String selector) {
+    this.selector = selector;
   }
 
   public List<Condition> getConditions() {
@@ -244,6 +293,9 @@ public class ModelArtifactStatus {
     return o instanceof ModelArtifactStatus that
         && phase == that.phase
         && Objects.equals(observedGeneration, that.observedGeneration)
+        && Objects.equals(copyGeneration, that.copyGeneration)
+        && Objects.equals(specDigest, that.specDigest)
+        && Objects.equals(selector, that.selector)
         && Objects.equals(conditions, that.conditions)
         && Objects.equals(resolvedRevision, that.resolvedRevision)
         && Objects.equals(files, that.files)
@@ -267,6 +319,9 @@ public class ModelArtifactStatus {
     return Objects.hash(
         phase,
         observedGeneration,
+        copyGeneration,
+        specDigest,
+        selector,
         conditions,
         resolvedRevision,
         files,

@@ -4,9 +4,11 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.crd.generator.annotation.SchemaFrom;
 import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Max;
 import io.fabric8.generator.annotation.Min;
 import io.fabric8.generator.annotation.Size;
 import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.model.annotation.SpecReplicas;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,8 +41,13 @@ public class PlacementSpec {
   private List<Toleration> tolerations = new ArrayList<>();
 
   @Min(1)
+  @Max(1000)
   @Default("1")
-  @JsonPropertyDescription("Number of nodes that each hold a full copy. At least 1; default 1.")
+  @SpecReplicas
+  @JsonPropertyDescription(
+      "Number of nodes that each hold a full copy, 1-1000; default 1. The scale subresource's"
+          + " replicas (kubectl scale ma/NAME --replicas=N): changing it adds or removes copies"
+          + " on the nodes concerned only, every other copy keeps serving.")
   private Integer replicas = 1;
 
   @Default("Required")

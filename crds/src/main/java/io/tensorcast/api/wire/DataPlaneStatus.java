@@ -45,6 +45,7 @@ import java.util.regex.Pattern;
  * @param peers number of peers this pod is connected to over the peer transport now
  * @param droppedPeers members this pod dropped for announcing a piece hash that differs from the
  *     piece's reader's (at most 16), or null
+ * @param shards a TensorShardSet pod's plan and ranks; {@code null} for a ModelArtifact's pod
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
@@ -68,7 +69,8 @@ public record DataPlaneStatus(
     List<FileStatus> fileStatuses,
     String peerEpoch,
     int peers,
-    List<DroppedPeer> droppedPeers) {
+    List<DroppedPeer> droppedPeers,
+    ShardReport shards) {
 
   /**
    * A status with only {@code artifactId} and {@code phase} set; fill the rest with its setters.
@@ -99,7 +101,8 @@ public record DataPlaneStatus(
         .fileStatuses(fileStatuses)
         .peerEpoch(peerEpoch)
         .peers(peers)
-        .droppedPeers(droppedPeers);
+        .droppedPeers(droppedPeers)
+        .shards(shards);
   }
 
   /**
@@ -133,6 +136,7 @@ public record DataPlaneStatus(
     private String peerEpoch;
     private int peers;
     private List<DroppedPeer> droppedPeers;
+    private ShardReport shards;
 
     private Builder() {}
 
@@ -243,6 +247,12 @@ public record DataPlaneStatus(
       return this;
     }
 
+    /** A TensorShardSet pod's plan and ranks; null for a ModelArtifact's pod. */
+    public Builder shards(ShardReport v) {
+      shards = v;
+      return this;
+    }
+
     public DataPlaneStatus build() {
       return new DataPlaneStatus(
           artifactId,
@@ -264,7 +274,8 @@ public record DataPlaneStatus(
           fileStatuses,
           peerEpoch,
           peers,
-          droppedPeers);
+          droppedPeers,
+          shards);
     }
   }
 

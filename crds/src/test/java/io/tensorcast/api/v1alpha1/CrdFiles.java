@@ -24,8 +24,19 @@ final class CrdFiles {
           + io.tensorcast.api.TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX
           + ".yml";
 
+  /** The TensorShardSet CRD's file name. */
+  static final String TSS_CRD_FILE = TensorShardSet.CRD_NAME + "-v1.yml";
+
+  /** The TensorShardSet CRD without CEL rules, for Kubernetes before 1.25. */
+  static final String TSS_CRD_FILE_BELOW_CEL =
+      TensorShardSet.CRD_NAME
+          + "-v1"
+          + io.tensorcast.api.TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX
+          + ".yml";
+
   /** Every generated file, each committed under crds/generated/ and the chart's files/crds/. */
-  static final java.util.List<String> ALL = java.util.List.of(CRD_FILE, CRD_FILE_BELOW_CEL);
+  static final java.util.List<String> ALL =
+      java.util.List.of(CRD_FILE, CRD_FILE_BELOW_CEL, TSS_CRD_FILE, TSS_CRD_FILE_BELOW_CEL);
 
   private CrdFiles() {}
 
@@ -69,7 +80,12 @@ final class CrdFiles {
   }
 
   static CustomResourceDefinition generatedCrd() throws IOException {
-    try (InputStream in = Files.newInputStream(generated())) {
+    return generatedCrd(CRD_FILE);
+  }
+
+  /** The generated CRD of {@code file}, parsed. */
+  static CustomResourceDefinition generatedCrd(String file) throws IOException {
+    try (InputStream in = Files.newInputStream(generated(file))) {
       return Serialization.unmarshal(in, CustomResourceDefinition.class);
     }
   }

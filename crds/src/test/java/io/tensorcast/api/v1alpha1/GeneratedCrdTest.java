@@ -56,7 +56,16 @@ class GeneratedCrdTest {
   void statusSubresourceIsEnabled() {
     assertThat(version.getSubresources()).isNotNull();
     assertThat(version.getSubresources().getStatus()).isNotNull();
-    assertThat(version.getSubresources().getScale()).isNull();
+  }
+
+  /** kubectl scale and autoscalers change spec.placement.replicas through /scale. */
+  @Test
+  void scaleSubresourceMapsPlacementReplicas() {
+    var scale = version.getSubresources().getScale();
+    assertThat(scale).isNotNull();
+    assertThat(scale.getSpecReplicasPath()).isEqualTo(".spec.placement.replicas");
+    assertThat(scale.getStatusReplicasPath()).isEqualTo(".status.replicas");
+    assertThat(scale.getLabelSelectorPath()).isEqualTo(".status.selector");
   }
 
   /** kubectl shows columns in this order: READY next to NAME, AGE last (API conventions). */

@@ -32,11 +32,19 @@ class SamplesTest {
       Serialization.jsonMapper().copy().enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   static JSONSchemaProps schema;
+  static JSONSchemaProps shardSetSchema;
 
   @BeforeAll
   static void loadSchema() throws IOException {
     schema =
         CrdFiles.generatedCrd().getSpec().getVersions().get(0).getSchema().getOpenAPIV3Schema();
+    shardSetSchema =
+        CrdFiles.generatedCrd(CrdFiles.TSS_CRD_FILE)
+            .getSpec()
+            .getVersions()
+            .get(0)
+            .getSchema()
+            .getOpenAPIV3Schema();
   }
 
   static Stream<Path> samples() throws IOException {
@@ -57,7 +65,18 @@ class SamplesTest {
     assertThat(tree.at("/apiVersion").asText())
         .as(file.toString())
         .isEqualTo("tensorcast.io/v1alpha1");
-    assertThat(tree.at("/kind").asText()).as(file.toString()).isEqualTo("ModelArtifact");
+    String kind = tree.at("/kind").asText();
+    assertThat(kind).as(file.toString()).isIn("ModelArtifact", "TensorShardSet");
+    if (kind.equals("TensorShardSet")) {
+      TensorShardSet tss = STRICT.treeToValue(tree, TensorShardSet.class);
+      assertThat(tss.getMetadata().getName()).as(file + ": metadata.name").isNotBlank();
+      assertThat(
+              SchemaCheck.violations(
+                  tree.get("spec"), shardSetSchema.getProperties().get("spec"), "spec"))
+          .as(file.toString())
+          .isEmpty();
+      return;
+    }
 
     ModelArtifact ma = STRICT.treeToValue(tree, ModelArtifact.class);
     assertThat(ma.getMetadata().getName()).as(file + ": metadata.name").isNotBlank();

@@ -13,6 +13,12 @@ public interface ArtifactSource {
   /** The artifact as last seen, if it exists. */
   Optional<ModelArtifact> get(String namespace, String name);
 
+  /** The TensorShardSet as last seen, if it exists (sources without sets: always empty). */
+  default Optional<io.tensorcast.api.v1alpha1.TensorShardSet> getShardSet(
+      String namespace, String name) {
+    return Optional.empty();
+  }
+
   /** Whether the source has seen the full list at least once (the driver is ready to serve). */
   boolean synced();
 

@@ -8,13 +8,15 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * ModelArtifacts of every namespace through one fabric8 informer (list + watch; RBAC {@code get,
- * list, watch} on {@code modelartifacts}). Any add, update or delete bumps the version.
+ * ModelArtifacts and TensorShardSets of every namespace through two fabric8 informers (list +
+ * watch; RBAC {@code get, list, watch} on {@code modelartifacts} and {@code tensorshardsets}). Any
+ * add, update or delete bumps the version.
  */
 public final class InformerArtifactSource implements ArtifactSource, AutoCloseable {
 
   private final ChangeSignal signal = new ChangeSignal();
   private final SharedIndexInformer<ModelArtifact> informer;
+  private final SharedIndexInformer<io.tensorcast.api.v1alpha1.TensorShardSet> sets;
 
   /** Starts the informer; it lists in the background (see {@link #synced()}). */
   public InformerArtifactSource(KubernetesClient client) {
@@ -40,6 +42,37 @@ public final class InformerArtifactSource implements ArtifactSource, AutoCloseab
                   }
                 },
                 0);
+    this.sets =
+        client
+            .resources(io.tensorcast.api.v1alpha1.TensorShardSet.class)
+            .inAnyNamespace()
+            .inform(
+                new ResourceEventHandler<>() {
+                  @Override
+                  public void onAdd(io.tensorcast.api.v1alpha1.TensorShardSet a) {
+                    signal.changed();
+                  }
+
+                  @Override
+                  public void onUpdate(
+                      io.tensorcast.api.v1alpha1.TensorShardSet older,
+                      io.tensorcast.api.v1alpha1.TensorShardSet newer) {
+                    signal.changed();
+                  }
+
+                  @Override
+                  public void onDelete(
+                      io.tensorcast.api.v1alpha1.TensorShardSet a, boolean unknown) {
+                    signal.changed();
+                  }
+                },
+                0);
+  }
+
+  @Override
+  public Optional<io.tensorcast.api.v1alpha1.TensorShardSet> getShardSet(
+      String namespace, String name) {
+    return Optional.ofNullable(sets.getStore().getByKey(namespace + "/" + name));
   }
 
   @Override
@@ -49,7 +82,7 @@ public final class InformerArtifactSource implements ArtifactSource, AutoCloseab
 
   @Override
   public boolean synced() {
-    return informer.hasSynced();
+    return informer.hasSynced() && sets.hasSynced();
   }
 
   @Override
@@ -70,5 +103,6 @@ public final class InformerArtifactSource implements ArtifactSource, AutoCloseab
   @Override
   public void close() {
     informer.close();
+    sets.close();
   }
 }

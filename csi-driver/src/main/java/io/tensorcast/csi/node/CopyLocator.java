@@ -11,6 +11,9 @@ import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.v1alpha1.ShardRankStatus;
+import io.tensorcast.api.v1alpha1.TensorShardSet;
+import io.tensorcast.api.v1alpha1.TensorShardSetStatus;
 import io.tensorcast.csi.node.PublishRequest.ArtifactVolume;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -27,8 +30,10 @@ import java.util.Optional;
  * status.nodes[]} entry {@code Ready}), and the store must hold it complete: the state file {@code
  * <storeRoot>/<ns>.<name>/.tensorcast/<artifactId>.json} lists every file with its SHA-256 (the
  * data plane writes a file's hash only once the file is complete and verified), and each file is a
- * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. An older
- * generation's copy is never mounted.
+ * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. The artifact id
+ * is that of {@code status.copyGeneration} (the generation whose content the copies hold, which a
+ * change of replicas alone keeps), or of {@code metadata.generation} when the status has none. A
+ * copy of other content is never mounted.
  */
 public final class CopyLocator {
 
@@ -39,7 +44,7 @@ public final class CopyLocator {
    * The copy to mount.
    *
    * @param directory the copy's directory in the store
-   * @param generation the artifact generation it holds
+   * @param generation the copy generation it holds ({@code status.copyGeneration})
    * @param artifactId the data plane's id of that generation
    */
   public record Found(Path directory, long generation, String artifactId) implements Lookup {}
@@ -148,7 +153,9 @@ public final class CopyLocator {
                   ? ""
                   : "; " + entry.getMessage()));
     }
-    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), generation);
+    long copyGeneration =
+        status.getCopyGeneration() == null ? generation : status.getCopyGeneration();
+    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), copyGeneration);
     Path root = storeRoot.resolve(StoreLayout.artifactDirectory(volume.namespace(), volume.name()));
     Path directory = root.resolve(artifactId);
     Optional<String> incomplete =
@@ -161,7 +168,90 @@ public final class CopyLocator {
               + " but this node's store does not hold the complete copy yet: "
               + incomplete.get());
     }
-    return new Found(directory, generation, artifactId);
+    return new Found(directory, copyGeneration, artifactId);
+  }
+
+  /**
+   * Looks up a TensorShardSet rank: the set's current generation must report the rank {@code Ready}
+   * on this node, and this node's store must hold that generation complete; the directory to mount
+   * is the layout directory of the rank's file ({@code manifest.json} + the node's rank files).
+   */
+  public Lookup locate(PublishRequest.ShardRankVolume volume, TensorShardSet set) {
+    String ref = volume.describe();
+    if (set == null) {
+      return new Refused(
+          Status.Code.NOT_FOUND,
+          "TensorShardSet "
+              + volume.namespace()
+              + "/"
+              + volume.name()
+              + " not found: create it, or fix volumeAttributes.tensorShardSet");
+    }
+    if (set.getMetadata().getDeletionTimestamp() != null) {
+      return new Refused(Status.Code.FAILED_PRECONDITION, ref + ": the set is being deleted");
+    }
+    long generation = Objects.requireNonNullElse(set.getMetadata().getGeneration(), 1L);
+    TensorShardSetStatus status = set.getStatus();
+    if (status == null
+        || status.getObservedGeneration() == null
+        || status.getObservedGeneration() != generation) {
+      return new Waiting(ref + ": the operator has not reported on generation " + generation);
+    }
+    if (status.getPhase() == ArtifactPhase.Failed) {
+      Condition ready = find(status.getConditions(), Conditions.READY);
+      return new Refused(
+          Status.Code.FAILED_PRECONDITION,
+          ref
+              + ": generation "
+              + generation
+              + " failed"
+              + (ready == null ? "" : " (" + ready.getReason() + ": " + ready.getMessage() + ")"));
+    }
+    int world = status.getWorldSize() == null ? 0 : status.getWorldSize();
+    if (volume.rank() >= world) {
+      return new Refused(
+          Status.Code.INVALID_ARGUMENT,
+          ref + " does not exist: the set has " + world + " ranks (0.." + (world - 1) + ")");
+    }
+    Optional<ShardRankStatus> entry =
+        status.getRanks().stream()
+            .filter(r -> r.getRank() != null && r.getRank() == volume.rank())
+            .findFirst();
+    if (entry.isEmpty() || !nodeName.equals(entry.get().getNode())) {
+      return new Waiting(
+          ref
+              + " is not placed on node "
+              + nodeName
+              + (entry.isPresent() && entry.get().getNode() != null
+                  ? " (it is on node " + entry.get().getNode() + ")"
+                  : "")
+              + "; schedule the pod where the rank is, or place the ranks by consumer pods");
+    }
+    if (entry.get().getPhase() != ArtifactPhase.Ready || entry.get().getFile() == null) {
+      return new Waiting(
+          ref + " is not Ready on node " + nodeName + " (phase " + entry.get().getPhase() + ")");
+    }
+    String artifactId = StoreLayout.artifactId(volume.namespace(), volume.name(), generation);
+    Path root = storeRoot.resolve(StoreLayout.shardSetDirectory(volume.namespace(), volume.name()));
+    Path directory = root.resolve(artifactId);
+    String file = entry.get().getFile();
+    int at = file.indexOf("/" + artifactId + "/");
+    if (at < 0) {
+      return new Refused(
+          Status.Code.INTERNAL, ref + ": reported file " + file + " is not under " + artifactId);
+    }
+    Path layout =
+        directory.resolve(file.substring(at + artifactId.length() + 2)).normalize().getParent();
+    if (layout == null || !layout.startsWith(directory)) {
+      return new Refused(Status.Code.INTERNAL, ref + ": reported file " + file + " escapes");
+    }
+    Optional<String> incomplete =
+        incomplete(root.resolve(StoreLayout.STATE_DIR).resolve(artifactId + ".json"), directory);
+    if (incomplete.isPresent()) {
+      return new Waiting(
+          ref + " is reported Ready but the store is not complete: " + incomplete.get());
+    }
+    return new Found(layout, generation, artifactId);
   }
 
   /** What is missing from the copy in the store, or empty when it is complete. */

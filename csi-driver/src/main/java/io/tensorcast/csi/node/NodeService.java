@@ -167,7 +167,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                 + " exists and is not a directory; remove it");
       }
       Found copy = awaitCopy(r);
-      ArtifactVolume volume = (ArtifactVolume) r.source();
+      PublishRequest.VolumeSource volume = r.source();
       try {
         Files.createDirectories(target);
         mounter.bindReadOnly(copy.directory(), target);
@@ -185,8 +185,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       }
       // The copy may have gone between the check and the mount (its pod replaced): never leave
       // a mount of a copy that is no longer current and complete.
-      Lookup after =
-          locator.locate(volume, artifacts.get(volume.namespace(), volume.name()).orElse(null));
+      Lookup after = lookup(volume);
       if (!(after instanceof Found f) || !f.directory().equals(copy.directory())) {
         unmountQuietly(target);
         throw new CsiException(
@@ -207,14 +206,28 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
               + ") read-only from node "
               + config.nodeName();
       LOG.info("volume {} of pod {}/{}: {}", r.volumeId(), r.podNamespace(), r.podName(), message);
-      events.normal(r.podNamespace(), r.podName(), r.podUid(), "ModelArtifactMounted", message);
+      events.normal(
+          r.podNamespace(),
+          r.podName(),
+          r.podUid(),
+          volume instanceof ArtifactVolume ? "ModelArtifactMounted" : "TensorShardSetMounted",
+          message);
     } finally {
       inFlight.remove(r.volumeId());
     }
   }
 
+  /** The lookup of either kind of volume, from the source's current view. */
+  private Lookup lookup(PublishRequest.VolumeSource volume) {
+    if (volume instanceof PublishRequest.ShardRankVolume s) {
+      return locator.locate(s, artifacts.getShardSet(s.namespace(), s.name()).orElse(null));
+    }
+    ArtifactVolume a = (ArtifactVolume) volume;
+    return locator.locate(a, artifacts.get(a.namespace(), a.name()).orElse(null));
+  }
+
   private Found awaitCopy(PublishRequest r) throws CsiException {
-    ArtifactVolume volume = (ArtifactVolume) r.source();
+    PublishRequest.VolumeSource volume = r.source();
     if (waitingSince.size() >= MAX_TRACKED_WAITS) {
       waitingSince.clear();
     }
@@ -227,8 +240,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         long seen = artifacts.version();
         Lookup lookup =
             artifacts.synced()
-                ? locator.locate(
-                    volume, artifacts.get(volume.namespace(), volume.name()).orElse(null))
+                ? lookup(volume)
                 : new Waiting(
                     "the driver on node "
                         + config.nodeName()

@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
 
@@ -37,8 +36,8 @@ public record PublishRequest(
     VolumeSource source,
     Duration readyTimeout) {
 
-  /** What a volume asks for. A TensorShardSet rank would be a second kind. */
-  public sealed interface VolumeSource permits ArtifactVolume {
+  /** What a volume asks for: a ModelArtifact's copy or a TensorShardSet rank's layout. */
+  public sealed interface VolumeSource permits ArtifactVolume, ShardRankVolume {
     /** For messages, e.g. {@code ModelArtifact team-a/llama}. */
     String describe();
   }
@@ -51,6 +50,23 @@ public record PublishRequest(
     }
   }
 
+  /**
+   * The layout directory holding rank {@code rank}'s file of a TensorShardSet of the pod's
+   * namespace ({@code manifest.json} and the rank files of that node's ranks).
+   */
+  public record ShardRankVolume(String namespace, String name, int rank) implements VolumeSource {
+    @Override
+    public String describe() {
+      return "TensorShardSet " + namespace + "/" + name + " rank " + rank;
+    }
+  }
+
+  /** Volume attribute: the TensorShardSet whose rank to mount. */
+  static final String ATTR_TENSOR_SHARD_SET = "tensorShardSet";
+
+  /** Volume attribute: the global rank (with {@link #ATTR_TENSOR_SHARD_SET}). */
+  static final String ATTR_RANK = "rank";
+
   static final String POD_NAMESPACE = "csi.storage.k8s.io/pod.namespace";
   static final String POD_NAME = "csi.storage.k8s.io/pod.name";
   static final String POD_UID = "csi.storage.k8s.io/pod.uid";
@@ -61,11 +77,10 @@ public record PublishRequest(
   static final List<String> ATTRIBUTES =
       List.of(
           ConsumerVolumes.ATTR_MODEL_ARTIFACT,
+          ATTR_TENSOR_SHARD_SET,
+          ATTR_RANK,
           ConsumerVolumes.ATTR_NAMESPACE,
           ConsumerVolumes.ATTR_READY_TIMEOUT);
-
-  /** Attributes of volume kinds this version does not serve yet. */
-  static final Set<String> NOT_YET = Set.of("tensorShardSet", "rank");
 
   /** A Kubernetes object name (DNS-1123 subdomain). */
   private static final Pattern OBJECT_NAME =
@@ -129,15 +144,6 @@ public record PublishRequest(
 
     List<String> unknown = new ArrayList<>();
     for (String key : new TreeSet<>(ctx.keySet())) {
-      if (NOT_YET.contains(key)) {
-        throw invalid(
-            "pod "
-                + pod
-                + ": volumeAttributes."
-                + key
-                + " is for TensorShardSet volumes, which this driver version does not serve;"
-                + " use modelArtifact");
-      }
       if (!key.startsWith(KUBELET_PREFIX) && !ATTRIBUTES.contains(key)) {
         unknown.add(key);
       }
@@ -152,6 +158,17 @@ public record PublishRequest(
               + String.join(", ", ATTRIBUTES));
     }
 
+    Duration timeout = readyTimeout(ctx, config, pod);
+    if (ctx.containsKey(ATTR_TENSOR_SHARD_SET) || ctx.containsKey(ATTR_RANK)) {
+      return new PublishRequest(
+          call.getVolumeId(),
+          target,
+          podNamespace,
+          podName,
+          podUid,
+          shardRank(ctx, pod, podNamespace),
+          timeout);
+    }
     String reference = ctx.get(ConsumerVolumes.ATTR_MODEL_ARTIFACT);
     if (reference == null || reference.isBlank()) {
       throw invalid(
@@ -189,6 +206,81 @@ public record PublishRequest(
               + " characters)");
     }
 
+    return new PublishRequest(
+        call.getVolumeId(),
+        target,
+        podNamespace,
+        podName,
+        podUid,
+        new ArtifactVolume(podNamespace, name),
+        timeout);
+  }
+
+  /** The TensorShardSet rank a volume names: both attributes, a valid name, a rank >= 0. */
+  private static ShardRankVolume shardRank(Map<String, String> ctx, String pod, String podNamespace)
+      throws CsiException {
+    if (ctx.containsKey(ConsumerVolumes.ATTR_MODEL_ARTIFACT)) {
+      throw invalid(
+          "pod "
+              + pod
+              + ": volumeAttributes name both modelArtifact and tensorShardSet; a volume mounts one"
+              + " of them");
+    }
+    String name = ctx.get(ATTR_TENSOR_SHARD_SET);
+    String rankText = ctx.get(ATTR_RANK);
+    if (name == null || name.isBlank() || rankText == null || rankText.isBlank()) {
+      throw invalid(
+          "pod "
+              + pod
+              + ": a TensorShardSet volume needs both volumeAttributes.tensorShardSet (a"
+              + " TensorShardSet of namespace "
+              + podNamespace
+              + ") and volumeAttributes.rank (the global rank whose file to mount)");
+    }
+    String namespaceAttr = ctx.get(ConsumerVolumes.ATTR_NAMESPACE);
+    if (namespaceAttr != null && !namespaceAttr.equals(podNamespace)) {
+      throw new CsiException(
+          Status.Code.PERMISSION_DENIED,
+          "pod "
+              + pod
+              + " may not use TensorShardSet "
+              + namespaceAttr
+              + "/"
+              + name.trim()
+              + ": a pod can mount only TensorShardSets of its own namespace ("
+              + podNamespace
+              + ")");
+    }
+    String n = name.trim();
+    if (n.length() > 253 || !OBJECT_NAME.matcher(n).matches()) {
+      throw invalid(
+          "pod "
+              + pod
+              + ": volumeAttributes.tensorShardSet '"
+              + name
+              + "' is not a valid object"
+              + " name");
+    }
+    int rank;
+    try {
+      rank = Integer.parseInt(rankText.trim());
+    } catch (NumberFormatException e) {
+      rank = -1;
+    }
+    if (rank < 0) {
+      throw invalid(
+          "pod "
+              + pod
+              + ": volumeAttributes.rank '"
+              + rankText
+              + "' is not a rank (an integer >="
+              + " 0)");
+    }
+    return new ShardRankVolume(podNamespace, n, rank);
+  }
+
+  private static Duration readyTimeout(Map<String, String> ctx, DriverConfig config, String pod)
+      throws CsiException {
     Duration timeout = config.defaultReadyTimeout();
     String timeoutText = ctx.get(ConsumerVolumes.ATTR_READY_TIMEOUT);
     if (timeoutText != null) {
@@ -206,14 +298,7 @@ public record PublishRequest(
                 + " (e.g. 90s, 5m, 1h30m)");
       }
     }
-    return new PublishRequest(
-        call.getVolumeId(),
-        target,
-        podNamespace,
-        podName,
-        podUid,
-        new ArtifactVolume(podNamespace, name),
-        timeout);
+    return timeout;
   }
 
   private static String required(Map<String, String> ctx, String key) throws CsiException {

@@ -175,6 +175,70 @@ class NodeServiceIT {
   }
 
   @Test
+  void publishesTheLayoutDirectoryOfATensorShardSetRankReadyOnThisNode() throws Exception {
+    String set = "llama-tp2";
+    String id = StoreLayout.artifactId(NS, set, 1);
+    Path setRoot = storeRoot.resolve(StoreLayout.shardSetDirectory(NS, set));
+    byte[] manifest = "{\"tp_size\":2}".getBytes();
+    byte[] rank = new byte[4096];
+    new Random(3).nextBytes(rank);
+    try (PinnedStore shards = new PinnedStore(setRoot, 16L << 20, LockPolicy.DISABLED)) {
+      StoredArtifact a =
+          shards.allocate(
+              id,
+              List.of(
+                  new io.tensorcast.dataplane.store.StoreFile("manifest.json", manifest.length),
+                  new io.tensorcast.dataplane.store.StoreFile(
+                      "rank_00001.safetensors", rank.length)));
+      a.write("manifest.json", 0, java.nio.ByteBuffer.wrap(manifest));
+      a.write("rank_00001.safetensors", 0, java.nio.ByteBuffer.wrap(rank));
+      a.markComplete("manifest.json");
+      a.markComplete("rank_00001.safetensors");
+      io.tensorcast.api.v1alpha1.TensorShardSet tss =
+          new io.tensorcast.api.v1alpha1.TensorShardSet();
+      tss.getMetadata().setName(set);
+      tss.getMetadata().setNamespace(NS);
+      tss.getMetadata().setGeneration(1L);
+      io.tensorcast.api.v1alpha1.TensorShardSetStatus st =
+          new io.tensorcast.api.v1alpha1.TensorShardSetStatus();
+      st.setObservedGeneration(1L);
+      st.setPhase(ArtifactPhase.Loading);
+      st.setWorldSize(2);
+      io.tensorcast.api.v1alpha1.ShardRankStatus r1 =
+          new io.tensorcast.api.v1alpha1.ShardRankStatus();
+      r1.setRank(1);
+      r1.setNode(NODE);
+      r1.setPhase(ArtifactPhase.Ready);
+      r1.setFile(setRoot.resolve(id).resolve("rank_00001.safetensors").toString());
+      io.tensorcast.api.v1alpha1.ShardRankStatus r0 =
+          new io.tensorcast.api.v1alpha1.ShardRankStatus();
+      r0.setRank(0);
+      r0.setNode("n2");
+      r0.setPhase(ArtifactPhase.Loading);
+      st.setRanks(List.of(r0, r1));
+      tss.setStatus(st);
+      artifacts.putShardSet(tss);
+
+      Map<String, String> attrs = attrs(NAME);
+      attrs.remove("modelArtifact");
+      attrs.put("tensorShardSet", set);
+      attrs.put("rank", "1");
+      attrs.put("readyTimeout", "1s");
+      Path target = target("pod-rank");
+      node.nodePublishVolume(publish("vol-r", target, attrs));
+      assertThat(Files.readAllBytes(target.resolve("rank_00001.safetensors"))).isEqualTo(rank);
+      assertThat(Files.readAllBytes(target.resolve("manifest.json"))).isEqualTo(manifest);
+      node.nodeUnpublishVolume(unpublish("vol-r", target));
+
+      attrs.put("rank", "0");
+      expect(attrs, Status.Code.FAILED_PRECONDITION, "rank 0 is not placed on node n1");
+      attrs.put("rank", "5");
+      expect(attrs, Status.Code.INVALID_ARGUMENT, "the set has 2 ranks");
+      shards.unload(id);
+    }
+  }
+
+  @Test
   void waitsUntilTheCopyIsReadyOnThisNodeAndCompleteInTheStoreThenMounts() throws Exception {
     StoredArtifact loading = allocate(1);
     artifacts.put(artifact(1, ArtifactPhase.Loading, ArtifactPhase.Loading));
@@ -270,6 +334,26 @@ class NodeServiceIT {
                     "team-a-llama-g2"));
   }
 
+  /**
+   * A generation that changed only the replicas keeps its copy generation ({@code
+   * status.copyGeneration}): the copy loaded for generation 1 is what generation 3 mounts.
+   */
+  @Test
+  void mountsTheCopyOfTheCopyGenerationAfterAScale() throws Exception {
+    load(1);
+    ModelArtifact scaled = ready(3);
+    scaled.getStatus().setCopyGeneration(1L);
+    artifacts.put(scaled);
+    Path target = target("pod-scaled");
+
+    node.nodePublishVolume(publish("vol-scaled", target, attrs(NAME)));
+
+    assertThat(Files.readAllBytes(target.resolve("model.safetensors")))
+        .isEqualTo(files.get("model.safetensors"));
+    assertThat(events).last().asString().contains("team-a-llama-g1");
+    node.nodeUnpublishVolume(unpublish("vol-scaled", target));
+  }
+
   @Test
   void badInputGetsACodeAndAMessageAPersonCanActOn() throws Exception {
     load(1);
@@ -328,7 +412,8 @@ class NodeServiceIT {
     expect(
         typo,
         Status.Code.INVALID_ARGUMENT,
-        "unknown volumeAttributes [modelArtefact]; allowed: modelArtifact, namespace, readyTimeout");
+        "unknown volumeAttributes [modelArtefact]; allowed: modelArtifact, tensorShardSet, rank,"
+            + " namespace, readyTimeout");
     Map<String, String> badTimeout = attrs(NAME);
     badTimeout.put("readyTimeout", "2 hours");
     expect(
@@ -337,7 +422,13 @@ class NodeServiceIT {
         "volumeAttributes.readyTimeout '2 hours' is not a duration between 0s and 10m0s");
     Map<String, String> shards = attrs(NAME);
     shards.put("tensorShardSet", "llama-tp8");
-    expect(shards, Status.Code.INVALID_ARGUMENT, "volumeAttributes.tensorShardSet");
+    expect(shards, Status.Code.INVALID_ARGUMENT, "name both modelArtifact and tensorShardSet");
+    Map<String, String> noRank = attrs(NAME);
+    noRank.remove("modelArtifact");
+    noRank.put("tensorShardSet", "llama-tp8");
+    expect(noRank, Status.Code.INVALID_ARGUMENT, "needs both volumeAttributes.tensorShardSet");
+    noRank.put("rank", "-1");
+    expect(noRank, Status.Code.INVALID_ARGUMENT, "volumeAttributes.rank '-1' is not a rank");
     expect(attrs("Not_A_Name"), Status.Code.INVALID_ARGUMENT, "is not a valid object name");
 
     Path file = target("pod-file");

@@ -153,6 +153,74 @@ final class ServeCommand implements Callable<Integer> {
           "Longest wait between loads after transient failures (default ${DEFAULT-VALUE}).")
   String loadRetryMaxBackoff;
 
+  @Option(
+      names = "--shards",
+      description =
+          "Materialise TensorShardSet rank files instead of the whole artifact: the layout's axis"
+              + " sizes, e.g. ep:2,tp:4 (axes dp, pp, ep, tp; absent = 1). Needs --ranks and"
+              + " --distribution source-only.")
+  String shards;
+
+  @Option(
+      names = "--ranks",
+      split = ",",
+      description = "With --shards: the global ranks this pod writes, e.g. 0,1.")
+  java.util.List<Integer> ranks = new java.util.ArrayList<>();
+
+  @Option(
+      names = "--rules",
+      description =
+          "With --shards: the split rules as JSON, e.g. [{\"pattern\":\"q_proj\\\\.weight$\","
+              + "\"splitDim\":0},{\"pattern\":\"norm\",\"replicate\":true}]; absent: the"
+              + " built-in set of config.json's architectures.")
+  String rules;
+
+  @Option(
+      names = "--fetch-latency",
+      defaultValue = "20ms",
+      description =
+          "With --shards: cost model, time one source request costs besides its bytes (default"
+              + " ${DEFAULT-VALUE}).")
+  String fetchLatency;
+
+  @Option(
+      names = "--fetch-bandwidth",
+      defaultValue = "200M",
+      description =
+          "With --shards: cost model, bytes per second of one request, a byte quantity (default"
+              + " ${DEFAULT-VALUE}). Gaps under latency × bandwidth are read across.")
+  String fetchBandwidth;
+
+  @Option(
+      names = "--fetch-max-request",
+      defaultValue = "8Mi",
+      description = "With --shards: the longest source request (default ${DEFAULT-VALUE}).")
+  String fetchMaxRequest;
+
+  @Option(
+      names = "--copies",
+      split = ",",
+      description =
+          "With --shards: ModelArtifact copies' control endpoints HOST:PORT to read slices from"
+              + " (PUT /v1/peers replaces them).")
+  java.util.List<String> copies = new java.util.ArrayList<>();
+
+  @Option(
+      names = "--copy-token-file",
+      description =
+          "With --shards: file holding the ModelArtifact's read token, presented to the copies'"
+              + " /v1/tensors (a copy refuses any other token; its slices then come from the"
+              + " source).")
+  Path copyTokenFile;
+
+  @Option(
+      names = "--copy-wait",
+      defaultValue = "0s",
+      description =
+          "With --shards: wait this long for copies from PUT /v1/peers before reading from the"
+              + " source alone (default ${DEFAULT-VALUE}).")
+  String copyWait;
+
   @Override
   public Integer call() throws Exception {
     DataPlaneServer server = DataPlaneServer.start(settings(System.getenv(), false));
@@ -218,7 +286,8 @@ final class ServeCommand implements Callable<Integer> {
             duration(loadRetryMaxBackoff, "--load-retry-max-backoff")),
         source.allowInsecureEndpoint,
         source.revision,
-        formatLimits.limits());
+        formatLimits.limits(),
+        shardSettings());
   }
 
   /**
@@ -275,6 +344,55 @@ final class ServeCommand implements Callable<Integer> {
     }
   }
 
+  /** The shard settings, or null without --shards. */
+  private io.tensorcast.dataplane.shards.ShardSettings shardSettings() {
+    if (shards == null) {
+      if (!ranks.isEmpty() || rules != null) {
+        throw new IllegalArgumentException("--ranks and --rules need --shards");
+      }
+      return null;
+    }
+    java.util.List<io.tensorcast.dataplane.shards.ShardRules.Spec> specs =
+        new java.util.ArrayList<>();
+    if (rules != null && !rules.isBlank()) {
+      try {
+        com.fasterxml.jackson.databind.JsonNode root =
+            new com.fasterxml.jackson.databind.ObjectMapper().readTree(rules);
+        if (root == null || !root.isArray()) {
+          throw new IllegalArgumentException("--rules must be a JSON array of rules");
+        }
+        for (com.fasterxml.jackson.databind.JsonNode r : root) {
+          specs.add(
+              new io.tensorcast.dataplane.shards.ShardRules.Spec(
+                  r.path("pattern").isTextual() ? r.get("pattern").asText() : null,
+                  r.path("splitDim").isInt() ? r.get("splitDim").asInt() : null,
+                  r.path("replicate").isBoolean() ? r.get("replicate").asBoolean() : null,
+                  r.path("expertOwned").isBoolean() ? r.get("expertOwned").asBoolean() : null));
+        }
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        throw new IllegalArgumentException("--rules is not valid JSON: " + e.getOriginalMessage());
+      }
+    }
+    long bandwidth = Quantities.bytes(fetchBandwidth, "--fetch-bandwidth");
+    long maxRequest = Quantities.bytes(fetchMaxRequest, "--fetch-max-request");
+    if (maxRequest < 1 || maxRequest > 1 << 30) {
+      throw new IllegalArgumentException("--fetch-max-request must be between 1 and 1Gi");
+    }
+    java.util.List<InetSocketAddress> copyAddresses = new java.util.ArrayList<>();
+    for (String c : copies) {
+      copyAddresses.add(Membership.address(c, "--copies"));
+    }
+    return new io.tensorcast.dataplane.shards.ShardSettings(
+        io.tensorcast.dataplane.shards.Parallelism.parse(shards),
+        ranks,
+        specs,
+        new io.tensorcast.dataplane.shards.FetchPlanner.Costs(
+            duration(fetchLatency, "--fetch-latency"), bandwidth, (int) maxRequest),
+        copyAddresses,
+        copyTokenFile,
+        duration(copyWait, "--copy-wait"));
+  }
+
   /** The peer settings, or null for source-only loading. */
   private PeerSettings peerSettings(Map<String, String> env) {
     String mode = distribution == null ? "peer-to-peer" : distribution.strip();
@@ -282,7 +400,7 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException(
           "--distribution must be peer-to-peer or source-only, got '" + distribution + "'");
     }
-    if (mode.equals("source-only") || "off".equals(peerListen)) {
+    if (mode.equals("source-only") || "off".equals(peerListen) || shards != null) {
       return null;
     }
     String podIp = env.get("POD_IP");

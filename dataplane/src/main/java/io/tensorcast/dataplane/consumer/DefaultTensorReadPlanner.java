@@ -275,6 +275,27 @@ public final class DefaultTensorReadPlanner implements TensorReadPlanner {
         throw new TensorReadException(503, "ArtifactUnloaded", e.getMessage());
       }
     }
+    for (Map.Entry<String, List<TensorCatalog.Entry>> e : catalog.torchFiles().entrySet()) {
+      List<StoredTensor> tensors = new ArrayList<>();
+      for (TensorCatalog.Entry t : e.getValue()) {
+        long[] shape = t.info().shape();
+        tensors.add(
+            new StoredTensor(
+                t.info().name(),
+                t.info().dtype(),
+                shape,
+                null,
+                List.of(
+                    new StoredTensor.Piece(
+                        e.getKey(), t.fileOffset(), new long[shape.length], shape))));
+      }
+      try {
+        byFile.put(e.getKey(), new Group("", StoredLayout.ofTensors(tensors)));
+      } catch (ShardLayoutException x) {
+        throw new TensorReadException(
+            500, "InvalidLayout", "artifact " + artifact.artifactId() + ": " + x.getMessage());
+      }
+    }
     for (Map.Entry<String, SafetensorsHeader> e : catalog.headers().entrySet()) {
       if (!byFile.containsKey(e.getKey())) {
         try {

@@ -23,8 +23,9 @@ import java.util.regex.Pattern;
  * The tensors of one stored artifact, as the safetensors headers of its stored files declare them:
  * the source of truth for {@code GET /v1/tensors} and for read planning. Built once per artifact
  * generation (one {@link StoredArtifact} instance) by parsing each {@code *.safetensors} file's
- * header from its bytes in the page-locked store; other files (configs, indexes, tokenizers) are
- * not tensors and are left out. Immutable.
+ * header and each torch checkpoint's structure ({@code .pt}, {@code .pth}, torch {@code .bin}, read
+ * by the restricted unpickler) from its bytes in the page-locked store; other files (configs,
+ * indexes, tokenizers) are not tensors and are left out. Immutable.
  *
  * <p><b>Names in several files.</b> A tensor name should occur in one file only. The exception is
  * the TP shard layout ({@code manifest.json} next to {@code rank_NNNNN.safetensors} files), where
@@ -56,6 +57,7 @@ public final class TensorCatalog {
   }
 
   private final StoredArtifact artifact;
+  private final Map<String, List<Entry>> torchFiles;
   private final Map<String, SafetensorsHeader> headers;
   private final List<Entry> entries;
   private final Map<String, List<Entry>> byName;
@@ -64,10 +66,12 @@ public final class TensorCatalog {
   private TensorCatalog(
       StoredArtifact artifact,
       Map<String, SafetensorsHeader> headers,
+      Map<String, List<Entry>> torchFiles,
       List<Entry> entries,
       Map<String, List<Entry>> byName,
       String conflict) {
     this.artifact = artifact;
+    this.torchFiles = torchFiles;
     this.headers = headers;
     this.entries = entries;
     this.byName = byName;
@@ -83,10 +87,22 @@ public final class TensorCatalog {
    */
   public static TensorCatalog build(StoredArtifact artifact) throws TensorReadException {
     Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
+    Map<String, List<Entry>> torchFiles = new LinkedHashMap<>();
     List<Entry> entries = new ArrayList<>();
     Map<String, List<Entry>> byName = new HashMap<>();
     try {
       for (StoreFile f : artifact.files()) {
+        if (io.tensorcast.dataplane.load.HeaderFetcher.isTorchPath(f.path())) {
+          List<Entry> torch = torchEntries(artifact, f);
+          if (!torch.isEmpty()) {
+            torchFiles.put(f.path(), torch);
+            for (Entry e : torch) {
+              entries.add(e);
+              byName.computeIfAbsent(e.info().name(), k -> new ArrayList<>(1)).add(e);
+            }
+          }
+          continue;
+        }
         if (!f.path().endsWith(".safetensors")) {
           continue;
         }
@@ -111,9 +127,79 @@ public final class TensorCatalog {
     return new TensorCatalog(
         artifact,
         Collections.unmodifiableMap(headers),
+        Collections.unmodifiableMap(torchFiles),
         List.copyOf(entries),
         Collections.unmodifiableMap(frozen),
         findConflict(artifact, entries, byName));
+  }
+
+  /**
+   * The tensors of a stored torch checkpoint that are one contiguous little-endian run of a
+   * safetensors dtype (every tensor of a Hub state dict): each an entry at its first element's file
+   * offset. Others (non-contiguous views, big-endian storages, complex128) are not listed. A {@code
+   * .bin} that is not a torch container has none.
+   *
+   * @throws TensorReadException 500 {@code InvalidTorchCheckpoint} if the stored structure is
+   *     refused (the loader validated the same bytes)
+   */
+  private static List<Entry> torchEntries(StoredArtifact a, StoreFile f)
+      throws TensorReadException {
+    io.tensorcast.dataplane.format.torch.ByteSource bytes =
+        new io.tensorcast.dataplane.format.torch.ByteSource() {
+          @Override
+          public long size() {
+            return f.size();
+          }
+
+          @Override
+          public void read(long offset, ByteBuffer dst) throws java.io.IOException {
+            if (offset < 0 || offset + dst.remaining() > f.size()) {
+              throw new java.io.EOFException(f.path() + ": range outside the file");
+            }
+            a.read(f.path(), offset, dst);
+          }
+        };
+    List<Entry> out = new ArrayList<>();
+    try {
+      if (f.path().endsWith(".bin")
+          && !io.tensorcast.dataplane.format.torch.TorchCheckpointReader.looksLikeCheckpoint(
+              bytes.read(0, (int) Math.min(16, f.size())))) {
+        return out;
+      }
+      io.tensorcast.dataplane.format.torch.TorchCheckpoint c =
+          io.tensorcast.dataplane.format.torch.TorchCheckpointReader.read(
+              f.path(), bytes, io.tensorcast.dataplane.format.torch.TorchLimits.DEFAULT);
+      for (io.tensorcast.dataplane.format.torch.TorchTensor t : c.tensors()) {
+        if (t.safetensorsDtype().isEmpty() || t.storage().bigEndian() || !t.isContiguous()) {
+          continue;
+        }
+        long offset = t.storageFileOffset() + t.storageOffset() * t.dtype().elementSize();
+        out.add(
+            new Entry(
+                f.path(),
+                offset,
+                new TensorInfo(
+                    t.name(),
+                    t.safetensorsDtype().get(),
+                    t.shape(),
+                    offset,
+                    offset + t.byteLength())));
+      }
+      return out;
+    } catch (io.tensorcast.dataplane.format.torch.TorchFormatException | java.io.IOException e) {
+      throw new TensorReadException(
+          500,
+          "InvalidTorchCheckpoint",
+          "artifact " + a.artifactId() + ": stored file " + f.path() + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * The listed tensors of each stored torch checkpoint, by file (see {@link #build}): contiguous
+   * little-endian tensors of a safetensors dtype.
+   */
+  public Map<String, List<Entry>> torchFiles() {
+    return torchFiles;
   }
 
   /** The header of a stored file; the load validated it within its limits, so none apply here. */

@@ -40,11 +40,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads one artifact from a source into the page-locked store: resolve (list, read and validate
- * safetensors headers and torch checkpoint structures within the {@link FormatLimits}, check index
- * files against them) → admit (size against the limit and the store's budget, before any byte is
- * read) → load (parallel ranged reads straight into the store's mappings) → verify (structure and
- * digests of the bytes in the store) → Ready.
+ * Loads one artifact from a source into the page-locked store: resolve (list; read and validate
+ * safetensors headers and torch checkpoint structures within the {@link FormatLimits} and ask the
+ * source for each file's published digest, all files in parallel; check index files against the
+ * headers) → admit (size against the limit and the store's budget, before any file byte is read) →
+ * load (parallel ranged reads straight into the store's mappings, whose pages are reserved and
+ * locked as the bytes land) → verify → Ready.
+ *
+ * <p>Verification runs while the bytes arrive ({@link PrefixDigester}): each file's SHA-256 and the
+ * source's digest follow the contiguous prefix of its stored bytes, and a file whose last byte is
+ * hashed is checked at once — its header or checkpoint structure read again from the store and
+ * compared with the one validated before loading, the source unchanged, the digest equal to the
+ * source's — and marked complete with that SHA-256. After the last byte only the tail of the
+ * hashing remains. A file that fails its check stops the load.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
@@ -56,7 +64,7 @@ import org.slf4j.LoggerFactory;
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
  */
-public final class ArtifactLoader {
+public final class ArtifactLoader implements Loader {
   private static final Logger log = LoggerFactory.getLogger(ArtifactLoader.class);
 
   /**
@@ -116,6 +124,7 @@ public final class ArtifactLoader {
   }
 
   /** A consistent snapshot of where the load is. */
+  @Override
   public DataPlaneStatus status() {
     return state.snapshot();
   }
@@ -127,8 +136,10 @@ public final class ArtifactLoader {
    * @throws LoadFailure with a reason and a message naming the file and rule, after the store's
    *     memory for this artifact was released
    */
+  @Override
   public DataPlaneStatus load() throws LoadFailure {
     StoredArtifact stored = null;
+    Verification verification = null;
     try {
       state.phase(Phase.Resolving);
       long resolving = System.nanoTime();
@@ -140,54 +151,32 @@ public final class ArtifactLoader {
       if (keptDigests == null) {
         kept = null;
       }
-      Map<String, SafetensorsHeader> headers =
-          kept != null ? headersInStore(kept, files) : readHeaders(files);
-      Map<String, TorchCheckpoint> checkpoints =
-          kept != null ? checkpointsInStore(kept, files) : readCheckpoints(files);
-      StoredArtifact keptCopy = kept;
+      if (kept != null) {
+        return adopt(kept, files, keptDigests);
+      }
+      Resolved resolved = resolve(files);
       ShardIndexes.validate(
           files,
           source.filter(),
-          headers,
-          checkpoints,
+          resolved.headers(),
+          resolved.checkpoints(),
           options.limits(),
-          kept != null
-              ? f -> bytesInStore(keptCopy, f, 0, Math.toIntExact(f.size()))
-              : f ->
-                  HeaderFetcher.fetchBytes(
-                      source, f, options.read().maxAttempts(), state::retried));
+          f -> HeaderFetcher.fetchBytes(source, f, options.read().maxAttempts(), state::retried));
       state.resolved(
           files,
-          headers,
-          checkpoints.values().stream().mapToLong(c -> c.tensors().size()).sum(),
+          resolved.headers(),
+          resolved.checkpoints().values().stream().mapToLong(c -> c.tensors().size()).sum(),
           source.resolvedRevision().orElseGet(() -> revisionOf(files)));
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
-      if (kept != null) {
-        state.locked(kept.lockStatus(), kept.directory().toString());
-        for (SourceFile f : files) {
-          state.fileComplete(
-              f.path(), kept.completedSha256(f.path()).orElseThrow(), keptDigests.get(f.path()));
-        }
-        state.adopted(total);
-        if (filler != null) {
-          filler.serveComplete(kept, files);
-        }
-        state.ready(Instant.now());
-        log.info(
-            "artifact {} already complete in {}; nothing read from the source",
-            options.artifactId(),
-            kept.directory());
-        return state.snapshot();
-      }
       discardStaleCopy();
       long allocating = System.nanoTime();
       stored = allocate(files);
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
-          "artifact {}: {} files listed and their headers read in {} ms; {} bytes allocated in {}"
-              + " ms ({})",
+          "artifact {}: {} files listed, their headers and digests read in {} ms; {} bytes"
+              + " allocated in {} ms ({})",
           options.artifactId(),
           files.size(),
           (allocating - resolving) / 1_000_000,
@@ -196,43 +185,73 @@ public final class ArtifactLoader {
           stored.lockStatus().message());
 
       state.phase(Phase.Loading);
-      StoredArtifact target = stored;
+      long loading = System.nanoTime();
+      verification = new Verification(stored, files, resolved);
       if (filler != null) {
         fillWith(filler, stored, files);
+        verification.allStored();
       } else {
-        readAll(
-            files,
-            new RangeSink() {
-              @Override
-              public ByteBuffer target(SourceFile file, long offset, int length) {
-                return target.writable(file.path(), offset, length);
-              }
-
-              @Override
-              public void rangeCompleted(SourceFile file, long offset, int length) {}
-            });
+        readAll(files, verification);
       }
-
+      long lastByte = System.nanoTime();
       state.phase(Phase.Verifying);
-      long verifying = System.nanoTime();
-      verifyAll(stored, files, headers, checkpoints);
+      verification.await();
       state.ready(Instant.now());
       log.info(
-          "artifact {} ready: {} files, {} bytes in {} (verified in {} ms)",
+          "artifact {} ready: {} files, {} bytes in {}; bytes in {} ms, verified {} ms after the"
+              + " last byte",
           options.artifactId(),
           files.size(),
           total,
           stored.directory(),
-          (System.nanoTime() - verifying) / 1_000_000);
+          (lastByte - loading) / 1_000_000,
+          (System.nanoTime() - lastByte) / 1_000_000);
       return state.snapshot();
     } catch (LoadFailure f) {
-      fail(stored, f);
+      fail(stored, verification, f);
       throw f;
     } catch (RuntimeException e) {
       LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
-      fail(stored, f);
+      fail(stored, verification, f);
       throw f;
     }
+  }
+
+  /** Ready from a complete copy the store adopted: nothing is read from the source. */
+  private DataPlaneStatus adopt(
+      StoredArtifact kept, List<SourceFile> files, Map<String, PublishedDigest> keptDigests)
+      throws LoadFailure {
+    Map<String, SafetensorsHeader> headers = headersInStore(kept, files);
+    Map<String, TorchCheckpoint> checkpoints = checkpointsInStore(kept, files);
+    ShardIndexes.validate(
+        files,
+        source.filter(),
+        headers,
+        checkpoints,
+        options.limits(),
+        f -> bytesInStore(kept, f, 0, Math.toIntExact(f.size())));
+    state.resolved(
+        files,
+        headers,
+        checkpoints.values().stream().mapToLong(c -> c.tensors().size()).sum(),
+        source.resolvedRevision().orElseGet(() -> revisionOf(files)));
+    long total = files.stream().mapToLong(SourceFile::size).sum();
+    admit(total);
+    state.locked(kept.lockStatus(), kept.directory().toString());
+    for (SourceFile f : files) {
+      state.fileComplete(
+          f.path(), kept.completedSha256(f.path()).orElseThrow(), keptDigests.get(f.path()));
+    }
+    state.adopted(total);
+    if (filler != null) {
+      filler.serveComplete(kept, files);
+    }
+    state.ready(Instant.now());
+    log.info(
+        "artifact {} already complete in {}; nothing read from the source",
+        options.artifactId(),
+        kept.directory());
+    return state.snapshot();
   }
 
   private void fillWith(StoreFiller f, StoredArtifact stored, List<SourceFile> files)
@@ -245,7 +264,7 @@ public final class ArtifactLoader {
     }
   }
 
-  private void readAll(List<SourceFile> files, RangeSink sink) throws LoadFailure {
+  private void readAll(List<SourceFile> files, Verification sink) throws LoadFailure {
     try {
       ReadResult r = new ParallelRangeReader(options.read()).read(source, files, sink, state);
       log.info(
@@ -256,6 +275,8 @@ public final class ArtifactLoader {
           r.retries(),
           r.elapsed());
     } catch (RangeReadException e) {
+      // A file that failed its check stops the read; that check is the reason.
+      sink.throwIfFailed();
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -263,7 +284,10 @@ public final class ArtifactLoader {
     }
   }
 
-  private void fail(StoredArtifact stored, LoadFailure f) {
+  private void fail(StoredArtifact stored, Verification verification, LoadFailure f) {
+    if (verification != null) {
+      verification.close(); // no digest reads the store once it is unloaded
+    }
     if (stored != null) {
       try {
         store.unload(options.artifactId());
@@ -323,42 +347,69 @@ public final class ArtifactLoader {
     }
   }
 
-  /** Reads and validates every safetensors header with two small ranged reads per file. */
-  private Map<String, SafetensorsHeader> readHeaders(List<SourceFile> files) throws LoadFailure {
-    List<SourceFile> st = files.stream().filter(f -> f.path().endsWith(".safetensors")).toList();
-    Map<String, SafetensorsHeader> out = new LinkedHashMap<>();
-    List<SafetensorsHeader> headers = inParallel(st, this::readHeader);
-    for (int i = 0; i < st.size(); i++) {
-      out.put(st.get(i).path(), headers.get(i));
-    }
-    return out;
-  }
+  /**
+   * What resolving found: the safetensors headers and torch checkpoint structures (validated) and
+   * the digest the source publishes for every file, by path.
+   */
+  private record Resolved(
+      Map<String, SafetensorsHeader> headers,
+      Map<String, TorchCheckpoint> checkpoints,
+      Map<String, PublishedDigest> digests) {}
+
+  /** What one file resolved to: its header or checkpoint (or neither) and its digest. */
+  private record FileResolution(
+      SafetensorsHeader header, TorchCheckpoint checkpoint, PublishedDigest digest) {}
 
   /**
-   * Reads and validates every torch checkpoint's structure ({@code .pt}, {@code .pth}, {@code
-   * .bin}) with ranged reads of its zip directory, local headers and pickle; a checkpoint whose
-   * pickle needs code is refused ({@code InvalidTorchCheckpoint}).
+   * Resolves every file in parallel: a safetensors header with two small ranged reads (the 8-byte
+   * length prefix, then exactly the JSON: nothing past the header, so members of a swarm read no
+   * tensor bytes twice), a torch checkpoint's structure with ranged reads of its zip directory,
+   * local headers and pickle (a pickle that needs code is refused, {@code InvalidTorchCheckpoint}),
+   * and the digest the source publishes (S3: a HEAD with {@code If-Match}), so that the digest's
+   * algorithm is known while the bytes arrive.
    */
-  private Map<String, TorchCheckpoint> readCheckpoints(List<SourceFile> files) throws LoadFailure {
-    List<SourceFile> pt = files.stream().filter(f -> HeaderFetcher.isTorchPath(f.path())).toList();
-    Map<String, TorchCheckpoint> out = new LinkedHashMap<>();
-    List<Optional<TorchCheckpoint>> checkpoints =
+  private Resolved resolve(List<SourceFile> files) throws LoadFailure {
+    List<FileResolution> each =
         inParallel(
-            pt,
-            f ->
-                HeaderFetcher.fetchTorch(
-                    source,
-                    f,
-                    options.limits().torch(),
-                    options.read().maxAttempts(),
-                    state::retried));
-    for (int i = 0; i < pt.size(); i++) {
-      Optional<TorchCheckpoint> c = checkpoints.get(i);
-      if (c.isPresent()) {
-        out.put(pt.get(i).path(), c.get());
+            files,
+            f -> {
+              SafetensorsHeader header = null;
+              TorchCheckpoint checkpoint = null;
+              if (f.path().endsWith(".safetensors")) {
+                header = readHeader(f);
+              } else if (HeaderFetcher.isTorchPath(f.path())) {
+                checkpoint =
+                    HeaderFetcher.fetchTorch(
+                            source,
+                            f,
+                            options.limits().torch(),
+                            options.read().maxAttempts(),
+                            state::retried)
+                        .orElse(null);
+              }
+              PublishedDigest digest;
+              try {
+                digest = source.publishedDigest(f);
+              } catch (SourceException e) {
+                throw new LoadFailure(e.reason(), e.getMessage(), e);
+              }
+              return new FileResolution(header, checkpoint, digest);
+            });
+    Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
+    Map<String, TorchCheckpoint> checkpoints = new LinkedHashMap<>();
+    Map<String, PublishedDigest> digests = new LinkedHashMap<>();
+    for (int i = 0; i < files.size(); i++) {
+      String path = files.get(i).path();
+      FileResolution r = each.get(i);
+      if (r.header() != null) {
+        headers.put(path, r.header());
       }
+      if (r.checkpoint() != null) {
+        checkpoints.put(path, r.checkpoint());
+      }
+      digests.put(path, r.digest());
     }
-    return out;
+    return new Resolved(headers, checkpoints, digests);
   }
 
   /** A per-file read that may fail the load. */
@@ -585,80 +636,137 @@ public final class ArtifactLoader {
   }
 
   /**
-   * Verifies every file, several at once (one SHA-256 per file is sequential; files are not), on at
-   * most as many threads as there are processors. Reports the first failure in file order.
+   * The checks of one load's files as their bytes arrive: the {@link RangeSink} of the ranged read
+   * (or told {@link #allStored} after a {@link StoreFiller}), feeding a {@link PrefixDigester}, and
+   * the per-file check once a file's digests are complete. The first failed check is kept; it makes
+   * the sink refuse further ranges, so the read stops, and {@link #await} throws it.
    */
-  private void verifyAll(
-      StoredArtifact stored,
-      List<SourceFile> files,
-      Map<String, SafetensorsHeader> headers,
-      Map<String, TorchCheckpoint> checkpoints)
-      throws LoadFailure {
-    int threads = Math.min(files.size(), Runtime.getRuntime().availableProcessors());
-    if (threads <= 1) {
-      for (SourceFile file : files) {
-        verify(stored, file, headers.get(file.path()), checkpoints.get(file.path()));
+  private final class Verification implements RangeSink, AutoCloseable {
+    private final StoredArtifact stored;
+    private final List<SourceFile> files;
+    private final Resolved resolved;
+    private final PrefixDigester digester;
+    private final Map<String, java.util.concurrent.CompletableFuture<Void>> checked =
+        new LinkedHashMap<>();
+    private final java.util.concurrent.atomic.AtomicReference<LoadFailure> failure =
+        new java.util.concurrent.atomic.AtomicReference<>();
+
+    Verification(StoredArtifact stored, List<SourceFile> files, Resolved resolved) {
+      this.stored = stored;
+      this.files = files;
+      this.resolved = resolved;
+      for (SourceFile f : files) {
+        checked.put(f.path(), new java.util.concurrent.CompletableFuture<>());
       }
-      return;
+      this.digester =
+          new PrefixDigester(
+              stored,
+              Math.min(files.size() * 2, Runtime.getRuntime().availableProcessors()),
+              this::check,
+              (f, e) ->
+                  failed(
+                      f,
+                      e instanceof IllegalStateException
+                          ? new LoadFailure(Reason.Interrupted, f.path() + ": " + e.getMessage(), e)
+                          : new LoadFailure(Reason.InternalError, f.path() + ": " + e, e)));
+      for (SourceFile f : files) {
+        PublishedDigest d = resolved.digests().get(f.path());
+        digester.track(
+            f,
+            d.present()
+                ? java.util.EnumSet.of(d.algorithm())
+                : java.util.EnumSet.noneOf(PublishedDigest.Algorithm.class));
+      }
     }
-    // Hashing holds the artifact's read lock, so an unload after a failure waits for it.
-    ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-verify"));
-    try {
-      List<Future<?>> futures = new ArrayList<>();
-      for (SourceFile file : files) {
-        futures.add(
-            pool.submit(
-                () -> {
-                  verify(stored, file, headers.get(file.path()), checkpoints.get(file.path()));
-                  return null;
-                }));
+
+    @Override
+    public ByteBuffer target(SourceFile file, long offset, int length) {
+      LoadFailure f = failure.get();
+      if (f != null) {
+        throw new IllegalStateException("the load stopped: " + f.getMessage(), f);
       }
-      for (Future<?> f : futures) {
-        f.get();
+      return stored.writable(file.path(), offset, length);
+    }
+
+    @Override
+    public void rangeCompleted(SourceFile file, long offset, int length) {
+      digester.stored(file, offset, length);
+    }
+
+    /** Every byte of every file is in the store (a {@link StoreFiller} filled it). */
+    void allStored() {
+      for (SourceFile f : files) {
+        digester.stored(f, 0, f.size());
       }
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof LoadFailure f) {
+    }
+
+    /** Waits until every file is checked; throws the first failure. */
+    void await() throws LoadFailure {
+      try {
+        java.util.concurrent.CompletableFuture.allOf(
+                checked.values().toArray(java.util.concurrent.CompletableFuture[]::new))
+            .get();
+      } catch (java.util.concurrent.ExecutionException e) {
+        throwIfFailed();
+        throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new LoadFailure(Reason.Interrupted, "interrupted while verifying", e);
+      } finally {
+        digester.close();
+      }
+    }
+
+    void throwIfFailed() throws LoadFailure {
+      LoadFailure f = failure.get();
+      if (f != null) {
         throw f;
       }
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new LoadFailure(Reason.Interrupted, "interrupted while verifying", e);
-    } finally {
-      // No verification may report a file complete after this returns (e.g. after a failure).
-      pool.shutdownNow();
-      awaitTermination(pool);
     }
-  }
 
-  /** Waits for a pool's threads to end, through interrupts; restores the interrupt status. */
-  private static void awaitTermination(ExecutorService pool) {
-    boolean interrupted = false;
-    while (true) {
-      try {
-        if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) {
-          break;
-        }
-        log.warn("still waiting for {} to finish", pool);
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
+    @Override
+    public void close() {
+      digester.close();
     }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
+
+    private void failed(SourceFile file, LoadFailure f) {
+      failure.compareAndSet(null, f);
+      checked.get(file.path()).completeExceptionally(f);
+    }
+
+    /** On a digest thread: the file's bytes are all hashed; check them and mark it complete. */
+    private void check(PrefixDigester.FileDigests d) {
+      SourceFile file = d.file();
+      try {
+        verify(
+            stored,
+            file,
+            resolved.headers().get(file.path()),
+            resolved.checkpoints().get(file.path()),
+            resolved.digests().get(file.path()),
+            d);
+        checked.get(file.path()).complete(null);
+      } catch (LoadFailure f) {
+        failed(file, f);
+      } catch (RuntimeException e) {
+        failed(file, new LoadFailure(Reason.InternalError, file.path() + ": " + e, e));
+      }
     }
   }
 
   /**
-   * Checks one file's bytes in the store: the safetensors header in the store must be the header
-   * validated before loading (so the structure check applies to the bytes consumers will read), and
-   * the SHA-256 must equal the source's when it gives one.
+   * Checks one file's bytes in the store: the safetensors header (or torch checkpoint structure) in
+   * the store must be the one validated before loading (so the structure check applies to the bytes
+   * consumers will read), the source must still hold the listed version, and the digest must equal
+   * the source's when it publishes one. Then marks the file complete with its SHA-256.
    */
   private void verify(
-      StoredArtifact stored, SourceFile file, SafetensorsHeader header, TorchCheckpoint checkpoint)
+      StoredArtifact stored,
+      SourceFile file,
+      SafetensorsHeader header,
+      TorchCheckpoint checkpoint,
+      PublishedDigest digest,
+      PrefixDigester.FileDigests digests)
       throws LoadFailure {
     if (checkpoint != null) {
       Optional<TorchCheckpoint> again = checkpointInStore(stored, file);
@@ -680,55 +788,35 @@ public final class ArtifactLoader {
                 + " the object changed during the load, resolve the artifact again");
       }
     }
-    PublishedDigest digest;
     try {
       source.checkUnchanged(file);
-      digest = source.publishedDigest(file);
     } catch (SourceException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
-    checkDigest(stored, file, digest);
+    if (digest.present()) {
+      byte[] actual = digests.digests().get(digest.algorithm());
+      if (!java.util.Arrays.equals(actual, digest.value())) {
+        throw new LoadFailure(
+            Reason.DigestMismatch,
+            file.path()
+                + ": the bytes in the store have "
+                + digest.algorithm().label()
+                + " "
+                + HexFormat.of().formatHex(actual)
+                + " but the source publishes "
+                + digest.valueHex()
+                + " ("
+                + digest.description()
+                + "); the file stays incomplete");
+      }
+    }
     String sha;
     try {
-      sha =
-          stored.markComplete(
-              file.path(),
-              digest.algorithm() == PublishedDigest.Algorithm.SHA256 ? digest.valueHex() : null);
+      sha = stored.markCompleteHashed(file.path(), digests.sha256Hex());
     } catch (StoreException e) {
-      throw new LoadFailure(
-          e.reason() == Reason.ChecksumMismatch ? Reason.DigestMismatch : e.reason(),
-          e.getMessage() + " (" + digest.description() + ")",
-          e);
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
     state.fileComplete(file.path(), sha, digest);
-  }
-
-  /**
-   * Checks the bytes of {@code file} in the store against a published digest other than SHA-256
-   * (which {@link StoredArtifact#markComplete(String, String)} checks in its own pass).
-   *
-   * @throws LoadFailure {@code DigestMismatch} naming the file, the digest and both values
-   */
-  private static void checkDigest(StoredArtifact stored, SourceFile file, PublishedDigest digest)
-      throws LoadFailure {
-    if (!digest.present() || digest.algorithm() == PublishedDigest.Algorithm.SHA256) {
-      return;
-    }
-    byte[] actual = SourceDigests.compute(stored, file.path(), file.size(), digest.algorithm());
-    if (!java.util.Arrays.equals(actual, digest.value())) {
-      throw new LoadFailure(
-          Reason.DigestMismatch,
-          file.path()
-              + ": the bytes in the store have "
-              + digest.algorithm().label()
-              + " "
-              + HexFormat.of().formatHex(actual)
-              + " but the source publishes "
-              + digest.valueHex()
-              + " ("
-              + digest.description()
-              + "); the file stays incomplete");
-    }
   }
 
   /**
@@ -756,7 +844,8 @@ public final class ArtifactLoader {
     };
   }
 
-  static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
+  /** The wire form of a store's page-locking outcome. */
+  public static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
     return new DataPlaneStatus.LockInfo(
         s.locked(), s.lockedBytes(), s.reason().name(), s.message());
   }

@@ -4,6 +4,7 @@ import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.StoreWriteException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -87,6 +88,56 @@ public final class ParallelRangeReader {
     Objects.requireNonNull(sink, "sink");
     Objects.requireNonNull(listener, "listener");
     return new Run(source, plan(files), sink, listener).execute();
+  }
+
+  /**
+   * One explicit range for {@link #readRanges}.
+   *
+   * @param file the source file
+   * @param offset first byte, {@code >= 0}
+   * @param length bytes, {@code 1 <= length}, within the file
+   */
+  public record FileRange(SourceFile file, long offset, int length) {
+    public FileRange {
+      Objects.requireNonNull(file, "file");
+      if (offset < 0 || length < 1 || offset + length > file.size()) {
+        throw new IllegalArgumentException(
+            "range ["
+                + offset
+                + ", "
+                + (offset + length)
+                + ") is not inside "
+                + file.path()
+                + " ("
+                + file.size()
+                + " bytes)");
+      }
+    }
+  }
+
+  /**
+   * Reads exactly the given ranges (any length, not cut at {@link ReadOptions#rangeSize()}), in the
+   * given order, with the same workers, retries and resumption as {@link #read}; the sink gets one
+   * buffer per range.
+   *
+   * @throws RangeReadException when a range cannot be read
+   * @throws InterruptedException when the calling thread is interrupted
+   */
+  public ReadResult readRanges(
+      ArtifactSource source, List<FileRange> ranges, RangeSink sink, ReadProgressListener listener)
+      throws RangeReadException, InterruptedException {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(sink, "sink");
+    Objects.requireNonNull(listener, "listener");
+    java.util.Map<String, Long> counts = new java.util.HashMap<>();
+    ranges.forEach(r -> counts.merge(r.file().path(), 1L, Long::sum));
+    java.util.Map<String, Long> seen = new java.util.HashMap<>();
+    List<Range> planned = new ArrayList<>(ranges.size());
+    for (FileRange r : ranges) {
+      long i = seen.merge(r.file().path(), 1L, Long::sum) - 1;
+      planned.add(new Range(r.file(), r.offset(), r.length(), i, counts.get(r.file().path())));
+    }
+    return new Run(source, planned, sink, listener).execute();
   }
 
   /** One range to read. */
@@ -278,6 +329,8 @@ public final class ParallelRangeReader {
         ByteBuffer target;
         try {
           target = sink.target(r.file(), r.offset(), r.length());
+        } catch (StoreWriteException e) {
+          throw failure(r, e.reason(), "the store could not take the range", 0, 0, false, e);
         } catch (RuntimeException e) {
           throw failure(r, Reason.SinkFailed, "the sink failed to give a buffer", 0, 0, false, e);
         }

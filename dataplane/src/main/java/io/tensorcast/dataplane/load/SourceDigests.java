@@ -11,12 +11,38 @@ import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
 
-/** Computes a source's digest algorithm over a file's bytes in the store. */
+/** Computes a source's digest algorithm over a file's bytes, at once or as they arrive. */
 final class SourceDigests {
   /** Bytes hashed per view of the mapping. */
-  private static final int WINDOW = 8 << 20;
+  static final int WINDOW = 8 << 20;
 
   private SourceDigests() {}
+
+  /** One digest being computed over a file's bytes in order. Not thread-safe. */
+  interface Hasher {
+    /** Hashes {@code bytes}' remaining bytes (the next bytes of the file) and consumes them. */
+    void update(ByteBuffer bytes);
+
+    /** The digest of everything updated so far; CRCs as big-endian bytes, as S3 encodes them. */
+    byte[] finish();
+  }
+
+  /**
+   * A hasher of {@code algorithm} for a file of {@code size} bytes (git's blob id hashes a header
+   * with the size first).
+   */
+  static Hasher hasher(PublishedDigest.Algorithm algorithm, long size) {
+    return switch (algorithm) {
+      case SHA256 -> digest("SHA-256", null);
+      case SHA1 -> digest("SHA-1", null);
+      case MD5 -> digest("MD5", null);
+      case GIT_BLOB_SHA1 ->
+          digest("SHA-1", ("blob " + size + "\0").getBytes(StandardCharsets.US_ASCII));
+      case CRC32 -> crc(new CRC32(), 4);
+      case CRC32C -> crc(new CRC32C(), 4);
+      case CRC64NVME -> crc(new Crc64Nvme(), 8);
+    };
+  }
 
   /**
    * The digest of {@code path}'s {@code size} bytes in {@code stored} with {@code algorithm}; CRCs
@@ -24,25 +50,14 @@ final class SourceDigests {
    */
   static byte[] compute(
       StoredArtifact stored, String path, long size, PublishedDigest.Algorithm algorithm) {
-    return switch (algorithm) {
-      case SHA256 -> digest(stored, path, size, "SHA-256", null);
-      case SHA1 -> digest(stored, path, size, "SHA-1", null);
-      case MD5 -> digest(stored, path, size, "MD5", null);
-      case GIT_BLOB_SHA1 ->
-          digest(
-              stored,
-              path,
-              size,
-              "SHA-1",
-              ("blob " + size + "\0").getBytes(StandardCharsets.US_ASCII));
-      case CRC32 -> crc(stored, path, size, new CRC32(), 4);
-      case CRC32C -> crc(stored, path, size, new CRC32C(), 4);
-      case CRC64NVME -> crc(stored, path, size, new Crc64Nvme(), 8);
-    };
+    Hasher h = hasher(algorithm, size);
+    for (long off = 0; off < size; off += WINDOW) {
+      stored.consume(path, off, (int) Math.min(WINDOW, size - off), h::update);
+    }
+    return h.finish();
   }
 
-  private static byte[] digest(
-      StoredArtifact stored, String path, long size, String name, byte[] prefix) {
+  private static Hasher digest(String name, byte[] prefix) {
     MessageDigest md;
     try {
       md = MessageDigest.getInstance(name);
@@ -52,21 +67,34 @@ final class SourceDigests {
     if (prefix != null) {
       md.update(prefix);
     }
-    for (long off = 0; off < size; off += WINDOW) {
-      md.update(stored.readOnly(path, off, (int) Math.min(WINDOW, size - off)));
-    }
-    return md.digest();
+    return new Hasher() {
+      @Override
+      public void update(ByteBuffer bytes) {
+        md.update(bytes);
+      }
+
+      @Override
+      public byte[] finish() {
+        return md.digest();
+      }
+    };
   }
 
-  private static byte[] crc(
-      StoredArtifact stored, String path, long size, Checksum crc, int bytes) {
-    for (long off = 0; off < size; off += WINDOW) {
-      crc.update(stored.readOnly(path, off, (int) Math.min(WINDOW, size - off)));
-    }
-    long v = crc.getValue();
-    ByteBuffer b = ByteBuffer.allocate(8).putLong(v);
-    byte[] out = new byte[bytes];
-    System.arraycopy(b.array(), 8 - bytes, out, 0, bytes);
-    return out;
+  private static Hasher crc(Checksum crc, int bytes) {
+    return new Hasher() {
+      @Override
+      public void update(ByteBuffer b) {
+        crc.update(b);
+      }
+
+      @Override
+      public byte[] finish() {
+        long v = crc.getValue();
+        ByteBuffer b = ByteBuffer.allocate(8).putLong(v);
+        byte[] out = new byte[bytes];
+        System.arraycopy(b.array(), 8 - bytes, out, 0, bytes);
+        return out;
+      }
+    };
   }
 }

@@ -65,7 +65,8 @@ public final class DataPlaneServer implements AutoCloseable {
   private final ServeSettings settings;
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  private final AtomicReference<ArtifactLoader> loaderRef = new AtomicReference<>();
+  private final AtomicReference<io.tensorcast.dataplane.load.Loader> loaderRef =
+      new AtomicReference<>();
   private final AtomicReference<RetryWait> waiting = new AtomicReference<>();
   private final AtomicReference<Membership> lastMembership = new AtomicReference<>();
   private final LoadMetrics loadMetrics = new LoadMetrics(registry);
@@ -123,6 +124,9 @@ public final class DataPlaneServer implements AutoCloseable {
     if (settings.peer() != null) {
       swarm = new PeerSwarm(settings.artifactId(), settings.peer(), registry);
     }
+    if (settings.shards() != null) {
+      registerShardGauges();
+    }
     loadRetries =
         Counter.builder("tensorcast.dataplane.load.retries")
             .tags(Tags.of("artifact", settings.artifactId()))
@@ -137,7 +141,7 @@ public final class DataPlaneServer implements AutoCloseable {
             registry,
             controlAuth,
             tensors,
-            settings.peer() == null ? null : this::applyMembership,
+            settings.peer() == null && settings.shards() == null ? null : this::applyMembership,
             BodyStreaming.DEFAULTS);
     source = openSource();
     store = source == null ? null : openStore();
@@ -176,17 +180,27 @@ public final class DataPlaneServer implements AutoCloseable {
       if (failures > 0 && settings.peer() != null) {
         swapSwarm();
       }
-      ArtifactLoader loader =
-          new ArtifactLoader(
-              source,
-              store,
-              new ArtifactLoader.Options(
+      io.tensorcast.dataplane.load.Loader loader =
+          settings.shards() != null
+              ? new io.tensorcast.dataplane.shards.ShardSetLoader(
+                  source,
+                  store,
                   settings.artifactId(),
                   settings.memoryLimitBytes(),
                   settings.read(),
-                  settings.formatLimits()),
-              loadMetrics,
-              swarm);
+                  settings.shards(),
+                  this::copies,
+                  settings.formatLimits())
+              : new ArtifactLoader(
+                  source,
+                  store,
+                  new ArtifactLoader.Options(
+                      settings.artifactId(),
+                      settings.memoryLimitBytes(),
+                      settings.read(),
+                      settings.formatLimits()),
+                  loadMetrics,
+                  swarm);
       loaderRef.set(loader);
       waiting.set(null);
       try {
@@ -222,6 +236,51 @@ public final class DataPlaneServer implements AutoCloseable {
     }
   }
 
+  /**
+   * Per rank of a TensorShardSet pod: {@code tensorcast_dataplane_shard_bytes_needed}, {@code
+   * _bytes_fetched} and {@code _fetch_amplification} (fetched / needed), tagged with the artifact
+   * and the rank, read from the current status.
+   */
+  private void registerShardGauges() {
+    for (int rank : settings.shards().ranks()) {
+      Tags tags = Tags.of("artifact", settings.artifactId(), "rank", Integer.toString(rank));
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.bytes.needed", this, s -> s.rankValue(rank, 0))
+          .tags(tags)
+          .description("Tensor bytes of the rank file")
+          .baseUnit("bytes")
+          .register(registry);
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.bytes.fetched", this, s -> s.rankValue(rank, 1))
+          .tags(tags)
+          .description("Tensor bytes read for the rank from the source or ModelArtifact copies")
+          .baseUnit("bytes")
+          .register(registry);
+      io.micrometer.core.instrument.Gauge.builder(
+              "tensorcast.dataplane.shard.fetch.amplification", this, s -> s.rankValue(rank, 2))
+          .tags(tags)
+          .description("Bytes fetched over bytes needed for the rank (0 before anything is read)")
+          .register(registry);
+    }
+  }
+
+  private double rankValue(int rank, int which) {
+    DataPlaneStatus s = status();
+    if (s.shards() == null) {
+      return 0;
+    }
+    for (io.tensorcast.api.wire.ShardReport.Rank r : s.shards().ranks()) {
+      if (r.rank() == rank) {
+        return switch (which) {
+          case 0 -> r.bytesNeeded();
+          case 1 -> r.bytesFetched();
+          default -> r.bytesNeeded() == 0 ? 0 : (double) r.bytesFetched() / r.bytesNeeded();
+        };
+      }
+    }
+    return 0;
+  }
+
   /** Replaces the closed swarm of a failed load with a new one that has the last membership. */
   private void swapSwarm() {
     PeerSwarm old = swarm;
@@ -244,8 +303,32 @@ public final class DataPlaneServer implements AutoCloseable {
   /** {@code PUT /v1/peers}: kept for the swarm of a later load, applied to the current one. */
   private boolean applyMembership(String body) {
     Membership m = Membership.parseJson(body);
-    lastMembership.set(m);
+    Membership before = lastMembership.getAndSet(m);
+    if (swarm == null) {
+      copiesKnown.countDown();
+      return before == null || !before.epoch().equals(m.epoch());
+    }
     return swarm.applyMembership(m);
+  }
+
+  private final CountDownLatch copiesKnown = new CountDownLatch(1);
+
+  /**
+   * For a TensorShardSet's pod: the ModelArtifact copies to read from, the last {@code PUT
+   * /v1/peers} (members' addresses are the copies' control endpoints) or else {@code --copies};
+   * waits up to {@code --copy-wait} for a first membership when the pod was told to expect one.
+   */
+  private List<InetSocketAddress> copies() {
+    io.tensorcast.dataplane.shards.ShardSettings s = settings.shards();
+    if (lastMembership.get() == null && !s.copyWait().isZero()) {
+      try {
+        copiesKnown.await(s.copyWait().toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    Membership m = lastMembership.get();
+    return m == null ? s.copies() : m.members().stream().map(Membership.Member::address).toList();
   }
 
   /**
@@ -275,7 +358,7 @@ public final class DataPlaneServer implements AutoCloseable {
    */
   public DataPlaneStatus status() {
     RetryWait w = waiting.get();
-    ArtifactLoader l = loaderRef.get();
+    io.tensorcast.dataplane.load.Loader l = loaderRef.get();
     DataPlaneStatus s;
     if (w != null) {
       s =
@@ -297,6 +380,14 @@ public final class DataPlaneServer implements AutoCloseable {
       s = early.get();
     }
     PeerSwarm p = swarm;
+    Membership copies = lastMembership.get();
+    if (p == null && copies != null && settings.shards() != null) {
+      return s.toBuilder()
+          .peerEpoch(copies.epoch())
+          .peers(copies.members().size())
+          .droppedPeers(null)
+          .build();
+    }
     if (p == null) {
       return s;
     }

@@ -47,6 +47,8 @@ import java.util.Optional;
  *     in-cluster store; {@code --allow-insecure-endpoint})
  * @param revision Hugging Face revision, or {@code null} for {@code main}
  * @param formatLimits bounds of the format readers ({@code --max-…} flags)
+ * @param shards for a TensorShardSet's pod: the ranks to materialise instead of the whole artifact;
+ *     {@code null} for a ModelArtifact's pod
  */
 public record ServeSettings(
     String artifactId,
@@ -68,7 +70,54 @@ public record ServeSettings(
     LoadRetry loadRetry,
     boolean allowInsecureEndpoint,
     String revision,
-    FormatLimits formatLimits) {
+    FormatLimits formatLimits,
+    io.tensorcast.dataplane.shards.ShardSettings shards) {
+
+  /** Settings of a ModelArtifact's pod ({@code shards} null). */
+  public ServeSettings(
+      String artifactId,
+      InetSocketAddress listen,
+      String uri,
+      List<String> include,
+      List<String> exclude,
+      URI endpoint,
+      String region,
+      boolean pathStyle,
+      Optional<StaticCredentials> credentials,
+      ReadOptions read,
+      Path storeRoot,
+      String budget,
+      long memoryLimitBytes,
+      LockPolicy lockPolicy,
+      io.tensorcast.dataplane.http.ControlAuth controlAuth,
+      io.tensorcast.dataplane.p2p.PeerSettings peer,
+      LoadRetry loadRetry,
+      boolean allowInsecureEndpoint,
+      String revision,
+      FormatLimits formatLimits) {
+    this(
+        artifactId,
+        listen,
+        uri,
+        include,
+        exclude,
+        endpoint,
+        region,
+        pathStyle,
+        credentials,
+        read,
+        storeRoot,
+        budget,
+        memoryLimitBytes,
+        lockPolicy,
+        controlAuth,
+        peer,
+        loadRetry,
+        allowInsecureEndpoint,
+        revision,
+        formatLimits,
+        null);
+  }
 
   public ServeSettings {
     Objects.requireNonNull(artifactId, "artifactId");
@@ -81,6 +130,11 @@ public record ServeSettings(
     Objects.requireNonNull(lockPolicy, "lockPolicy");
     Objects.requireNonNull(loadRetry, "loadRetry");
     Objects.requireNonNull(formatLimits, "formatLimits");
+    if (shards != null && peer != null) {
+      throw new IllegalArgumentException(
+          "a TensorShardSet pod does not join a peer swarm: use --distribution source-only with"
+              + " --shards");
+    }
     if (memoryLimitBytes < 0) {
       throw new IllegalArgumentException(
           "memoryLimitBytes must not be negative: " + memoryLimitBytes);

@@ -25,6 +25,10 @@ interface LibC extends Library {
   long MAP_FAILED = -1L;
 
   int MADV_DONTDUMP = 16;
+  int MADV_POPULATE_WRITE = 23;
+  int MLOCK_ONFAULT = 1;
+  int MAP_PRIVATE = 2;
+  int MAP_ANONYMOUS = 0x20;
 
   int RLIMIT_MEMLOCK = 8;
   int SC_PAGESIZE = 30;
@@ -51,6 +55,8 @@ interface LibC extends Library {
   int mlock(Pointer addr, long len);
 
   int munlock(Pointer addr, long len);
+
+  int mlock2(Pointer addr, long len, int flags);
 
   int madvise(Pointer addr, long len, int advice);
 

@@ -17,7 +17,11 @@ final class MappedFile {
   /** Start of the mapping; 0 for an empty file. */
   final long address;
 
-  /** Whether the file's pages were reserved with posix_fallocate (false: ftruncate fallback). */
+  /**
+   * Whether the file's pages are reserved before bytes are written into them: all at creation with
+   * {@code posix_fallocate}, or range by range before each write ({@link #reserve}); false for the
+   * {@code ftruncate} fallback on a file system without {@code posix_fallocate}.
+   */
   final boolean preallocated;
 
   private MappedFile(StoreFile file, Path absolutePath, long address, boolean preallocated) {
@@ -28,12 +32,15 @@ final class MappedFile {
   }
 
   /**
-   * Creates the file (it must not exist), sizes it with {@code posix_fallocate} so that a tmpfs
-   * reserves its pages now (a full file system fails here with {@code FilesystemFull} rather than
-   * as a SIGBUS on a later write through the mapping), falls back to {@code ftruncate} when the
-   * file system does not support it, and maps it.
+   * Creates the file (it must not exist), sizes it and maps it.
+   *
+   * @param reserveNow size it with {@code posix_fallocate} so that a tmpfs reserves its pages now
+   *     (a full file system fails here with {@code FilesystemFull} rather than as a SIGBUS on a
+   *     later write through the mapping), falling back to {@code ftruncate} when the file system
+   *     does not support it; false: size it with {@code ftruncate}, the writer reserves each range
+   *     with {@link #reserve} before writing it
    */
-  static MappedFile create(String artifactId, StoreFile file, Path absolutePath)
+  static MappedFile create(String artifactId, StoreFile file, Path absolutePath, boolean reserveNow)
       throws StoreException {
     int fd;
     try {
@@ -46,7 +53,9 @@ final class MappedFile {
     }
     try {
       boolean preallocated = true;
-      if (file.size() > 0) {
+      if (file.size() > 0 && !reserveNow) {
+        MemoryLockSupport.ftruncate(fd, file.size(), absolutePath);
+      } else if (file.size() > 0) {
         int err = MemoryLockSupport.fallocate(fd, file.size());
         if (err == MemoryLockSupport.ENOSPC) {
           throw new StoreException(
@@ -106,6 +115,23 @@ final class MappedFile {
 
   long size() {
     return file.size();
+  }
+
+  /**
+   * Allocates and maps the pages of bytes {@code [offset, offset + length)} writable now ({@code
+   * MADV_POPULATE_WRITE}); under {@code MLOCK_ONFAULT} they are locked as they are. The caller
+   * checked bounds.
+   *
+   * @return 0, or the error number ({@code EFAULT}: the file system is full; {@code ENOMEM})
+   */
+  int reserve(long offset, int length) {
+    if (length == 0) {
+      return 0;
+    }
+    long page = MemoryLockSupport.pageSize();
+    long start = offset / page * page;
+    long end = Math.min(size(), offset + length);
+    return MemoryLockSupport.populateWrite(address + start, end - start);
   }
 
   /**

@@ -11,9 +11,10 @@ import java.util.Map;
 
 /**
  * Native glue for page-locked memory: {@code mmap}/{@code munmap}/{@code mlock}/{@code
- * munlock}/{@code madvise}, {@code posix_fallocate}, {@code getrlimit(RLIMIT_MEMLOCK)} through JNA,
- * the process's {@code CAP_IPC_LOCK} (bit 14 of {@code CapEff} in {@code /proc/self/status}) and
- * errno names. Stateless: every call reads the kernel's current values.
+ * mlock2}/{@code munlock}/{@code madvise}, {@code posix_fallocate}, {@code
+ * getrlimit(RLIMIT_MEMLOCK)} through JNA, the process's {@code CAP_IPC_LOCK} (bit 14 of {@code
+ * CapEff} in {@code /proc/self/status}) and errno names. Stateless: every call reads the kernel's
+ * current values.
  *
  * <p>The rule being explained (mlock(2), capabilities(7)): a process without {@code CAP_IPC_LOCK}
  * in its <em>effective</em> set may lock at most {@code RLIMIT_MEMLOCK} bytes in total ({@code
@@ -27,6 +28,9 @@ public final class MemoryLockSupport {
   public static final int CAP_IPC_LOCK = 14;
 
   static final int EPERM = 1;
+  static final int EINTR = 4;
+  static final int EFAULT = 14;
+  static final int ENOSYS = 38;
   static final int EAGAIN = 11;
   static final int ENOMEM = 12;
   static final int EINVAL = 22;
@@ -56,6 +60,7 @@ public final class MemoryLockSupport {
           Map.entry(28, "ENOSPC"),
           Map.entry(30, "EROFS"),
           Map.entry(36, "ENAMETOOLONG"),
+          Map.entry(38, "ENOSYS"),
           Map.entry(95, "EOPNOTSUPP"));
 
   private static final Path PROC_SELF_STATUS = Path.of("/proc/self/status");
@@ -275,9 +280,72 @@ public final class MemoryLockSupport {
     return LibC.INSTANCE.mlock(new Pointer(address), length) == 0 ? 0 : Native.getLastError();
   }
 
+  /**
+   * {@code mlock2(address, length, MLOCK_ONFAULT)}: pages of the range are locked as they are first
+   * touched instead of all at once now (Linux 4.4); the whole range counts against {@code
+   * RLIMIT_MEMLOCK} now. Returns 0 or the error number; {@link #ENOSYS} when the C library has no
+   * {@code mlock2}.
+   */
+  static int mlockOnFault(long address, long length) {
+    try {
+      return LibC.INSTANCE.mlock2(new Pointer(address), length, LibC.MLOCK_ONFAULT) == 0
+          ? 0
+          : Native.getLastError();
+    } catch (UnsatisfiedLinkError noSymbol) {
+      return ENOSYS;
+    }
+  }
+
+  /**
+   * {@code madvise(address, length, MADV_POPULATE_WRITE)}: allocates and maps the pages of the
+   * range writable now, with the error a write would otherwise get as {@code SIGBUS} ({@code
+   * EFAULT}: the file system is full; {@code ENOMEM}: out of memory) returned instead. Returns 0 or
+   * the error number; retried on {@code EINTR}.
+   */
+  static int populateWrite(long address, long length) {
+    while (true) {
+      if (LibC.INSTANCE.madvise(new Pointer(address), length, LibC.MADV_POPULATE_WRITE) == 0) {
+        return 0;
+      }
+      int err = Native.getLastError();
+      if (err != EINTR) {
+        return err;
+      }
+    }
+  }
+
+  /** Whether the kernel knows {@code MADV_POPULATE_WRITE} (Linux 5.14); asked once. */
+  static boolean populateWriteSupported() {
+    return PopulateWrite.SUPPORTED;
+  }
+
   /** {@code munlock}; returns 0 or the error number. */
   static int munlock(long address, long length) {
     return LibC.INSTANCE.munlock(new Pointer(address), length) == 0 ? 0 : Native.getLastError();
+  }
+
+  private static final class PopulateWrite {
+    // An unknown advice is EINVAL before the length is looked at; a known one with length 0 is 0.
+    static final boolean SUPPORTED = probe();
+
+    private static boolean probe() {
+      Pointer p =
+          LibC.INSTANCE.mmap(
+              null,
+              pageSize(),
+              LibC.PROT_READ | LibC.PROT_WRITE,
+              LibC.MAP_PRIVATE | LibC.MAP_ANONYMOUS,
+              -1,
+              0);
+      if (Pointer.nativeValue(p) == LibC.MAP_FAILED) {
+        return false;
+      }
+      try {
+        return LibC.INSTANCE.madvise(p, 0, LibC.MADV_POPULATE_WRITE) == 0;
+      } finally {
+        LibC.INSTANCE.munmap(p, pageSize());
+      }
+    }
   }
 
   private static final class PageSize {

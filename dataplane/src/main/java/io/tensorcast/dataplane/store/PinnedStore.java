@@ -32,9 +32,18 @@ import org.slf4j.LoggerFactory;
 /**
  * The page-locked store: artifacts laid out as-is under a root on a memory-backed file system
  * (default {@code /dev/shm/tensorcast}), one directory per artifact, every file created at its
- * final size with {@code posix_fallocate}, mapped {@code MAP_SHARED} and locked with {@code mlock}
- * per the {@link LockPolicy}, within a byte budget. Consumer processes on the node open or mmap
- * {@code <root>/<artifactId>/} as a normal local model directory.
+ * final size, mapped {@code MAP_SHARED} and locked per the {@link LockPolicy}, within a byte
+ * budget. Consumer processes on the node open or mmap {@code <root>/<artifactId>/} as a normal
+ * local model directory.
+ *
+ * <p><b>Pages as bytes land.</b> Allocating an artifact reserves its budget but no pages: each
+ * write reserves the pages of its range first ({@code MADV_POPULATE_WRITE}, so a full file system
+ * is an error of that write, not a SIGBUS), and the mappings are locked with {@code
+ * mlock2(MLOCK_ONFAULT)}, so every page is locked as it is written. Loading thus starts without
+ * touching the artifact's memory first, and the cost of allocating and locking pages is spread over
+ * the writes. On kernels without {@code MADV_POPULATE_WRITE} (before Linux 5.14) or {@code
+ * MLOCK_ONFAULT} (before 4.4) every page is reserved with {@code posix_fallocate} and locked with
+ * {@code mlock} when the artifact is allocated.
  *
  * <p><b>Layout.</b> {@code <root>/<artifactId>/<path>} holds exactly the artifact's files. The
  * store's own bookkeeping lives in {@code <root>/.tensorcast/}: a state file {@code
@@ -91,6 +100,7 @@ public final class PinnedStore implements AutoCloseable {
   private final long budgetBytes;
   private final Optional<MemoryBudget> detectedBudget;
   private final ExecutorService pool;
+  private final boolean reserveOnWrite;
   private final FileChannel lockChannel;
   private final List<RecoveryAction> recovery;
 
@@ -124,7 +134,23 @@ public final class PinnedStore implements AutoCloseable {
    */
   public PinnedStore(Path root, long budgetBytes, LockPolicy policy, long windowBytes)
       throws StoreException {
-    this(root, OptionalLong.of(budgetBytes), policy, windowBytes);
+    this(
+        root,
+        OptionalLong.of(budgetBytes),
+        policy,
+        windowBytes,
+        MemoryLockSupport.populateWriteSupported());
+  }
+
+  /**
+   * As {@link #PinnedStore(Path, long, LockPolicy, long)}, choosing whether pages are reserved and
+   * locked as bytes land ({@code reserveOnWrite}, the default where the kernel supports it) or all
+   * when an artifact is allocated (the fallback of older kernels), so that tests can run both.
+   */
+  PinnedStore(
+      Path root, long budgetBytes, LockPolicy policy, long windowBytes, boolean reserveOnWrite)
+      throws StoreException {
+    this(root, OptionalLong.of(budgetBytes), policy, windowBytes, reserveOnWrite);
   }
 
   /**
@@ -134,10 +160,16 @@ public final class PinnedStore implements AutoCloseable {
    * bound it.
    */
   public static PinnedStore open(Path root, LockPolicy policy) throws StoreException {
-    return new PinnedStore(root, OptionalLong.empty(), policy, DEFAULT_WINDOW_BYTES);
+    return new PinnedStore(
+        root,
+        OptionalLong.empty(),
+        policy,
+        DEFAULT_WINDOW_BYTES,
+        MemoryLockSupport.populateWriteSupported());
   }
 
-  private PinnedStore(Path root, OptionalLong budget, LockPolicy policy, long windowBytes)
+  private PinnedStore(
+      Path root, OptionalLong budget, LockPolicy policy, long windowBytes, boolean reserveOnWrite)
       throws StoreException {
     if (policy == null) {
       throw new IllegalArgumentException("policy is required");
@@ -157,6 +189,7 @@ public final class PinnedStore implements AutoCloseable {
     this.stateDir = this.root.resolve(STATE_DIR);
     this.policy = policy;
     this.windowBytes = windowBytes;
+    this.reserveOnWrite = reserveOnWrite;
     FileChannel channel = null;
     ExecutorService threads = null;
     boolean ok = false;
@@ -444,10 +477,10 @@ public final class PinnedStore implements AutoCloseable {
 
   /**
    * Allocates an artifact: checks the id and every path, charges the budget, then creates {@code
-   * <root>/<artifactId>/<path>} for every file at its size (pages reserved with {@code
-   * posix_fallocate}), maps each file and page-locks per the policy. The files are then filled
-   * through {@link StoredArtifact#write} or {@link StoredArtifact#writable} and marked complete one
-   * by one.
+   * <root>/<artifactId>/<path>} for every file at its size, maps each file and page-locks per the
+   * policy (see the class comment: pages are reserved and locked as the writes land, or here on
+   * older kernels). The files are then filled through {@link StoredArtifact#write} or {@link
+   * StoredArtifact#writable} and marked complete one by one.
    *
    * @param artifactId DNS-1123 label (lowercase letters, digits, '-', at most 63 characters)
    * @param files the artifact's files: relative '/'-separated paths and sizes in bytes
@@ -485,6 +518,7 @@ public final class PinnedStore implements AutoCloseable {
               checked,
               windowBytes,
               charged,
+              reserveOnWrite,
               pool);
       if (!created.preallocated()) {
         log.warn(
@@ -562,7 +596,7 @@ public final class PinnedStore implements AutoCloseable {
     boolean ok = false;
     try {
       LockStatus status = precheckLock(owner, charged);
-      mapped = MappedFile.create(owner, sf, abs);
+      mapped = MappedFile.create(owner, sf, abs, true);
       if (status == null) {
         status = lockOne(mapped, charged);
       }
@@ -779,7 +813,10 @@ public final class PinnedStore implements AutoCloseable {
       return MemoryLockSupport.failure(charged, 0, MemoryLockSupport.facts());
     }
     long t0 = System.nanoTime();
-    LockStatus s = a.lockPages(pool);
+    LockStatus s = a.reservesOnWrite() ? a.lockOnFault() : null;
+    if (s == null) {
+      s = a.lockPages(pool);
+    }
     log.debug(
         "artifact {}: mlock of {} bytes took {} ms: {}",
         a.artifactId(),

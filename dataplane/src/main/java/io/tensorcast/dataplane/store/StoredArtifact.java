@@ -25,6 +25,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * One artifact held by a {@link PinnedStore}: its files under {@code <root>/<artifactId>/}, each
@@ -57,6 +58,7 @@ public final class StoredArtifact {
   private final long bytesAllocated;
   private final long chargedBytes;
   private final boolean preallocated;
+  private final boolean reserveOnWrite;
 
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private boolean released; // guarded by guard's write lock
@@ -70,7 +72,8 @@ public final class StoredArtifact {
       Path stateFile,
       List<MappedFile> mappedFiles,
       long windowBytes,
-      long chargedBytes) {
+      long chargedBytes,
+      boolean reserveOnWrite) {
     this.artifactId = artifactId;
     this.directory = directory;
     this.stateFile = stateFile;
@@ -88,6 +91,7 @@ public final class StoredArtifact {
     this.bytesAllocated = total;
     this.chargedBytes = chargedBytes;
     this.preallocated = pre;
+    this.reserveOnWrite = reserveOnWrite;
   }
 
   // ---------------------------------------------------------------- creation (package-private)
@@ -95,6 +99,10 @@ public final class StoredArtifact {
   /**
    * Writes the state file (no file complete), then creates, sizes and maps every file in parallel.
    * On failure removes everything it created.
+   *
+   * @param reserveOnWrite size the files without reserving their pages; every {@link #writable} and
+   *     {@link #write} reserves the pages of its range first ({@code MADV_POPULATE_WRITE}). False:
+   *     every page is reserved now ({@code posix_fallocate})
    */
   static StoredArtifact create(
       String artifactId,
@@ -103,6 +111,7 @@ public final class StoredArtifact {
       List<StoreFile> files,
       long windowBytes,
       long chargedBytes,
+      boolean reserveOnWrite,
       ExecutorService pool)
       throws StoreException {
     List<MappedFile> done = new ArrayList<>();
@@ -124,14 +133,16 @@ public final class StoredArtifact {
       }
       List<Callable<MappedFile>> tasks = new ArrayList<>();
       for (StoreFile f : files) {
-        tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+        tasks.add(
+            () -> MappedFile.create(artifactId, f, directory.resolve(f.path()), !reserveOnWrite));
       }
       StoreException failure = runAll(pool, tasks, done);
       if (failure != null) {
         throw failure;
       }
       ok = true;
-      return new StoredArtifact(artifactId, directory, stateFile, done, windowBytes, chargedBytes);
+      return new StoredArtifact(
+          artifactId, directory, stateFile, done, windowBytes, chargedBytes, reserveOnWrite);
     } catch (IOException e) {
       throw new StoreException(
           Reason.StoreIoError,
@@ -185,7 +196,7 @@ public final class StoredArtifact {
       List<Callable<MappedFile>> tasks = new ArrayList<>();
       for (StoreFile f : files) {
         if (!moveIn.containsKey(f.path())) {
-          tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path())));
+          tasks.add(() -> MappedFile.create(artifactId, f, directory.resolve(f.path()), true));
         }
       }
       StoreException failure = runAll(pool, tasks, fresh);
@@ -230,8 +241,9 @@ public final class StoredArtifact {
         ordered.add(byPath.get(f.path()));
       }
       ok = true;
+      // Staged files were written before; the fresh ones are reserved up front like them.
       return new StoredArtifact(
-          artifactId, directory, stateFile, ordered, windowBytes, chargedBytes);
+          artifactId, directory, stateFile, ordered, windowBytes, chargedBytes, false);
     } catch (IOException e) {
       throw new StoreException(
           Reason.StoreIoError,
@@ -282,7 +294,7 @@ public final class StoredArtifact {
       throw failure;
     }
     StoredArtifact a =
-        new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes);
+        new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes, false);
     List<Callable<String>> checks = new ArrayList<>();
     for (ArtifactState.FileState f : state.files()) {
       checks.add(
@@ -379,6 +391,50 @@ public final class StoredArtifact {
     return MemoryLockSupport.failure(chargedBytes, firstErr, MemoryLockSupport.facts());
   }
 
+  /**
+   * Locks every file's whole mapping with {@code MLOCK_ONFAULT}: no page is touched now; each is
+   * locked as it is first written (an artifact made with {@code reserveOnWrite}, whose writes
+   * reserve their pages first). On failure unlocks what was locked.
+   *
+   * @return the status, or null when the kernel or C library cannot lock on fault ({@code ENOSYS},
+   *     {@code EINVAL}): then lock with {@link #lockPages} instead
+   */
+  LockStatus lockOnFault() {
+    List<MappedFile> locked = new ArrayList<>();
+    int err = 0;
+    for (MappedFile f : mapped.values()) {
+      if (f.size() == 0) {
+        continue;
+      }
+      err = MemoryLockSupport.mlockOnFault(f.address, f.size());
+      if (err != 0) {
+        break;
+      }
+      locked.add(f);
+    }
+    if (err == 0) {
+      return new LockStatus(
+          true,
+          bytesAllocated,
+          Reason.Locked,
+          bytesAllocated
+              + " bytes page-locked with mlock2(MLOCK_ONFAULT): each page is locked as its bytes"
+              + " are written");
+    }
+    for (MappedFile f : locked) {
+      MemoryLockSupport.munlock(f.address, f.size());
+    }
+    if (err == MemoryLockSupport.ENOSYS || err == MemoryLockSupport.EINVAL) {
+      return null;
+    }
+    return MemoryLockSupport.failure(chargedBytes, err, MemoryLockSupport.facts());
+  }
+
+  /** Whether writes reserve the pages of their range first (see {@link #create}). */
+  boolean reservesOnWrite() {
+    return reserveOnWrite;
+  }
+
   void setLockStatus(LockStatus status) {
     this.lockStatus = status;
   }
@@ -470,9 +526,11 @@ public final class StoredArtifact {
   }
 
   /**
-   * Whether every file's pages were reserved up front with {@code posix_fallocate}. False when the
-   * file system does not support it and the store fell back to {@code ftruncate}: pages are then
-   * allocated on first write, and a full file system would surface as SIGBUS during a write.
+   * Whether every page is reserved before bytes are written into it: range by range by each {@link
+   * #writable} and {@link #write} ({@code MADV_POPULATE_WRITE}, Linux 5.14), or on older kernels
+   * all at allocation with {@code posix_fallocate}. False when the file system supports neither and
+   * the store fell back to {@code ftruncate}: pages are then allocated on first write, and a full
+   * file system would surface as SIGBUS during a write.
    */
   public boolean preallocated() {
     return preallocated;
@@ -481,17 +539,20 @@ public final class StoredArtifact {
   /**
    * A writable buffer over bytes {@code [offset, offset + length)} of {@code path}: position 0,
    * limit {@code length}, big-endian like every new {@link ByteBuffer}. Zero-copy: writes land in
-   * the file. See the class comment on using it after unload.
+   * the file. See the class comment on using it after unload. The range's pages are reserved (and
+   * locked, under the store's lock policy) before it is returned.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
    * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   * @throws StoreWriteException if the range's pages cannot be reserved
    */
   public ByteBuffer writable(String path, long offset, int length) {
     guard.readLock().lock();
     try {
       MappedFile f = fileForWrite(path);
       checkRange(f, offset, length);
+      reserve(f, offset, length);
       return f.buffer(offset, length);
     } finally {
       guard.readLock().unlock();
@@ -500,17 +561,20 @@ public final class StoredArtifact {
 
   /**
    * Copies {@code src}'s remaining bytes into {@code path} starting at {@code offset} and advances
-   * {@code src}'s position. Safe against a concurrent unload.
+   * {@code src}'s position. Safe against a concurrent unload. The range's pages are reserved (and
+   * locked, under the store's lock policy) first.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
    * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   * @throws StoreWriteException if the range's pages cannot be reserved
    */
   public void write(String path, long offset, ByteBuffer src) {
     guard.readLock().lock();
     try {
       MappedFile f = fileForWrite(path);
       checkRange(f, offset, src.remaining());
+      reserve(f, offset, src.remaining());
       f.buffer(offset, src.remaining()).put(src);
     } finally {
       guard.readLock().unlock();
@@ -554,6 +618,27 @@ public final class StoredArtifact {
     }
   }
 
+  /**
+   * Hands a read-only view of bytes {@code [offset, offset + length)} of {@code path} to {@code
+   * reader} while holding the artifact's read lock, so an unload waits until it returns (unlike
+   * {@link #readOnly}, whose buffer must not outlive the artifact). For hashing a file's bytes in
+   * place.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the artifact was unloaded
+   */
+  public void consume(String path, long offset, int length, Consumer<ByteBuffer> reader) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = file(path);
+      checkRange(f, offset, length);
+      reader.accept(f.buffer(offset, length).asReadOnlyBuffer());
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
   /** Lowercase hex SHA-256 of the file's current bytes, computed over the mapping. */
   public String sha256(String path) {
     guard.readLock().lock();
@@ -583,8 +668,31 @@ public final class StoredArtifact {
    * @throws StoreException {@code ChecksumMismatch} with both hashes; the file stays incomplete
    */
   public String markComplete(String path, String expectedSha256) throws StoreException {
+    return complete(path, expectedSha256, null);
+  }
+
+  /**
+   * Marks {@code path} complete with the SHA-256 its writer computed over its bytes in the store
+   * after the last write (e.g. as the bytes arrived), without hashing the file again: recorded in
+   * the state file, and the file becomes read-only. The caller vouches that no byte changed since;
+   * a restarted store re-hashes the file against it before adopting it.
+   *
+   * @param sha256OfStoredBytes lowercase or uppercase hex SHA-256 of the file's bytes in the store
+   * @return the recorded lowercase hex SHA-256 (the earlier one if the file was complete already)
+   */
+  public String markCompleteHashed(String path, String sha256OfStoredBytes) throws StoreException {
+    if (sha256OfStoredBytes == null || !sha256OfStoredBytes.matches("[0-9a-fA-F]{64}")) {
+      throw new IllegalArgumentException(
+          "not a hex SHA-256: '" + sha256OfStoredBytes + "' for file '" + path + "'");
+    }
+    file(path);
+    return complete(path, null, sha256OfStoredBytes.toLowerCase(java.util.Locale.ROOT));
+  }
+
+  private String complete(String path, String expectedSha256, String computed)
+      throws StoreException {
     String recorded = sha256ByPath.get(path);
-    String actual = recorded != null ? recorded : sha256(path);
+    String actual = recorded != null ? recorded : computed != null ? computed : sha256(path);
     if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
       throw new StoreException(
           Reason.ChecksumMismatch,
@@ -705,6 +813,43 @@ public final class StoredArtifact {
               + " read-only");
     }
     return f;
+  }
+
+  /** Reserves (and, locked on fault, locks) the pages of a range before it is written. */
+  private void reserve(MappedFile f, long offset, int length) {
+    if (!reserveOnWrite) {
+      return;
+    }
+    int err = f.reserve(offset, length);
+    if (err == 0) {
+      return;
+    }
+    String range =
+        "artifact "
+            + artifactId
+            + ": cannot reserve the pages of bytes ["
+            + offset
+            + ", "
+            + (offset + length)
+            + ") of '"
+            + f.file.path()
+            + "' ("
+            + MemoryLockSupport.errnoName(err)
+            + ")";
+    if (err == MemoryLockSupport.EFAULT) {
+      throw new StoreWriteException(
+          Reason.FilesystemFull,
+          range
+              + ": the file system of "
+              + directory
+              + " is full or its size limit is lower than the store's budget");
+    }
+    if (err == MemoryLockSupport.ENOMEM || err == MemoryLockSupport.EAGAIN) {
+      throw new StoreWriteException(
+          Reason.InsufficientMemory,
+          range + ": out of memory (the memory cgroup's limit, or the node's memory)");
+    }
+    throw new StoreWriteException(Reason.StoreIoError, range);
   }
 
   private void checkRange(MappedFile f, long offset, int length) {

@@ -46,7 +46,9 @@ import java.util.Set;
  * = global_shape[split_dim]}, {@code S = tp_size}), which must divide evenly (uniform sharding, as
  * the design requires). {@code layout_axes} are the scope axes ({@code dp}, {@code pp}, {@code ep})
  * of the layout identity, in canonical order; the tp axis is implied by {@code tp_size} and the
- * file's rank. Unknown fields are rejected.
+ * file's rank. {@code layout_kind} ({@code "shard"} when split, {@code "full"} when replicated) and
+ * {@code local_shape} (each rank file's shape) are written for readers and checked when read.
+ * Unknown fields are rejected.
  *
  * @param tpSize number of TP ranks (rank files), {@code >= 1}
  * @param format always {@code "safetensors"}
@@ -63,6 +65,12 @@ public record ShardManifest(
 
   /** The manifest's file name inside the layout directory. */
   public static final String FILE_NAME = "manifest.json";
+
+  /** {@code layout_kind} of a tensor every rank file holds whole ({@code split_dim} null). */
+  public static final String LAYOUT_FULL = "full";
+
+  /** {@code layout_kind} of a tensor each rank file holds one tp slice of. */
+  public static final String LAYOUT_SHARD = "shard";
 
   /** The only supported value of {@code format}. */
   public static final String FORMAT_SAFETENSORS = "safetensors";
@@ -283,6 +291,11 @@ public record ShardManifest(
         t.put("split_dim", e.splitDim);
       }
       t.put("shard_count", e.shardCount);
+      t.put("layout_kind", e.splitDim == null ? LAYOUT_FULL : LAYOUT_SHARD);
+      ArrayNode local = t.putArray("local_shape");
+      for (long d : e.localShape()) {
+        local.add(d);
+      }
     }
     try {
       return JSON.writeValueAsBytes(root);
@@ -374,7 +387,11 @@ public record ShardManifest(
         if (!t.isObject()) {
           throw new IllegalArgumentException(where + " is not an object");
         }
-        onlyFields(t, where, Set.of("global_shape", "dtype", "split_dim", "shard_count"));
+        onlyFields(
+            t,
+            where,
+            Set.of(
+                "global_shape", "dtype", "split_dim", "shard_count", "layout_kind", "local_shape"));
         JsonNode shapeNode = arrayField(t, "global_shape", where);
         long[] shape = new long[shapeNode.size()];
         for (int i = 0; i < shape.length; i++) {
@@ -397,12 +414,60 @@ public record ShardManifest(
               where + ": field \"split_dim\" is missing (null = replicated)");
         }
         Integer splitDim = t.get("split_dim").isNull() ? null : intField(t, "split_dim", where);
-        tensors.put(
-            f.getKey(), new Entry(shape, dtype, splitDim, intField(t, "shard_count", where)));
+        Entry entry = new Entry(shape, dtype, splitDim, intField(t, "shard_count", where));
+        checkDerived(t, where, entry);
+        tensors.put(f.getKey(), entry);
       }
       return new ShardManifest(tpSize, format, keys, tensors, axes);
     } catch (IllegalArgumentException e) {
       throw new ShardLayoutException(source + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The optional derived fields {@code layout_kind} and {@code local_shape} must agree with {@code
+   * split_dim}, {@code shard_count} and {@code global_shape} (a manifest that says two things is
+   * refused). The range check of {@code split_dim} comes later, in the record's constructor.
+   */
+  private static void checkDerived(JsonNode t, String where, Entry e) {
+    if (t.has("layout_kind")) {
+      String kind = textField(t, "layout_kind", where);
+      String expected = e.splitDim == null ? LAYOUT_FULL : LAYOUT_SHARD;
+      if (!kind.equals(expected)) {
+        throw new IllegalArgumentException(
+            where
+                + ": layout_kind \""
+                + kind
+                + "\" but split_dim "
+                + e.splitDim
+                + " means \""
+                + expected
+                + "\"");
+      }
+    }
+    if (t.has("local_shape")
+        && (e.splitDim == null || (e.splitDim >= 0 && e.splitDim < e.globalShape.length))) {
+      JsonNode l = arrayField(t, "local_shape", where);
+      long[] expected = e.shardCount > 0 ? e.localShape() : e.globalShape.clone();
+      boolean same = l.size() == expected.length;
+      for (int i = 0; same && i < expected.length; i++) {
+        same = l.get(i).isIntegralNumber() && l.get(i).asLong() == expected[i];
+      }
+      if (!same) {
+        throw new IllegalArgumentException(
+            where
+                + ": local_shape "
+                + l
+                + " disagrees with global_shape "
+                + Arrays.toString(e.globalShape)
+                + ", split_dim "
+                + e.splitDim
+                + " and shard_count "
+                + e.shardCount
+                + " (which give "
+                + Arrays.toString(expected)
+                + ")");
+      }
     }
   }
 

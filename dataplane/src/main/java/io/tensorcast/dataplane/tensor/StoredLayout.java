@@ -233,6 +233,35 @@ public final class StoredLayout {
   }
 
   /**
+   * A layout of whole tensors stored anywhere (plain safetensors or torch checkpoint files), one
+   * piece each, in the given order.
+   *
+   * @throws ShardLayoutException if a name repeats or a tensor is split
+   */
+  public static StoredLayout ofTensors(List<StoredTensor> stored) throws ShardLayoutException {
+    Map<String, StoredTensor> tensors = new LinkedHashMap<>();
+    Set<String> files = new LinkedHashSet<>();
+    for (StoredTensor t : stored) {
+      if (!t.whole() || t.pieces().size() != 1) {
+        throw new ShardLayoutException(
+            "tensor \"" + t.name() + "\" is not stored whole in one piece");
+      }
+      StoredTensor before = tensors.put(t.name(), t);
+      if (before != null) {
+        throw new ShardLayoutException(
+            "tensor \""
+                + t.name()
+                + "\" is declared in both "
+                + before.pieces().get(0).file()
+                + " and "
+                + t.pieces().get(0).file());
+      }
+      files.add(t.pieces().get(0).file());
+    }
+    return new StoredLayout(Kind.SAFETENSORS_FILES, null, List.copyOf(files), tensors);
+  }
+
+  /**
    * A TP shard layout from its manifest and the headers of its rank files (no file is read).
    *
    * @param rankHeaders header of {@code rank_00000.safetensors}, {@code rank_00001...}, one per

@@ -1,30 +1,21 @@
 package io.tensorcast.dataplane.bench;
 
 import static io.tensorcast.dataplane.bench.BenchSupport.check;
-import static io.tensorcast.dataplane.bench.BenchSupport.load;
 import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
 import static io.tensorcast.dataplane.bench.BenchSupport.log;
 import static io.tensorcast.dataplane.bench.BenchSupport.machine;
 import static io.tensorcast.dataplane.bench.BenchSupport.s3Client;
 import static io.tensorcast.dataplane.bench.BenchSupport.sha256;
 
-import io.tensorcast.dataplane.bench.BenchSupport.LoaderRun;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
-import io.tensorcast.dataplane.load.ArtifactLoader;
-import io.tensorcast.dataplane.load.ReadOptions;
-import io.tensorcast.dataplane.source.ArtifactSource;
-import io.tensorcast.dataplane.source.Sources;
-import io.tensorcast.dataplane.store.LockPolicy;
-import io.tensorcast.dataplane.store.MemoryLockSupport;
-import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.store.StoreFile;
-import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.dataplane.source.Crc64Nvme;
+import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.LongBuffer;
@@ -32,182 +23,412 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import java.util.zip.CRC32;
 import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
- * Throughput of the loader against the raw rates of the same S3-compatible server, measured in one
- * run (a benchmark, not a test; run it with {@code bench/load-throughput.sh}).
+ * A cold load of one artifact by Tensorcast, rclone and the AWS CLI against the same S3-compatible
+ * server, in one run (a benchmark, not a test; run it with {@code bench/load-throughput.sh}).
  *
  * <ol>
  *   <li>Starts a private S3Mock, writes an artifact of {@code --gib} GiB as {@code --shards}
- *       safetensors shards ({@link SafetensorsWriter}, BF16 tensors of 16 MiB filled from a
- *       xorshift PRNG, hashed as written) plus a {@code config.json}, uploads it and deletes the
- *       local copy.
- *   <li>Warms up with one unmeasured parallel pass.
- *   <li>Sweep: (b) raw parallel ranged GETs (AWS SDK, Apache client) into per-worker direct buffers
- *       for concurrency 4/8/16 × range size 8/32 MiB, once each; the fastest is "(b best)". Then
- *       once more at that configuration into the mappings of a freshly allocated {@link
- *       PinnedStore} artifact, to show what landing in new page-locked tmpfs pages costs.
- *   <li>{@code --reps} rounds (default 3), each back to back, so that a change in the machine's
- *       load between measurements distorts the ratios less: (a) single-stream sequential GET of
- *       every file, whole objects, no ranges; (b) raw parallel ranged GETs at the best
- *       configuration; (c) the full loader ({@link ArtifactLoader}: listing, header reads,
- *       allocation and {@code mlock} in a {@link PinnedStore} under {@code /dev/shm}, parallel
- *       ranged reads into the mappings, SHA-256 verification) with the CLI's defaults, cold (the
- *       artifact is unloaded after each run). The SHA-256 the loader records for every file is
- *       checked against the generated files.
- *   <li>Once more, the loader at the best raw configuration, for information.
+ *       safetensors shards (BF16 tensors of 16 MiB filled from a xorshift PRNG) plus a {@code
+ *       config.json}, uploads each object in one PUT with the full-object checksum {@code
+ *       --checksum} (default {@code crc64nvme}, the checksum S3 stores for new objects; {@code
+ *       none} leaves the single-part ETag MD5 as the only digest) and writes {@code SHA256SUMS}.
+ *   <li>Sweeps rclone's settings once each ({@code --transfers}, {@code --multi-thread-streams})
+ *       and raw parallel ranged GETs in this JVM (concurrency × range size); the fastest of each is
+ *       "best".
+ *   <li>{@code --reps} interleaved rounds (the order rotates each round): rclone at its defaults,
+ *       rclone at its best, {@code aws s3 cp --recursive} (Debian's awscli v2, {@code
+ *       /usr/bin/aws}) at its defaults, every Tensorcast variant ({@code dataplane load} as its own
+ *       process, a page-locked store under {@code /dev/shm}), and the raw passes (a) single-stream
+ *       GETs of whole objects and (b) parallel ranged GETs at the best raw configuration. Each tool
+ *       writes into a fresh directory under {@code /dev/shm}; its copy is checked with {@code
+ *       sha256sum -c SHA256SUMS} and deleted. Wall time is measured here; CPU time (user + sys) of
+ *       each tool by {@code /usr/bin/time -f '%U %S'}; the server's CPU time from its {@code
+ *       /proc/PID/stat}.
+ *   <li>With {@code --adaptive}: an origin limited per connection and one limited in total (and
+ *       answering {@code 503 SlowDown} above a number of requests in flight), made by {@link
+ *       FaultInjectingProxy} in front of S3Mock, each loaded by Tensorcast with a fixed number of
+ *       ranged reads in flight and with the number following the origin.
  * </ol>
  *
- * <p>Prints rates in MB/s (10^6 bytes per second), per-round ratios loader/(a) and loader/(b) and
- * their medians.
+ * <p>Prints Markdown tables: per round and tool MB/s (10^6 bytes per second) and CPU-seconds per
+ * GiB, medians, and the ratios Tensorcast / rclone-best, Tensorcast / rclone-default and Tensorcast
+ * / aws of throughput and of CPU per GiB.
  */
 public final class LoadThroughputBench {
   private static final String BUCKET = "bench";
   private static final String PREFIX = "model/";
+  private static final String SMALL_PREFIX = "small/";
   private static final int TENSOR_COLS = 4096;
   private static final int TENSOR_ROWS = 2048; // BF16 [2048, 4096] = 16 MiB per tensor
   private static final long TENSOR_BYTES = 2L * TENSOR_ROWS * TENSOR_COLS;
+  private static final double GIB = 1L << 30;
+  private static final Duration RUN_TIMEOUT = Duration.ofMinutes(20);
   private static final int[] SWEEP_CONCURRENCY = {4, 8, 16};
   private static final int[] SWEEP_RANGE_MIB = {8, 32};
+  private static final List<List<String>> RCLONE_SWEEP =
+      List.of(
+          List.of(),
+          List.of("--transfers", "8"),
+          List.of("--transfers", "16"),
+          List.of("--multi-thread-cutoff", "16M", "--multi-thread-streams", "4"),
+          List.of(
+              "--transfers", "8", "--multi-thread-cutoff", "16M", "--multi-thread-streams", "4"),
+          List.of(
+              "--transfers", "2", "--multi-thread-cutoff", "16M", "--multi-thread-streams", "8"));
 
   private LoadThroughputBench() {}
 
-  /** One measured pass. */
-  record Pass(String what, String config, long bytes, long nanos) {
+  /** What the bench was asked to do. */
+  record Settings(
+      double gib,
+      int shards,
+      int reps,
+      String checksum,
+      List<Variant> variants,
+      boolean adaptive,
+      boolean sweep,
+      Path work) {}
+
+  /**
+   * One way to run Tensorcast: {@code java JVM_FLAGS -jar JAR load URI ... ARGS}.
+   *
+   * @param name column name
+   * @param jar the data plane's runnable jar
+   * @param jvmFlags flags before {@code -jar}
+   * @param args extra arguments of {@code dataplane load}
+   */
+  record Variant(String name, Path jar, List<String> jvmFlags, List<String> args) {
+    /** {@code NAME|JAR|JVM FLAGS|LOAD ARGS}, the last two space-separated and optional. */
+    static Variant parse(String spec) {
+      String[] p = spec.split("\\|", -1);
+      if (p.length < 2) {
+        throw new IllegalArgumentException(
+            "--tensorcast wants NAME|JAR[|JVM FLAGS[|LOAD ARGS]], got " + spec);
+      }
+      return new Variant(
+          p[0], Path.of(p[1]), words(p.length > 2 ? p[2] : ""), words(p.length > 3 ? p[3] : ""));
+    }
+
+    private static List<String> words(String s) {
+      return s.isBlank() ? List.of() : List.of(s.strip().split("\\s+"));
+    }
+  }
+
+  /** One measured run of one tool. */
+  record Run(
+      String tool,
+      String config,
+      long bytes,
+      long nanos,
+      double userSeconds,
+      double sysSeconds,
+      double serverCpuSeconds,
+      boolean verified,
+      String note) {
     double mbps() {
       return bytes / (nanos / 1e9) / 1e6;
+    }
+
+    double cpuPerGib() {
+      return (userSeconds + sysSeconds) / (bytes / GIB);
+    }
+
+    double serverCpuPerGib() {
+      return serverCpuSeconds / (bytes / GIB);
+    }
+
+    boolean measuredCpu() {
+      return !Double.isNaN(userSeconds);
     }
   }
 
   public static void main(String[] args) throws Exception {
+    Settings s = settings(args);
+    String started = Instant.now().toString();
+    String loadAtStart = loadAverage();
+    long t0 = System.nanoTime();
+    Files.createDirectories(s.work());
+    Path work = Files.createTempDirectory(s.work(), "load-throughput-");
+    Path shm = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-bench-");
+    StringBuilder out = new StringBuilder();
+    try (S3MockServer s3 = S3MockServer.start()) {
+      ProcessHandle server = s3mockProcess();
+      s3.createBucket(BUCKET);
+      Artifact artifact = seed(s3, s, work);
+      long seeded = System.nanoTime();
+      Tools tools = new Tools(s3.endpoint(), work, shm, server, artifact);
+      for (Variant v : s.variants()) {
+        tools.prepare(v);
+      }
+      out.append(header(s, started, loadAtStart, artifact));
+
+      List<Run> rcloneSweep = new ArrayList<>();
+      List<BenchPass> rawSweep = new ArrayList<>();
+      List<String> bestRclone = List.of();
+      BenchPass.Config bestRaw = new BenchPass.Config(8, 32);
+      try (S3Client client = s3Client(s3)) {
+        log("warm-up: one parallel pass (8 x 8 MiB), not measured");
+        BenchPass.parallel(client, artifact, new BenchPass.Config(8, 8));
+        if (s.sweep()) {
+          for (List<String> flags : RCLONE_SWEEP) {
+            Run r = tools.rclone(flags, PREFIX, artifact.total());
+            rcloneSweep.add(r);
+            log("sweep: %s", describe(r));
+          }
+          bestRclone =
+              RCLONE_SWEEP.get(
+                  rcloneSweep.indexOf(
+                      rcloneSweep.stream().max(Comparator.comparingDouble(Run::mbps)).get()));
+          for (int c : SWEEP_CONCURRENCY) {
+            for (int mib : SWEEP_RANGE_MIB) {
+              BenchPass p = BenchPass.parallel(client, artifact, new BenchPass.Config(c, mib));
+              rawSweep.add(p);
+              log("sweep: %s", p);
+            }
+          }
+          bestRaw =
+              rawSweep.stream().max(Comparator.comparingDouble(BenchPass::mbps)).get().config();
+        }
+
+        List<String> order = new ArrayList<>();
+        order.add("rclone");
+        if (!bestRclone.isEmpty()) {
+          order.add("rclone-best");
+        }
+        order.add("aws");
+        for (Variant v : s.variants()) {
+          order.add("tc:" + v.name());
+        }
+        order.add("raw-a");
+        order.add("raw-b");
+        List<Map<String, Run>> rounds = new ArrayList<>();
+        for (int round = 1; round <= s.reps(); round++) {
+          List<String> now = new ArrayList<>(order);
+          Collections.rotate(now, -(round - 1));
+          Map<String, Run> results = new LinkedHashMap<>();
+          for (String tool : now) {
+            Run r =
+                switch (tool) {
+                  case "rclone" -> tools.rclone(List.of(), PREFIX, artifact.total());
+                  case "rclone-best" -> tools.rclone(bestRclone, PREFIX, artifact.total());
+                  case "aws" -> tools.aws(PREFIX, artifact.total());
+                  case "raw-a" -> BenchPass.sequential(client, artifact).asRun("raw-a");
+                  case "raw-b" -> BenchPass.parallel(client, artifact, bestRaw).asRun("raw-b");
+                  default ->
+                      tools.tensorcast(
+                          variant(s, tool.substring(3)),
+                          s3.endpoint(),
+                          PREFIX,
+                          artifact.total(),
+                          List.of());
+                };
+            results.put(tool, r);
+            log("round %d: %s", round, describe(r));
+          }
+          Map<String, Run> ordered = new LinkedHashMap<>();
+          for (String tool : order) {
+            ordered.put(tool, results.get(tool));
+          }
+          rounds.add(ordered);
+        }
+        out.append(report(s, order, rcloneSweep, rawSweep, bestRclone, bestRaw, rounds, tools));
+      }
+      if (s.adaptive()) {
+        out.append(adaptive(s, s3, tools, artifact));
+      }
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "%nrun took %.0f s (%.0f s generating and uploading); load average at end: %s%n",
+              (System.nanoTime() - t0) / 1e9,
+              (seeded - t0) / 1e9,
+              loadAverage()));
+      System.out.print(out);
+    } finally {
+      TestFiles.deleteTree(shm);
+      TestFiles.deleteTree(work);
+    }
+  }
+
+  private static Settings settings(String[] args) {
     double gib = 1.0;
     int shards = 8;
     int reps = 3;
+    String checksum = "crc64nvme";
+    List<Variant> variants = new ArrayList<>();
+    boolean adaptive = false;
+    boolean sweep = true;
+    Path work = Path.of(System.getProperty("java.io.tmpdir"));
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--gib" -> gib = Double.parseDouble(args[++i]);
         case "--shards" -> shards = Integer.parseInt(args[++i]);
         case "--reps" -> reps = Integer.parseInt(args[++i]);
+        case "--checksum" -> checksum = args[++i];
+        case "--tensorcast" -> variants.add(Variant.parse(args[++i]));
+        case "--adaptive" ->
+            throw new IllegalArgumentException(
+                "--adaptive: adaptive source concurrency is not implemented in dataplane load yet"
+                    + " (it has no --fixed-concurrency to compare with)");
+        case "--no-sweep" -> sweep = false;
+        case "--work" -> work = Path.of(args[++i]);
         default ->
             throw new IllegalArgumentException(
-                "unknown argument " + args[i] + "; usage: [--gib N] [--shards N] [--reps N]");
+                "unknown argument "
+                    + args[i]
+                    + "; usage: [--gib N] [--shards N] [--reps N] [--checksum"
+                    + " crc64nvme|crc32|sha256|none] [--tensorcast NAME|JAR|JVM FLAGS|LOAD ARGS]..."
+                    + " [--adaptive] [--no-sweep] [--work DIR]");
       }
     }
-    long tensorsPerShard = Math.max(1, Math.round(gib * (1L << 30) / TENSOR_BYTES / shards));
-    String started = Instant.now().toString();
-    String loadAtStart = loadAverage();
-    long t0 = System.nanoTime();
-
-    Path work = Files.createTempDirectory("tensorcast-bench-");
-    Path shm = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-bench-store-");
-    try (S3MockServer s3 = S3MockServer.start()) {
-      s3.createBucket(BUCKET);
-      Map<String, String> sha256 = new LinkedHashMap<>();
-      Map<String, Long> sizes = new LinkedHashMap<>();
-      log("writing %d shards of %d x 16 MiB tensors to %s", shards, tensorsPerShard, work);
-      long seed = 0x7E15_0CA5_7L;
-      for (int s = 0; s < shards; s++) {
-        String name = String.format(Locale.ROOT, "model-%05d-of-%05d.safetensors", s + 1, shards);
-        Path f = work.resolve(name);
-        sha256.put(name, writeShard(f, s, tensorsPerShard, seed + s));
-        sizes.put(name, Files.size(f));
-        s3.putFile(BUCKET, PREFIX + name, f);
-        Files.delete(f);
-        log("uploaded %s (%d bytes)", name, sizes.get(name));
-      }
-      byte[] config =
-          ("{\"model_type\":\"tensorcast-bench\",\"num_hidden_layers\":" + shards + "}\n")
-              .getBytes(StandardCharsets.UTF_8);
-      s3.putBytes(BUCKET, PREFIX + "config.json", config);
-      sha256.put("config.json", HexFormat.of().formatHex(sha256().digest(config)));
-      sizes.put("config.json", (long) config.length);
-      long total = sizes.values().stream().mapToLong(Long::longValue).sum();
-      long seeded = System.nanoTime();
-
-      // Measurements run one after another; the machine's load may change meanwhile. So the
-      // sweep only picks the best raw configuration, and the figures that are compared come from
-      // rounds of (a), (b) at that configuration and (c), back to back.
-      List<Pass> sweep = new ArrayList<>();
-      List<Round> rounds = new ArrayList<>();
-      Pass intoStore;
-      long allocateNanos;
-      LoaderRun atBestRun = null;
-      boolean mayLock = MemoryLockSupport.facts().allows(total + (64L << 20));
-      LockPolicy policy = mayLock ? LockPolicy.REQUIRED : LockPolicy.BEST_EFFORT;
-      try (S3Client client = s3Client(s3);
-          PinnedStore store = new PinnedStore(shm, 2 * total + (64L << 20), policy)) {
-        log("warm-up: one parallel pass (8 x 8 MiB), not measured");
-        parallelRangedGets(client, sizes, 8, 8 << 20, null);
-        for (int c : SWEEP_CONCURRENCY) {
-          for (int mib : SWEEP_RANGE_MIB) {
-            sweep.add(parallelRangedGets(client, sizes, c, mib << 20, null));
-            log("%s", describe(sweep.get(sweep.size() - 1)));
-          }
-        }
-        Pass bestRaw = sweep.stream().max(Comparator.comparingDouble(Pass::mbps)).orElseThrow();
-        int bestC = Integer.parseInt(bestRaw.config().replaceAll("c=(\\d+),.*", "$1"));
-        int bestRange = Integer.parseInt(bestRaw.config().replaceAll(".*, (\\d+) MiB", "$1"));
-
-        // (b) at its best configuration, but into the store's mappings: what the bytes cost once
-        // they land in fresh page-locked tmpfs pages, without the loader's other steps.
-        long a0 = System.nanoTime();
-        store.allocate(
-            "raw",
-            sizes.entrySet().stream().map(e -> new StoreFile(e.getKey(), e.getValue())).toList());
-        allocateNanos = System.nanoTime() - a0;
-        intoStore =
-            parallelRangedGets(
-                client, sizes, bestC, bestRange << 20, store.get("raw").orElseThrow());
-        log("%s (after %.2f s fallocate + mlock)", describe(intoStore), allocateNanos / 1e9);
-        store.unload("raw");
-
-        for (int r = 1; r <= reps; r++) {
-          Pass a = sequential(client, sizes);
-          log("round %d: %s", r, describe(a));
-          Pass b = parallelRangedGets(client, sizes, bestC, bestRange << 20, null);
-          log("round %d: %s", r, describe(b));
-          LoaderRun c = loader(s3, store, ReadOptions.DEFAULTS, sha256);
-          rounds.add(new Round(r, a, b, c));
-        }
-        ReadOptions atBest =
-            ReadOptions.DEFAULTS.withConcurrency(bestC).withRangeSize(bestRange << 20);
-        if (!atBest.equals(ReadOptions.DEFAULTS)) {
-          atBestRun = loader(s3, store, atBest, sha256);
-        }
-      }
-      long done = System.nanoTime();
-
-      report(
-          started,
-          loadAtStart,
-          shards,
-          tensorsPerShard,
-          total,
-          sweep,
-          intoStore,
-          allocateNanos,
-          rounds,
-          atBestRun,
-          (seeded - t0) / 1e9,
-          (done - t0) / 1e9);
-    } finally {
-      TestFiles.deleteTree(work);
-      TestFiles.deleteTree(shm);
+    if (!List.of("crc64nvme", "crc32", "sha256", "none").contains(checksum)) {
+      throw new IllegalArgumentException("--checksum " + checksum + " is not one of those");
     }
+    if (variants.isEmpty()) {
+      throw new IllegalArgumentException("at least one --tensorcast variant is required");
+    }
+    return new Settings(gib, shards, reps, checksum, variants, adaptive, sweep, work);
+  }
+
+  private static Variant variant(Settings s, String name) {
+    return s.variants().stream().filter(v -> v.name().equals(name)).findFirst().orElseThrow();
+  }
+
+  private static ProcessHandle s3mockProcess() {
+    return ProcessHandle.current()
+        .children()
+        .filter(p -> p.info().commandLine().orElse("").contains("s3mock"))
+        .findFirst()
+        .orElseThrow(() -> new IllegalStateException("S3Mock's process is not a child of this"));
   }
 
   // ------------------------------------------------------------------ the artifact
+
+  /** The uploaded artifact: name → size, the small subset's names, the sums file. */
+  record Artifact(Map<String, Long> sizes, List<String> small, Path sums, Path smallSums) {
+    long total() {
+      return sizes.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    long smallTotal() {
+      return small.stream().mapToLong(sizes::get).sum();
+    }
+  }
+
+  private static Artifact seed(S3MockServer s3, Settings s, Path work) throws Exception {
+    long tensorsPerShard = Math.max(1, Math.round(s.gib() * GIB / TENSOR_BYTES / s.shards()));
+    Map<String, Long> sizes = new LinkedHashMap<>();
+    Map<String, String> sha = new LinkedHashMap<>();
+    Path gen = Files.createDirectories(work.resolve("generated"));
+    log("writing %d shards of %d x 16 MiB tensors to %s", s.shards(), tensorsPerShard, gen);
+    long seed = 0x7E15_0CA5_7L;
+    List<String> small = new ArrayList<>();
+    for (int i = 0; i < s.shards(); i++) {
+      String name = String.format(Locale.ROOT, "model-%05d-of-%05d.safetensors", i + 1, s.shards());
+      Path f = gen.resolve(name);
+      sha.put(name, writeShard(f, i, tensorsPerShard, seed + i));
+      sizes.put(name, Files.size(f));
+      put(s3, PREFIX + name, f, s.checksum());
+      if (i < Math.max(1, s.shards() / 4)) {
+        put(s3, SMALL_PREFIX + name, f, s.checksum());
+        small.add(name);
+      }
+      Files.delete(f);
+      log("uploaded %s (%d bytes)", name, sizes.get(name));
+    }
+    byte[] config =
+        ("{\"model_type\":\"tensorcast-bench\",\"num_hidden_layers\":" + s.shards() + "}\n")
+            .getBytes(StandardCharsets.UTF_8);
+    Path cf = gen.resolve("config.json");
+    Files.write(cf, config);
+    put(s3, PREFIX + "config.json", cf, s.checksum());
+    sha.put("config.json", HexFormat.of().formatHex(sha256().digest(config)));
+    sizes.put("config.json", (long) config.length);
+    Files.delete(cf);
+    Path sums = work.resolve("SHA256SUMS");
+    Files.writeString(sums, sumsText(sha, sha.keySet()));
+    Path smallSums = work.resolve("SHA256SUMS.small");
+    Files.writeString(smallSums, sumsText(sha, small));
+    return new Artifact(sizes, small, sums, smallSums);
+  }
+
+  private static String sumsText(Map<String, String> sha, java.util.Collection<String> names) {
+    return names.stream().map(n -> sha.get(n) + "  " + n + "\n").collect(Collectors.joining());
+  }
+
+  /** One PUT per object, with the full-object checksum asked for (or none: the ETag MD5 only). */
+  private static void put(S3MockServer s3, String key, Path f, String checksum) throws IOException {
+    PutObjectRequest.Builder b = PutObjectRequest.builder().bucket(BUCKET).key(key);
+    switch (checksum) {
+      case "crc64nvme" -> b.checksumCRC64NVME(crc64(f));
+      case "crc32" -> b.checksumCRC32(crc32(f));
+      case "sha256" -> b.checksumSHA256(Base64.getEncoder().encodeToString(digest(f)));
+      default -> {}
+    }
+    for (int attempt = 1; ; attempt++) {
+      try {
+        s3.client().putObject(b.build(), RequestBody.fromFile(f));
+        return;
+      } catch (RuntimeException e) {
+        if (attempt == 3) {
+          throw e;
+        }
+        log("upload of %s failed (%s); again", key, e);
+      }
+    }
+  }
+
+  private static String crc64(Path f) throws IOException {
+    Crc64Nvme c = new Crc64Nvme();
+    eachChunk(f, c::update);
+    return Base64.getEncoder().encodeToString(ByteBuffer.allocate(8).putLong(c.getValue()).array());
+  }
+
+  private static String crc32(Path f) throws IOException {
+    CRC32 c = new CRC32();
+    eachChunk(f, c::update);
+    return Base64.getEncoder()
+        .encodeToString(ByteBuffer.allocate(4).putInt((int) c.getValue()).array());
+  }
+
+  private static byte[] digest(Path f) throws IOException {
+    MessageDigest md = sha256();
+    eachChunk(f, md::update);
+    return md.digest();
+  }
+
+  private static void eachChunk(Path f, java.util.function.Consumer<ByteBuffer> each)
+      throws IOException {
+    try (var ch = java.nio.channels.FileChannel.open(f)) {
+      ByteBuffer buf = ByteBuffer.allocateDirect(4 << 20);
+      while (ch.read(buf.clear()) >= 0) {
+        each.accept(buf.flip());
+      }
+    }
+  }
 
   /** Writes one shard; returns its SHA-256 (hashed as written). */
   private static String writeShard(Path f, int shard, long tensors, long seed) throws IOException {
@@ -252,222 +473,587 @@ public final class LoadThroughputBench {
     return HexFormat.of().formatHex(md.digest());
   }
 
-  // ------------------------------------------------------------------ (a) and (b)
+  // ------------------------------------------------------------------ the tools
 
-  private static Pass sequential(S3Client client, Map<String, Long> sizes) throws IOException {
-    byte[] buf = new byte[1 << 20];
-    long bytes = 0;
-    long start = System.nanoTime();
-    for (Map.Entry<String, Long> e : sizes.entrySet()) {
-      long n = 0;
-      try (ResponseInputStream<GetObjectResponse> in =
-          client.getObject(b -> b.bucket(BUCKET).key(PREFIX + e.getKey()))) {
-        for (int r = in.read(buf); r >= 0; r = in.read(buf)) {
-          n += r;
+  /** Runs rclone, the AWS CLI and Tensorcast as processes, each timed and its copy checked. */
+  static final class Tools {
+    private final URI endpoint;
+    private final Path work;
+    private final Path shm;
+    private final ProcessHandle server;
+    private final Artifact artifact;
+    private final Path rcloneConfig;
+    private final Path awsConfig;
+    private final Map<String, String> lastTensorcastLog = new LinkedHashMap<>();
+    private int runs;
+
+    Tools(URI endpoint, Path work, Path shm, ProcessHandle server, Artifact artifact)
+        throws IOException {
+      this.endpoint = endpoint;
+      this.work = work;
+      this.shm = shm;
+      this.server = server;
+      this.artifact = artifact;
+      this.rcloneConfig = work.resolve("rclone.conf");
+      Files.writeString(
+          rcloneConfig,
+          "[bench]\ntype = s3\nprovider = Other\naccess_key_id = "
+              + S3MockServer.ACCESS_KEY
+              + "\nsecret_access_key = "
+              + S3MockServer.SECRET_KEY
+              + "\nendpoint = "
+              + endpoint
+              + "\nforce_path_style = true\nregion = "
+              + S3MockServer.REGION
+              + "\n");
+      this.awsConfig = work.resolve("aws.config");
+      Files.writeString(awsConfig, "[default]\nregion = " + S3MockServer.REGION + "\n");
+    }
+
+    /** Checks that the variant's jar exists. */
+    void prepare(Variant v) {
+      if (!Files.isRegularFile(v.jar())) {
+        throw new IllegalArgumentException("no jar at " + v.jar() + " for variant " + v.name());
+      }
+    }
+
+    /** The log lines of the last run of each Tensorcast variant. */
+    Map<String, String> lastTensorcastLog() {
+      return lastTensorcastLog;
+    }
+
+    Run rclone(List<String> flags, String prefix, long bytes) throws Exception {
+      Path dest = shm.resolve("rclone-" + (++runs));
+      List<String> cmd = new ArrayList<>(List.of("rclone", "--config", rcloneConfig.toString()));
+      cmd.add("copy");
+      cmd.addAll(flags);
+      cmd.add("bench:" + BUCKET + "/" + prefix);
+      cmd.add(dest.toString());
+      String config = flags.isEmpty() ? "defaults" : String.join(" ", flags);
+      return timed("rclone", config, cmd, Map.of(), dest, bytes, prefix);
+    }
+
+    Run aws(String prefix, long bytes) throws Exception {
+      Path dest = shm.resolve("aws-" + (++runs));
+      List<String> cmd =
+          List.of(
+              "/usr/bin/aws",
+              "--endpoint-url",
+              endpoint.toString(),
+              "s3",
+              "cp",
+              "--recursive",
+              "--quiet",
+              "s3://" + BUCKET + "/" + prefix,
+              dest.toString());
+      return timed(
+          "aws",
+          "defaults",
+          cmd,
+          Map.of("AWS_CONFIG_FILE", awsConfig.toString(), "AWS_PAGER", ""),
+          dest,
+          bytes,
+          prefix);
+    }
+
+    Run tensorcast(Variant v, URI from, String prefix, long bytes, List<String> extra)
+        throws Exception {
+      Path root = shm.resolve("tc-" + (++runs));
+      List<String> cmd = new ArrayList<>();
+      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      cmd.addAll(v.jvmFlags());
+      cmd.addAll(List.of("-jar", v.jar().toString(), "load"));
+      cmd.add("s3://" + BUCKET + "/" + prefix);
+      cmd.addAll(
+          List.of(
+              "--endpoint",
+              from.toString(),
+              "--allow-insecure-endpoint",
+              "--path-style",
+              "--store-root",
+              root.toString(),
+              "--artifact-id",
+              "bench"));
+      cmd.addAll(v.args());
+      cmd.addAll(extra);
+      String config =
+          (v.args().isEmpty() && extra.isEmpty() ? "defaults" : "")
+              + String.join(" ", v.args())
+              + (extra.isEmpty() ? "" : " " + String.join(" ", extra));
+      Run r =
+          timed(
+              "tc:" + v.name(),
+              config.strip(),
+              cmd,
+              Map.of(),
+              root.resolve("bench"),
+              bytes,
+              prefix);
+      lastTensorcastLog.put(v.name(), lastLog);
+      TestFiles.deleteTree(root);
+      return r;
+    }
+
+    private String lastLog = "";
+
+    private Run timed(
+        String tool,
+        String config,
+        List<String> command,
+        Map<String, String> env,
+        Path copy,
+        long bytes,
+        String prefix)
+        throws Exception {
+      Path timeFile = work.resolve("time.txt");
+      Path logFile = work.resolve("run.log");
+      List<String> cmd = new ArrayList<>(List.of("/usr/bin/time", "-f", "%U %S", "-o"));
+      cmd.add(timeFile.toString());
+      cmd.addAll(command);
+      ProcessBuilder pb =
+          new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(logFile.toFile());
+      Map<String, String> e = pb.environment();
+      e.remove("AWS_CA_BUNDLE"); // plain http; rclone refuses a CA bundle it cannot apply
+      e.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
+      e.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+      e.put("AWS_REGION", S3MockServer.REGION);
+      e.put("AWS_EC2_METADATA_DISABLED", "true");
+      e.putAll(env);
+      Files.deleteIfExists(timeFile);
+      long cpu0 = cpuTicks(server);
+      long start = System.nanoTime();
+      Process p = pb.start();
+      if (!p.waitFor(RUN_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+        throw new IllegalStateException(tool + " did not finish within " + RUN_TIMEOUT);
+      }
+      long nanos = System.nanoTime() - start;
+      double serverCpu = (cpuTicks(server) - cpu0) / 100.0;
+      lastLog = Files.readString(logFile);
+      String note = "";
+      double user = Double.NaN;
+      double sys = Double.NaN;
+      List<String> time = Files.exists(timeFile) ? Files.readAllLines(timeFile) : List.of();
+      String last = time.isEmpty() ? "" : time.get(time.size() - 1).strip();
+      if (last.matches("[0-9.]+ [0-9.]+")) {
+        user = Double.parseDouble(last.split(" ")[0]);
+        sys = Double.parseDouble(last.split(" ")[1]);
+      }
+      boolean ok = p.exitValue() == 0;
+      if (!ok) {
+        note = "exit " + p.exitValue() + ": " + tail(lastLog, 3);
+      } else {
+        Path sums = prefix.equals(SMALL_PREFIX) ? artifact.smallSums() : artifact.sums();
+        Process check =
+            new ProcessBuilder("sha256sum", "-c", "--quiet", sums.toString())
+                .directory(copy.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(work.resolve("sha256sum.log").toFile())
+                .start();
+        ok = check.waitFor(10, TimeUnit.MINUTES) && check.exitValue() == 0;
+        long files;
+        try (var list = Files.list(copy)) {
+          files = list.count();
+        }
+        long expected = Files.readAllLines(sums).size();
+        if (!ok || files != expected) {
+          ok = false;
+          note =
+              "sha256sum -c failed or "
+                  + files
+                  + " files instead of "
+                  + expected
+                  + ": "
+                  + tail(Files.readString(work.resolve("sha256sum.log")), 3);
         }
       }
-      check(n, e.getValue(), e.getKey());
-      bytes += n;
+      TestFiles.deleteTree(copy);
+      return new Run(tool, config, bytes, nanos, user, sys, serverCpu, ok, note);
     }
-    return new Pass("a", "1 stream, whole objects", bytes, System.nanoTime() - start);
+
+    /** utime + stime of a process in clock ticks (USER_HZ, 100 on Linux). */
+    static long cpuTicks(ProcessHandle p) throws IOException {
+      String stat = Files.readString(Path.of("/proc", Long.toString(p.pid()), "stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
   }
 
-  /** {@link BenchSupport#parallelRangedGets} with S3 ranged GETs, as a {@link Pass}. */
-  private static Pass parallelRangedGets(
-      S3Client client,
-      Map<String, Long> sizes,
-      int concurrency,
-      int rangeSize,
-      StoredArtifact stored)
-      throws Exception {
-    long nanos =
-        BenchSupport.parallelRangedGets(
-            (key, off, len) ->
-                client.getObject(
-                    b ->
-                        b.bucket(BUCKET)
-                            .key(PREFIX + key)
-                            .range("bytes=" + off + "-" + (off + len - 1))),
-            sizes,
-            concurrency,
-            rangeSize,
-            stored);
-    long bytes = sizes.values().stream().mapToLong(Long::longValue).sum();
-    return new Pass(
-        stored == null ? "b" : "s",
-        "c=" + concurrency + ", " + (rangeSize >> 20) + " MiB",
-        bytes,
-        nanos);
+  private static String tail(String text, int lines) {
+    List<String> all = text.lines().toList();
+    return String.join(" / ", all.subList(Math.max(0, all.size() - lines), all.size()));
   }
 
-  // ------------------------------------------------------------------ (c) the loader
+  // ------------------------------------------------------------------ raw passes in this JVM
 
-  private static LoaderRun loader(
-      S3MockServer s3, PinnedStore store, ReadOptions read, Map<String, String> sha256)
-      throws Exception {
-    try (ArtifactSource src =
-        Sources.open(
-            "s3://" + BUCKET + "/" + PREFIX,
-            S3Options.direct(s3).maxConnections(read.concurrency()).build())) {
-      LoaderRun run = load(src, store, read, sha256);
-      log(
-          "(c) loader %s: %.0f MB/s end to end (resolve+allocate %.2f s, data %.2f s = %.0f MB/s,"
-              + " verify %.2f s); %s",
-          run.config(),
-          run.mbps(),
-          run.resolveNanos() / 1e9,
-          run.loadingNanos() / 1e9,
-          run.loadingMbps(),
-          run.verifyNanos() / 1e9,
-          run.lock().reason());
-      return run;
+  /** A raw pass of S3 GETs in this JVM (no store, no checks but lengths). */
+  record BenchPass(String what, Config config, long bytes, long nanos) {
+    record Config(int concurrency, int rangeMib) {
+      @Override
+      public String toString() {
+        return "c=" + concurrency + ", " + rangeMib + " MiB";
+      }
+    }
+
+    double mbps() {
+      return bytes / (nanos / 1e9) / 1e6;
+    }
+
+    Run asRun(String tool) {
+      return new Run(
+          tool,
+          config == null ? "1 stream, whole objects" : config.toString(),
+          bytes,
+          nanos,
+          Double.NaN,
+          Double.NaN,
+          Double.NaN,
+          true,
+          "");
+    }
+
+    @Override
+    public String toString() {
+      return String.format(
+          Locale.ROOT, "(%s) %s: %.0f MB/s (%.2f s)", what, config, mbps(), nanos / 1e9);
+    }
+
+    static BenchPass sequential(S3Client client, Artifact a) throws IOException {
+      byte[] buf = new byte[1 << 20];
+      long bytes = 0;
+      long start = System.nanoTime();
+      for (Map.Entry<String, Long> e : a.sizes().entrySet()) {
+        long n = 0;
+        try (ResponseInputStream<GetObjectResponse> in =
+            client.getObject(b -> b.bucket(BUCKET).key(PREFIX + e.getKey()))) {
+          for (int r = in.read(buf); r >= 0; r = in.read(buf)) {
+            n += r;
+          }
+        }
+        check(n, e.getValue(), e.getKey());
+        bytes += n;
+      }
+      return new BenchPass("a", null, bytes, System.nanoTime() - start);
+    }
+
+    static BenchPass parallel(S3Client client, Artifact a, Config c) throws Exception {
+      long nanos =
+          BenchSupport.parallelRangedGets(
+              (key, off, len) ->
+                  client.getObject(
+                      b ->
+                          b.bucket(BUCKET)
+                              .key(PREFIX + key)
+                              .range("bytes=" + off + "-" + (off + len - 1))),
+              a.sizes(),
+              c.concurrency(),
+              c.rangeMib() << 20,
+              null);
+      return new BenchPass("b", c, a.total(), nanos);
     }
   }
 
   // ------------------------------------------------------------------ report
 
-  /** One round of back-to-back measurements: (a), (b) at the best configuration, (c). */
-  record Round(int number, Pass a, Pass b, LoaderRun c) {
-    double loaderOverA() {
-      return c.mbps() / a.mbps();
-    }
-
-    double loaderOverB() {
-      return c.mbps() / b.mbps();
-    }
-  }
-
-  private static String describe(Pass p) {
+  private static String describe(Run r) {
     return String.format(
         Locale.ROOT,
-        "(%s) %s: %.0f MB/s (%.2f s)",
-        p.what(),
-        p.config(),
-        p.mbps(),
-        p.nanos() / 1e9);
+        "%s [%s]: %.0f MB/s (%.2f s)%s%s%s",
+        r.tool(),
+        r.config(),
+        r.mbps(),
+        r.nanos() / 1e9,
+        r.measuredCpu()
+            ? String.format(
+                Locale.ROOT,
+                ", CPU %.2f + %.2f s = %.2f s/GiB, server %.2f s/GiB",
+                r.userSeconds(),
+                r.sysSeconds(),
+                r.cpuPerGib(),
+                r.serverCpuPerGib())
+            : "",
+        r.verified() ? "" : " NOT VERIFIED",
+        r.note().isEmpty() ? "" : " (" + r.note() + ")");
+  }
+
+  private static String header(Settings s, String started, String loadAtStart, Artifact a)
+      throws IOException {
+    StringBuilder out = new StringBuilder();
+    out.append("\n## Cold load: Tensorcast, rclone and the AWS CLI (bench/load-throughput.sh)\n\n");
+    out.append("started ").append(started).append("; ").append(machine()).append('\n');
+    out.append("load average at start: ").append(loadAtStart).append('\n');
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "artifact: %d safetensors shards of %d bytes + config.json = %d bytes (%.2f GiB) on"
+                + " S3Mock 5.2.0 (own JVM, objects under %s), one PUT each, full-object checksum:"
+                + " %s%n",
+            s.shards(),
+            a.sizes().values().iterator().next(),
+            a.total(),
+            a.total() / GIB,
+            System.getProperty("java.io.tmpdir"),
+            s.checksum().equals("none") ? "none (ETag = MD5)" : s.checksum()));
+    out.append(toolVersions()).append('\n');
+    for (Variant v : s.variants()) {
+      out.append(
+          String.format(
+              "Tensorcast %s: java %s -jar %s load ... %s%n",
+              v.name(), String.join(" ", v.jvmFlags()), v.jar(), String.join(" ", v.args())));
+    }
+    out.append('\n');
+    return out.toString();
+  }
+
+  private static String toolVersions() {
+    List<String> v = new ArrayList<>();
+    v.add(firstLine("rclone", "version"));
+    v.add(firstLine("/usr/bin/aws", "--version"));
+    return "tools: " + String.join("; ", v);
+  }
+
+  private static String firstLine(String... cmd) {
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      p.waitFor(30, TimeUnit.SECONDS);
+      return s.lines().findFirst().orElse("?").strip();
+    } catch (IOException | InterruptedException e) {
+      return cmd[0] + ": " + e;
+    }
   }
 
   private static double median(List<Double> values) {
-    List<Double> sorted = values.stream().sorted().toList();
+    List<Double> sorted = values.stream().filter(d -> !Double.isNaN(d)).sorted().toList();
     int n = sorted.size();
+    if (n == 0) {
+      return Double.NaN;
+    }
     return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
   }
 
-  private static void report(
-      String started,
-      String loadAtStart,
-      int shards,
-      long tensorsPerShard,
-      long total,
-      List<Pass> sweep,
-      Pass intoStore,
-      long allocateNanos,
-      List<Round> rounds,
-      LoaderRun atBestRun,
-      double seedSeconds,
-      double totalSeconds)
-      throws IOException {
-    Pass best = sweep.stream().max(Comparator.comparingDouble(Pass::mbps)).orElseThrow();
-    LoaderRun first = rounds.get(0).c();
+  private static String report(
+      Settings s,
+      List<String> order,
+      List<Run> rcloneSweep,
+      List<BenchPass> rawSweep,
+      List<String> bestRclone,
+      BenchPass.Config bestRaw,
+      List<Map<String, Run>> rounds,
+      Tools tools) {
     StringBuilder out = new StringBuilder();
-    out.append("\n## Tensorcast loader throughput (bench/load-throughput.sh)\n\n");
-    out.append("started ").append(started).append("; ").append(machine()).append('\n');
-    out.append("load average at start: ")
-        .append(loadAtStart)
-        .append("; at end: ")
-        .append(loadAverage())
-        .append('\n');
-    out.append(
-        String.format(
-            Locale.ROOT,
-            "artifact: %d safetensors shards x %d BF16 tensors of 16 MiB (xorshift data) +"
-                + " config.json = %d bytes (%.2f GiB), on S3Mock 5.2.0 (own JVM, objects on the"
-                + " file system of %s)%n",
-            shards,
-            tensorsPerShard,
-            total,
-            total / (double) (1L << 30),
-            System.getProperty("java.io.tmpdir")));
-    out.append("store: PinnedStore under /dev/shm (tmpfs), lock: ")
-        .append(first.lock().reason())
-        .append(" (")
-        .append(first.lock().message())
-        .append(")\n\n");
-
-    out.append(
-        "Raw parallel ranged GETs (b), sweep (each once, into per-worker direct buffers):\n\n");
-    out.append("| concurrency, range size | MB/s | seconds |\n|---|---:|---:|\n");
-    for (Pass p : sweep) {
+    if (!rcloneSweep.isEmpty()) {
+      out.append("rclone settings, each once (best: ")
+          .append(bestRclone.isEmpty() ? "defaults" : String.join(" ", bestRclone))
+          .append("):\n\n| rclone flags | MB/s | CPU-s/GiB |\n|---|---:|---:|\n");
+      for (Run r : rcloneSweep) {
+        out.append(
+            String.format(
+                Locale.ROOT, "| %s | %.0f | %.2f |%n", r.config(), r.mbps(), r.cpuPerGib()));
+      }
+      out.append("\nRaw parallel ranged GETs in the bench's JVM, each once (best: ")
+          .append(bestRaw)
+          .append("): ");
       out.append(
-          String.format(
-              Locale.ROOT,
-              "| %s%s | %.0f | %.2f |%n",
-              p.config(),
-              p == best ? " **best**" : "",
-              p.mbps(),
-              p.nanos() / 1e9));
+          rawSweep.stream()
+              .map(p -> String.format(Locale.ROOT, "%s %.0f MB/s", p.config(), p.mbps()))
+              .collect(Collectors.joining("; ")));
+      out.append("\n\n");
     }
     out.append(
-        String.format(
-            Locale.ROOT,
-            "| %s, into fresh PinnedStore mappings (after %.2f s fallocate + mlock) | %.0f |"
-                + " %.2f |%n%n",
-            intoStore.config(),
-            allocateNanos / 1e9,
-            intoStore.mbps(),
-            intoStore.nanos() / 1e9));
-
-    out.append(
-        "Rounds, back to back: (a) single-stream sequential GET of every file; (b) raw parallel"
-            + " ranged GETs at "
-            + best.config()
-            + "; (c) the loader with the CLI defaults (c=16, 8 MiB) into the store, cold each"
-            + " time (MB/s):\n\n");
-    out.append(
-        "| round | (a) | (b) | (c) loader | loader/(a) | loader/(b) | loader: resolve +"
-            + " allocate, ranged reads (MB/s), verify |\n");
-    out.append("|---:|---:|---:|---:|---:|---:|---|\n");
-    for (Round r : rounds) {
-      out.append(
-          String.format(
-              Locale.ROOT,
-              "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f s, %.2f s (%.0f), %.2f s |%n",
-              r.number(),
-              r.a().mbps(),
-              r.b().mbps(),
-              r.c().mbps(),
-              r.loaderOverA(),
-              r.loaderOverB(),
-              r.c().resolveNanos() / 1e9,
-              r.c().loadingNanos() / 1e9,
-              r.c().loadingMbps(),
-              r.c().verifyNanos() / 1e9));
+        "Rounds (order rotated each round); MB/s, and CPU-s/GiB of the tool (user + sys):\n\n");
+    out.append("| round |");
+    for (String t : order) {
+      out.append(' ').append(label(t)).append(" |");
     }
+    out.append("\n|---:|");
+    out.append("---:|".repeat(order.size()));
     out.append('\n');
-    out.append(
-        String.format(
-            Locale.ROOT,
-            "median over %d rounds: loader/(a) = %.2f, loader/(b best) = %.2f; loader's"
-                + " ranged-read phase/(b best) = %.2f%n",
-            rounds.size(),
-            median(rounds.stream().map(Round::loaderOverA).toList()),
-            median(rounds.stream().map(Round::loaderOverB).toList()),
-            median(rounds.stream().map(r -> r.c().loadingMbps() / r.b().mbps()).toList())));
-    if (atBestRun != null) {
+    for (int i = 0; i < rounds.size(); i++) {
+      out.append("| ").append(i + 1).append(" |");
+      for (String t : order) {
+        Run r = rounds.get(i).get(t);
+        out.append(
+            String.format(
+                Locale.ROOT,
+                " %.0f%s%s |",
+                r.mbps(),
+                r.measuredCpu() ? String.format(Locale.ROOT, " (%.2f)", r.cpuPerGib()) : "",
+                r.verified() ? "" : " FAILED"));
+      }
+      out.append('\n');
+    }
+    Map<String, Double> mbps = new LinkedHashMap<>();
+    Map<String, Double> cpu = new LinkedHashMap<>();
+    Map<String, Double> serverCpu = new LinkedHashMap<>();
+    for (String t : order) {
+      mbps.put(t, median(rounds.stream().map(m -> m.get(t).mbps()).toList()));
+      cpu.put(t, median(rounds.stream().map(m -> m.get(t).cpuPerGib()).toList()));
+      serverCpu.put(t, median(rounds.stream().map(m -> m.get(t).serverCpuPerGib()).toList()));
+    }
+    out.append("| **median** |");
+    for (String t : order) {
       out.append(
           String.format(
               Locale.ROOT,
-              "loader at %s (once, after the rounds): %.0f MB/s (ranged reads %.0f MB/s)%n",
-              atBestRun.config(),
-              atBestRun.mbps(),
-              atBestRun.loadingMbps()));
+              " **%.0f**%s |",
+              mbps.get(t),
+              Double.isNaN(cpu.get(t)) ? "" : String.format(Locale.ROOT, " (%.2f)", cpu.get(t))));
     }
+    out.append("\n| server CPU-s/GiB |");
+    for (String t : order) {
+      out.append(
+          Double.isNaN(serverCpu.get(t))
+              ? " |"
+              : String.format(Locale.ROOT, " %.2f |", serverCpu.get(t)));
+    }
+    out.append("\n\n");
+    long failed =
+        rounds.stream().flatMap(m -> m.values().stream()).filter(r -> !r.verified()).count();
+    out.append(
+        failed == 0
+            ? "every copy passed sha256sum -c\n\n"
+            : failed + " runs FAILED (exit status or sha256sum -c); see the log\n\n");
+    out.append(
+        "Ratios of the medians (throughput: higher is better for Tensorcast; CPU per GiB: lower"
+            + " is better):\n\n| Tensorcast | / rclone-best | / rclone | / aws | / (a) | / (b) |"
+            + " CPU / rclone-best | CPU / rclone | CPU / aws |\n|---|---:|---:|---:|---:|---:|---:|"
+            + "---:|---:|\n");
+    String best = mbps.containsKey("rclone-best") ? "rclone-best" : "rclone";
+    for (String t : order) {
+      if (!t.startsWith("tc:")) {
+        continue;
+      }
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |%n",
+              t.substring(3),
+              mbps.get(t) / mbps.get(best),
+              mbps.get(t) / mbps.get("rclone"),
+              mbps.get(t) / mbps.get("aws"),
+              mbps.get(t) / mbps.get("raw-a"),
+              mbps.get(t) / mbps.get("raw-b"),
+              cpu.get(t) / cpu.get(best),
+              cpu.get(t) / cpu.get("rclone"),
+              cpu.get(t) / cpu.get("aws")));
+    }
+    out.append("\nLog of the last run of each Tensorcast variant (its own timings):\n\n```\n");
+    for (Map.Entry<String, String> e : tools.lastTensorcastLog().entrySet()) {
+      out.append("# ").append(e.getKey()).append('\n');
+      e.getValue()
+          .lines()
+          .filter(l -> l.contains(" INFO ") || l.contains(" WARN "))
+          .map(LoadThroughputBench::logLine)
+          .forEach(l -> out.append(l).append('\n'));
+    }
+    out.append("```\n");
+    return out.toString();
+  }
+
+  /** A log line without the progress text the CLI printed before it on the same line. */
+  private static String logLine(String line) {
+    return line.replaceAll("^.*?(\\d\\d:\\d\\d:\\d\\d\\.\\d{3} (INFO|WARN))", "$1");
+  }
+
+  private static String label(String tool) {
+    return switch (tool) {
+      case "rclone" -> "rclone defaults";
+      case "rclone-best" -> "rclone best";
+      case "aws" -> "aws";
+      case "raw-a" -> "(a) 1 stream";
+      case "raw-b" -> "(b) raw best";
+      default -> "Tensorcast " + tool.substring(3);
+    };
+  }
+
+  // ------------------------------------------------------------------ adaptive concurrency
+
+  /** One origin the adaptive section loads from, made by the proxy. */
+  record Origin(String name, Function<FaultInjectingProxy, FaultInjectingProxy> limits) {}
+
+  private static String adaptive(Settings s, S3MockServer s3, Tools tools, Artifact a)
+      throws Exception {
+    Variant v = s.variants().get(0);
+    List<Origin> origins =
+        List.of(
+            new Origin("2 MB/s per connection", p -> p.throttleBodies(2_000_000).throttleTotal(0)),
+            new Origin(
+                "40 MB/s in total, 503 SlowDown above 8 GETs in flight",
+                p -> p.throttleBodies(0).throttleTotal(40_000_000).slowDownAbove(8)));
+    List<List<String>> modes =
+        List.of(
+            List.of("--fixed-concurrency", "--concurrency", "16"),
+            List.of("--fixed-concurrency", "--concurrency", "64"),
+            List.of());
+    StringBuilder out = new StringBuilder();
     out.append(
         String.format(
             Locale.ROOT,
-            "run took %.0f s (%.0f s generating and uploading)%n",
-            totalSeconds,
-            seedSeconds));
-    System.out.print(out);
+            "%n### Adaptive source concurrency%n%nThe first %d shards (%d bytes) through"
+                + " FaultInjectingProxy in front of S3Mock (one request per connection), loaded by"
+                + " Tensorcast %s with a fixed number of ranged reads in flight and with the"
+                + " number following the origin (its defaults); %d rounds, order rotated. MB/s,"
+                + " requests answered 503 SlowDown, most GETs in flight at once:%n%n",
+            a.small().size(),
+            a.smallTotal(),
+            v.name(),
+            s.reps()));
+    out.append(
+        "| origin | load flags | MB/s per round | median MB/s | SlowDown | most in flight |"
+            + "\n|---|---|---|---:|---:|---:|\n");
+    try (FaultInjectingProxy proxy = new FaultInjectingProxy(s3.endpoint())) {
+      proxy.countInFlightOnly(r -> r.range().isPresent());
+      for (Origin o : origins) {
+        Map<List<String>, List<Run>> runs = new LinkedHashMap<>();
+        Map<List<String>, int[]> counts = new LinkedHashMap<>();
+        for (int round = 1; round <= s.reps(); round++) {
+          List<List<String>> now = new ArrayList<>(modes);
+          Collections.rotate(now, -(round - 1));
+          for (List<String> m : now) {
+            o.limits().apply(proxy.reset().countInFlightOnly(r -> r.range().isPresent()));
+            Run r = tools.tensorcast(v, proxy.endpoint(), SMALL_PREFIX, a.smallTotal(), m);
+            log(
+                "adaptive, %s, round %d: %s; %d SlowDown, most in flight %d",
+                o.name(), round, describe(r), proxy.slowDowns(), proxy.maxInFlightGets());
+            runs.computeIfAbsent(m, k -> new ArrayList<>()).add(r);
+            int[] c = counts.computeIfAbsent(m, k -> new int[2]);
+            c[0] += proxy.slowDowns();
+            c[1] = Math.max(c[1], proxy.maxInFlightGets());
+          }
+        }
+        for (List<String> m : modes) {
+          List<Run> rs = runs.get(m);
+          out.append(
+              String.format(
+                  Locale.ROOT,
+                  "| %s | %s | %s | %.0f | %d | %d |%n",
+                  o.name(),
+                  m.isEmpty() ? "(defaults: adaptive)" : String.join(" ", m),
+                  rs.stream()
+                      .map(
+                          r ->
+                              String.format(
+                                  Locale.ROOT, "%.0f%s", r.mbps(), r.verified() ? "" : " FAILED"))
+                      .collect(Collectors.joining(", ")),
+                  median(rs.stream().filter(Run::verified).map(Run::mbps).toList()),
+                  counts.get(m)[0],
+                  counts.get(m)[1]));
+        }
+      }
+      proxy.reset();
+    }
+    Optional.ofNullable(tools.lastTensorcastLog().get(v.name()))
+        .ifPresent(
+            l ->
+                out.append("\nLog of the last adaptive run:\n\n```\n")
+                    .append(
+                        l.lines()
+                            .filter(x -> x.contains(" INFO ") || x.contains(" WARN "))
+                            .map(LoadThroughputBench::logLine)
+                            .collect(Collectors.joining("\n")))
+                    .append("\n```\n"));
+    return out.toString();
   }
 }

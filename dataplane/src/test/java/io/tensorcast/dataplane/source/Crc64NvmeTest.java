@@ -42,4 +42,19 @@ class Crc64NvmeTest {
     h.update(data, 0, data.length);
     assertThat(d.getValue()).isEqualTo(h.getValue());
   }
+
+  @Test
+  void aDirectBufferLongerThanOneChunkGivesTheValueOfItsBytesInOneArray() {
+    byte[] data = new byte[3 * Crc64Nvme.CHUNK + 17];
+    new Random(5).nextBytes(data);
+    ByteBuffer direct = ByteBuffer.allocateDirect(data.length).put(data).flip();
+    Crc64Nvme d = new Crc64Nvme();
+    d.update(direct.asReadOnlyBuffer());
+    Crc64Nvme slow = new Crc64Nvme();
+    for (byte b : data) {
+      slow.update(b);
+    }
+    assertThat(d.getValue()).isEqualTo(slow.getValue());
+    assertThat(direct.position()).as("the caller's buffer is not moved").isZero();
+  }
 }

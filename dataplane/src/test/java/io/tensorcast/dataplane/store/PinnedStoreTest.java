@@ -27,6 +27,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class PinnedStoreTest {
   private static final long KIB = 1024;
@@ -252,30 +254,58 @@ class PinnedStoreTest {
     assertThat(store.bytesInUse()).isZero();
   }
 
-  @Test
-  void unloadRemovesEverythingUnlocksAndFreesTheTmpfsPages() throws Exception {
+  @ParameterizedTest(name = "pages reserved on write: {0}")
+  @ValueSource(booleans = {true, false})
+  void pagesAreReservedAndLockedAsWrittenAndUnloadFreesThem(boolean onWrite) throws Exception {
     boolean cap = MemoryLockSupport.hasCapIpcLock();
-    PinnedStore store = store(512 * MIB, cap ? LockPolicy.REQUIRED : LockPolicy.DISABLED, 16 * MIB);
+    if (onWrite) {
+      assertThat(MemoryLockSupport.populateWriteSupported())
+          .as("MADV_POPULATE_WRITE (Linux 5.14) on this kernel")
+          .isTrue();
+    }
+    PinnedStore store =
+        new PinnedStore(
+            root, 512 * MIB, cap ? LockPolicy.REQUIRED : LockPolicy.DISABLED, 16 * MIB, onWrite);
+    stores.add(store);
     FileStore shmFs = Files.getFileStore(ShmRoot.SHM);
     long freeBefore = shmFs.getUsableSpace();
     long lockedBefore = vmLckBytes();
 
+    String first = "model-00001-of-00002.safetensors";
+    String second = "model-00002-of-00002.safetensors";
     StoredArtifact a =
         store.allocate(
             "big-model",
-            List.of(
-                new StoreFile("model-00001-of-00002.safetensors", 96 * MIB),
-                new StoreFile("model-00002-of-00002.safetensors", 32 * MIB + 5)));
+            List.of(new StoreFile(first, 96 * MIB), new StoreFile(second, 32 * MIB + 5)));
     long size = 128 * MIB + 5;
-
-    // posix_fallocate reserved the tmpfs pages up front: the file system lost them already
-    assertThat(freeBefore - shmFs.getUsableSpace()).isGreaterThanOrEqualTo(size - 16 * MIB);
-    assertThat(allocatedBytesByDu(a.directory())).isGreaterThanOrEqualTo(size);
     if (cap) {
       assertThat(a.lockStatus().locked()).isTrue();
       assertThat(a.lockStatus().lockedBytes()).isEqualTo(size);
       // the kernel agrees: this process's locked memory grew by the artifact
       assertThat(vmLckBytes() - lockedBefore).isGreaterThanOrEqualTo(size);
+    }
+    assertThat(a.preallocated()).isTrue();
+    if (onWrite) {
+      // nothing touched yet: no page of the artifact is allocated or locked
+      assertThat(allocatedBytesByDu(a.directory())).isLessThan(MIB);
+      assertThat(lockedBytesMapped(a.directory().resolve(first))).isZero();
+      for (long off = 0; off < 96 * MIB; off += 8 * MIB) {
+        a.writable(first, off, (int) (8 * MIB)).put(pattern(off, (int) (8 * MIB)));
+      }
+      a.write(second, 0, ByteBuffer.wrap(pattern(1, 4096)));
+      // exactly the pages written are there, and (with the capability) locked
+      assertThat(allocatedBytesByDu(a.directory())).isBetween(96 * MIB, 97 * MIB);
+      if (cap) {
+        assertThat(lockedBytesMapped(a.directory().resolve(first))).isEqualTo(96 * MIB);
+        assertThat(lockedBytesMapped(a.directory().resolve(second))).isEqualTo(4096);
+      }
+    } else {
+      // posix_fallocate reserved the tmpfs pages up front: the file system lost them already
+      assertThat(freeBefore - shmFs.getUsableSpace()).isGreaterThanOrEqualTo(size - 16 * MIB);
+      assertThat(allocatedBytesByDu(a.directory())).isGreaterThanOrEqualTo(size);
+      if (cap) {
+        assertThat(lockedBytesMapped(a.directory().resolve(second))).isEqualTo(32 * MIB + 4096);
+      }
     }
 
     store.unload("big-model");
@@ -287,9 +317,25 @@ class PinnedStoreTest {
     assertThat(store.bytesInUse()).isZero();
 
     store.unload("big-model"); // idempotent
-    assertThatThrownBy(() -> a.write("model-00001-of-00002.safetensors", 0, ByteBuffer.allocate(1)))
+    assertThatThrownBy(() -> a.write(first, 0, ByteBuffer.allocate(1)))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("was unloaded");
+  }
+
+  /**
+   * Bytes of this process's mappings of {@code file} that are locked ({@code Locked:} in smaps).
+   */
+  private static long lockedBytesMapped(Path file) throws IOException {
+    long locked = 0;
+    boolean inMapping = false;
+    for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
+      if (line.matches("^[0-9a-f]+-[0-9a-f]+ .*")) {
+        inMapping = line.endsWith(" " + file);
+      } else if (inMapping && line.startsWith("Locked:")) {
+        locked += Long.parseLong(line.replaceAll("\\D", "")) * 1024;
+      }
+    }
+    return locked;
   }
 
   private static long allocatedBytesByDu(Path dir) throws Exception {

@@ -67,7 +67,7 @@ public final class StoreChild {
 
   private static void mlock(Path dir, long bytes) throws Exception {
     Path file = dir.resolve("raw.bin");
-    MappedFile m = MappedFile.create("raw", new StoreFile("raw.bin", bytes), file);
+    MappedFile m = MappedFile.create("raw", new StoreFile("raw.bin", bytes), file, true);
     try {
       int errno = MemoryLockSupport.mlock(m.address, bytes);
       out("errno", MemoryLockSupport.errnoName(errno));

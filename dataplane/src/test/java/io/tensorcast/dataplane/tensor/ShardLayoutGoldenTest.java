@@ -348,8 +348,13 @@ class ShardLayoutGoldenTest {
         List.of(),
         List.of(new TensorBytes("w", Dtype.I8, new long[] {4, 2}, ByteBuffer.allocate(8))),
         Map.of("w", 0));
+    // A manifest whose local_shape contradicts its own global shape is refused as written.
+    String original = Files.readString(other.resolve("manifest.json"));
+    Files.writeString(other.resolve("manifest.json"), original.replace("[ 4, 2 ]", "[ 8, 2 ]"));
+    assertThatThrownBy(() -> StoredLayout.open(other))
+        .hasMessageContaining("tensor \"w\": local_shape [2,2] disagrees with global_shape [8, 2]");
     // A manifest claiming a larger global shape than the rank files hold.
-    String json = Files.readString(other.resolve("manifest.json")).replace("[ 4, 2 ]", "[ 8, 2 ]");
+    String json = original.replace("[ 4, 2 ]", "[ 8, 2 ]").replace("[ 2, 2 ]", "[ 4, 2 ]");
     Files.writeString(other.resolve("manifest.json"), json);
     assertThatThrownBy(() -> StoredLayout.open(other))
         .hasMessageContaining("rank_00000.safetensors: tensor \"w\" has shape [2, 2]")

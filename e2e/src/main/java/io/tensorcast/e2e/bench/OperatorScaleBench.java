@@ -536,6 +536,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
 
   private void applyCrd(KubernetesClient client) {
     Crds.applyModelArtifact(client);
+    Crds.applyTensorShardSet(client);
   }
 
   private static String stats(Map<String, Integer> perArtifact) {

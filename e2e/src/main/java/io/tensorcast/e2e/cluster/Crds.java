@@ -34,7 +34,29 @@ public final class Crds {
    * @throws IllegalStateException if the CRD YAML is not on the classpath
    */
   public static CustomResourceDefinition applyModelArtifact(KubernetesClient client) {
-    String resource = resourceFor(client);
+    return apply(client, resourceFor(client));
+  }
+
+  /** Where the crds jar carries the generated TensorShardSet CRD (with CEL rules). */
+  public static final String TENSOR_SHARD_SET_RESOURCE =
+      "META-INF/fabric8/" + io.tensorcast.api.v1alpha1.TensorShardSet.CRD_NAME + "-v1.yml";
+
+  /** The TensorShardSet CRD without CEL rules, for API servers before 1.25. */
+  public static final String TENSOR_SHARD_SET_RESOURCE_WITHOUT_CEL =
+      "META-INF/fabric8/"
+          + io.tensorcast.api.v1alpha1.TensorShardSet.CRD_NAME
+          + "-v1"
+          + TensorcastConstants.CRD_WITHOUT_CEL_SUFFIX
+          + ".yml";
+
+  /** As {@link #applyModelArtifact}, for the TensorShardSet CRD. */
+  public static CustomResourceDefinition applyTensorShardSet(KubernetesClient client) {
+    return apply(
+        client,
+        celSupported(client) ? TENSOR_SHARD_SET_RESOURCE : TENSOR_SHARD_SET_RESOURCE_WITHOUT_CEL);
+  }
+
+  private static CustomResourceDefinition apply(KubernetesClient client, String resource) {
     try (InputStream in = ModelArtifact.class.getClassLoader().getResourceAsStream(resource)) {
       if (in == null) {
         throw new IllegalStateException(resource + " is not on the classpath (crds jar)");
@@ -55,10 +77,13 @@ public final class Crds {
 
   /** The CRD file for {@code client}'s API server: with CEL rules from 1.25 on. */
   public static String resourceFor(KubernetesClient client) {
+    return celSupported(client) ? MODEL_ARTIFACT_RESOURCE : MODEL_ARTIFACT_RESOURCE_WITHOUT_CEL;
+  }
+
+  /** Whether {@code client}'s API server takes CEL rules (1.25 on). */
+  private static boolean celSupported(KubernetesClient client) {
     String minor = client.getKubernetesVersion().getMinor().replaceAll("[^0-9]", "");
-    return Integer.parseInt(minor) >= TensorcastConstants.CEL_MINOR_VERSION
-        ? MODEL_ARTIFACT_RESOURCE
-        : MODEL_ARTIFACT_RESOURCE_WITHOUT_CEL;
+    return Integer.parseInt(minor) >= TensorcastConstants.CEL_MINOR_VERSION;
   }
 
   /** Whether the CRD reports {@code Established=True}. */

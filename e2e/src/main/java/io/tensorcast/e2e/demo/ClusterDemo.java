@@ -470,6 +470,7 @@ public final class ClusterDemo implements Callable<Integer> {
 
   private void applyCrd(KubernetesClient client) {
     CustomResourceDefinition crd = Crds.applyModelArtifact(client);
+    Crds.applyTensorShardSet(client);
     out.println("    CRD " + crd.getMetadata().getName() + " established");
   }
 

@@ -27,9 +27,12 @@ class ArgoCdHealthTest {
 
   static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
-  static Stream<Arguments> cases() throws IOException {
+  /** The kinds with a health check. */
+  static final List<String> KINDS = List.of("ModelArtifact", "TensorShardSet");
+
+  static Stream<Arguments> cases(String kind) throws IOException {
     List<Arguments> out = new ArrayList<>();
-    Path dir = ArgoCdHealth.checksDir().resolve(ModelArtifact.GROUP).resolve("ModelArtifact");
+    Path dir = ArgoCdHealth.checksDir().resolve(ModelArtifact.GROUP).resolve(kind);
     JsonNode tests = YAML.readTree(dir.resolve("health_test.yaml").toFile()).get("tests");
     for (JsonNode t : tests) {
       out.add(
@@ -41,34 +44,54 @@ class ArgoCdHealthTest {
     return out.stream();
   }
 
+  static Stream<Arguments> cases() throws IOException {
+    return cases("ModelArtifact");
+  }
+
+  static Stream<Arguments> shardSetCases() throws IOException {
+    return cases("TensorShardSet");
+  }
+
   @ParameterizedTest(name = "{0} is {1}")
   @MethodSource("cases")
   void modelArtifactFixtures(String input, String status, String message) throws IOException {
-    ArgoCdHealth check = ArgoCdHealth.of(ModelArtifact.GROUP, "ModelArtifact");
-    Path file =
-        ArgoCdHealth.checksDir()
-            .resolve(ModelArtifact.GROUP)
-            .resolve("ModelArtifact")
-            .resolve(input);
+    assertFixture("ModelArtifact", input, status, message);
+  }
+
+  @ParameterizedTest(name = "{0} is {1}")
+  @MethodSource("shardSetCases")
+  void tensorShardSetFixtures(String input, String status, String message) throws IOException {
+    assertFixture("TensorShardSet", input, status, message);
+  }
+
+  private static void assertFixture(String kind, String input, String status, String message)
+      throws IOException {
+    ArgoCdHealth check = ArgoCdHealth.of(ModelArtifact.GROUP, kind);
+    Path file = ArgoCdHealth.checksDir().resolve(ModelArtifact.GROUP).resolve(kind).resolve(input);
     ArgoCdHealth.Result r = check.evaluate(YAML.readTree(file.toFile()));
-    assertThat(r.status()).as("health of %s", input).isEqualTo(status);
-    assertThat(r.message()).as("message of %s", input).isEqualTo(message);
+    assertThat(r.status()).as("health of %s %s", kind, input).isEqualTo(status);
+    assertThat(r.message()).as("message of %s %s", kind, input).isEqualTo(message);
   }
 
   @Test
   void everyOutcomeIsCovered() throws IOException {
-    assertThat(cases().map(a -> (String) a.get()[1]).distinct())
-        .containsExactlyInAnyOrder("Healthy", "Progressing", "Degraded");
+    for (String kind : KINDS) {
+      assertThat(cases(kind).map(a -> (String) a.get()[1]).distinct())
+          .as(kind)
+          .containsExactlyInAnyOrder("Healthy", "Progressing", "Degraded");
+    }
   }
 
   /** The argocd-cm snippet carries exactly health.lua, indented under its key. */
   @Test
   void argoCdConfigMapSnippetIsTheTestedScript() throws IOException {
     JsonNode cm = YAML.readTree(ArgoCdHealth.checksDir().resolve("argocd-cm.yaml").toFile());
-    String embedded =
-        cm.get("data").get("resource.customizations.health.tensorcast.io_ModelArtifact").asText();
-    assertThat(embedded).isEqualTo(ArgoCdHealth.of(ModelArtifact.GROUP, "ModelArtifact").script());
-    assertThat(cm.get("data").size()).as("one check per custom resource").isEqualTo(1);
+    for (String kind : KINDS) {
+      String embedded =
+          cm.get("data").get("resource.customizations.health.tensorcast.io_" + kind).asText();
+      assertThat(embedded).as(kind).isEqualTo(ArgoCdHealth.of(ModelArtifact.GROUP, kind).script());
+    }
+    assertThat(cm.get("data").size()).as("one check per custom resource").isEqualTo(KINDS.size());
   }
 
   /** Every CRD the chart ships has a health check. */

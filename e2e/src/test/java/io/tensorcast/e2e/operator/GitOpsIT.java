@@ -201,7 +201,7 @@ class GitOpsIT {
         .contains("spec.distribution.pieceSize");
     keep("failed-invalid-spec", failed);
 
-    // No node fits: Progressing (waiting for nodes), with the reason.
+    // No node fits: Stalled, so Degraded (it cannot reach its replicas without a change).
     kubectl(
         manifest("nowhere", "s3://" + bucket + "/model/", "")
             .replace("tensorcast.io/e2e-group: " + ns, "tensorcast.io/e2e-group: nowhere"),
@@ -211,8 +211,9 @@ class GitOpsIT {
     ModelArtifact pending =
         awaitCondition("nowhere", "Scheduled", c -> "InsufficientNodes".equals(c.getReason()));
     ArgoCdHealth.Result r = health.evaluate(pending);
-    assertThat(r.status()).isEqualTo("Progressing");
-    assertThat(r.message()).isEqualTo(describe(condition(pending, "Ready")));
+    assertThat(r.status()).isEqualTo("Degraded");
+    assertThat(r.message()).isEqualTo(describe(condition(pending, "Stalled")));
+    assertThat(condition(pending, "Stalled").getReason()).isEqualTo("InsufficientNodes");
     keep("pending-insufficient-nodes", pending);
   }
 

@@ -14,6 +14,7 @@ import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
+import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -175,7 +176,7 @@ class ModelArtifactIT {
       if (m.getManager().contains("modelartifact")) {
         assertThat(client.getKubernetesSerialization().asJson(m.getFieldsV1()))
             .as("fields owned by %s", m.getManager())
-            .doesNotContain("f:spec");
+            .doesNotContain("\"f:spec\"");
       }
     }
 
@@ -319,6 +320,218 @@ class ModelArtifactIT {
     }
   }
 
+  /**
+   * {@code kubectl scale} 1→2→1 through the scale subresource: the original copy stays the same
+   * pod, Ready at every look, and reads nothing more from the source; the second node's copy comes
+   * from it (counted on the wire); scaling down removes the newer copy only. No pod is replaced,
+   * the copy generation stays 1 while the spec's generation moves to 3.
+   */
+  @Test
+  void scalingUpAndDownKeepsTheReadyCopyAndReadsNothingMoreForIt() throws Exception {
+    node("scale-1", Map.of(), Map.of());
+    node("scale-2", Map.of(), Map.of());
+    Map<String, Path> files = new LinkedHashMap<>();
+    files.put(
+        "lora.safetensors",
+        corpus("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
+    files.put("adapter.safetensors", corpus("safetensors/peft-gpt2__adapter_model.safetensors"));
+    String bucket = seed(files);
+    long size = files.values().stream().mapToLong(ModelArtifactIT::size).sum();
+
+    try (FaultInjectingProxy counting = new FaultInjectingProxy(env.s3.endpoint())) {
+      ModelArtifact spec = artifact("scaled", "s3://" + bucket + "/model/", 1, RdmaPolicy.Disabled);
+      spec.getSpec().getSource().setEndpoint(counting.endpoint().toString());
+      spec.getSpec().getDistribution().setPieceSize(new Quantity("256Ki"));
+      create(spec);
+      ModelArtifact one = awaitPhase("scaled", ArtifactPhase.Ready);
+      assertThat(pods()).hasSize(1);
+      Pod original = pods().get(0);
+      String originalNode = PodPlan.node(original);
+      ArtifactNodeStatus before = nodeEntry(one, original);
+      assertThat(before.getBytesFromSource()).isEqualTo(size);
+      long proxiedBefore = counting.getBodyBytes();
+
+      // Watch the original copy at every change of the artifact and of its pods.
+      List<String> lapses = java.util.Collections.synchronizedList(new ArrayList<>());
+      Runnable look =
+          () -> {
+            ModelArtifact a = get("scaled");
+            Pod p = client.pods().inNamespace(ns).withName(original.getMetadata().getName()).get();
+            ArtifactNodeStatus e =
+                a == null || a.getStatus() == null ? null : nodeEntry(a, original);
+            if (p == null
+                || PodPlan.terminating(p)
+                || !original.getMetadata().getUid().equals(p.getMetadata().getUid())) {
+              lapses.add("pod " + original.getMetadata().getName() + " gone or replaced");
+            } else if (e == null
+                || e.getPhase() != ArtifactPhase.Ready
+                || !a.getStatus().getReadyNodes().contains(originalNode)) {
+              lapses.add("not Ready at resourceVersion " + a.getMetadata().getResourceVersion());
+            }
+          };
+      java.util.concurrent.ScheduledExecutorService watcher =
+          java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+      watcher.scheduleWithFixedDelay(look, 0, 100, TimeUnit.MILLISECONDS);
+      try {
+        kubectl("scale", "modelartifact/scaled", "--replicas=2");
+        ModelArtifact two =
+            await()
+                .atMost(LOAD_TIMEOUT)
+                .until(
+                    () -> get("scaled"),
+                    a ->
+                        a.getStatus() != null
+                            && Long.valueOf(2).equals(a.getStatus().getObservedGeneration())
+                            && "2/2".equals(a.getStatus().getReady()));
+        assertThat(two.getStatus().getCopyGeneration()).isEqualTo(1L);
+        assertThat(two.getStatus().getPhase()).isEqualTo(ArtifactPhase.Ready);
+        List<Pod> pods = pods();
+        assertThat(pods).hasSize(2);
+        assertThat(pods)
+            .allSatisfy(
+                p ->
+                    assertThat(p.getMetadata().getLabels())
+                        .containsEntry(DataPlanePod.LABEL_GENERATION, "1"));
+        ArtifactNodeStatus survivor = nodeEntry(two, original);
+        assertThat(survivor.getBytesFromSource())
+            .as("source bytes of the copy that stayed")
+            .isEqualTo(before.getBytesFromSource());
+        ArtifactNodeStatus added =
+            two.getStatus().getNodes().stream()
+                .filter(e -> !e.getNode().equals(originalNode))
+                .findFirst()
+                .orElseThrow();
+        assertThat(added.getBytesFromSource() + added.getBytesFromPeers())
+            .isGreaterThanOrEqualTo(size);
+        assertThat(added.getBytesFromPeers()).as("the new copy from its peer").isPositive();
+        long headerBytes = 0;
+        for (Path f : files.values()) {
+          headerBytes += 8 + headerLength(f);
+        }
+        long listings =
+            counting.requests().stream()
+                .filter(r -> r.method().equals("GET") && r.range().isEmpty())
+                .count();
+        assertThat(counting.getBodyBytes() - proxiedBefore)
+            .as("what the source served during the scale-up: the new copy's own source bytes")
+            .isBetween(
+                added.getBytesFromSource(),
+                added.getBytesFromSource() + headerBytes + listings * 8192);
+        // The scale subresource's selector finds exactly the artifact's data-plane pods.
+        assertThat(
+                client
+                    .pods()
+                    .inNamespace(ns)
+                    .withLabelSelector(two.getStatus().getSelector())
+                    .list()
+                    .getItems())
+            .extracting(p -> p.getMetadata().getName())
+            .containsExactlyInAnyOrderElementsOf(podNames());
+
+        kubectl("scale", "modelartifact/scaled", "--replicas=1");
+        ModelArtifact back =
+            await()
+                .atMost(LOAD_TIMEOUT)
+                .until(
+                    () -> get("scaled"),
+                    a ->
+                        a.getStatus() != null
+                            && Long.valueOf(3).equals(a.getStatus().getObservedGeneration())
+                            && "1/1".equals(a.getStatus().getReady())
+                            && pods().size() == 1);
+        assertThat(back.getStatus().getCopyGeneration()).isEqualTo(1L);
+        assertThat(podNames()).containsExactly(original.getMetadata().getName());
+        assertThat(back.getStatus().getReadyNodes()).containsExactly(originalNode);
+        assertThat(nodeEntry(back, original).getBytesFromSource())
+            .isEqualTo(before.getBytesFromSource());
+      } finally {
+        watcher.shutdownNow();
+      }
+      look.run();
+      assertThat(lapses).as("the original copy at every look").isEmpty();
+    }
+  }
+
+  /**
+   * Pods sized to the artifact, not to {@code spec.memory.limit}: two artifacts of 180 MiB with
+   * {@code limit: 4Gi} both load onto one node of 512 MiB allocatable (half the scale of 383 MiB
+   * artifacts with {@code limit: 8Gi} on a 1 GiB node, ratios kept; the harness's overhead is 64
+   * MiB). The resolving pods ask for the overhead only, the data plane's budget check refuses the
+   * bytes, and each is replaced by a pod of exactly size + overhead.
+   */
+  @Test
+  void twoArtifactsWithALargeLimitFitANodeTheirSizesFit(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws Exception {
+    // Each pod gets its own address, as pods do on a real node.
+    SimulatedNode small =
+        env.cluster
+            .kubelet()
+            .addNode(
+                NodeSpec.builder(ns + "-small", env.cluster.nextNodeAddress())
+                    .label(GROUP_LABEL, ns)
+                    .allocatable("memory", "512Mi")
+                    .podAddresses(
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress(),
+                        env.cluster.nextNodeAddress())
+                    .build());
+    nodes.add(small);
+    long tensorBytes = 180L * 1024 * 1024;
+    String bucket = ("e2e-" + ns).toLowerCase();
+    env.s3.createBucket(bucket);
+    Map<String, Long> sizes = new LinkedHashMap<>();
+    for (String name : List.of("alpha", "beta")) {
+      Path f = dir.resolve(name + ".safetensors");
+      byte fill = (byte) name.charAt(0);
+      io.tensorcast.dataplane.format.safetensors.SafetensorsWriter.write(
+          f,
+          List.of(
+              new io.tensorcast.dataplane.format.safetensors.TensorDeclaration(
+                  "weight",
+                  io.tensorcast.dataplane.format.safetensors.Dtype.U8,
+                  new long[] {tensorBytes})),
+          Map.of(),
+          (t, out) -> {
+            java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate(1 << 20);
+            for (long left = t.byteLength(); left > 0; ) {
+              chunk.clear();
+              java.util.Arrays.fill(chunk.array(), fill);
+              chunk.limit((int) Math.min(chunk.capacity(), left));
+              left -= chunk.remaining();
+              while (chunk.hasRemaining()) {
+                out.write(chunk);
+              }
+            }
+          });
+      env.s3.putFile(bucket, name + "/model.safetensors", f);
+      sizes.put(name, Files.size(f));
+      Files.delete(f);
+      ModelArtifact a = artifact(name, "s3://" + bucket + "/" + name + "/", 1, RdmaPolicy.Disabled);
+      MemorySpec memory = new MemorySpec();
+      memory.setLimit(new Quantity("4Gi"));
+      a.getSpec().setMemory(memory);
+      create(a);
+    }
+
+    for (String name : sizes.keySet()) {
+      ModelArtifact ready = awaitPhase(name, ArtifactPhase.Ready);
+      assertThat(ready.getStatus().getTotalBytes()).isEqualTo(sizes.get(name));
+      assertThat(ready.getStatus().getReadyNodes()).containsExactly(small.name());
+    }
+    List<Pod> pods = pods();
+    assertThat(pods).hasSize(2);
+    long requested = 0;
+    for (Pod p : pods) {
+      String artifact = p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT);
+      assertThat(PodPlan.memoryRequest(p))
+          .as("memory request of %s", p.getMetadata().getName())
+          .isEqualTo(sizes.get(artifact) + OperatorEnvironment.OVERHEAD);
+      requested += PodPlan.memoryRequest(p);
+    }
+    assertThat(requested).isLessThanOrEqualTo(512L * 1024 * 1024);
+  }
+
   @Test
   void rdmaRequiredWithoutRdmaNodesIsNotScheduledAndCreatesNoPod() {
     node("plain-1", Map.of(), Map.of());
@@ -365,7 +578,11 @@ class ModelArtifactIT {
     assertThat(scheduled.getStatus()).isEqualTo("False");
     assertThat(scheduled.getReason()).isEqualTo("InsufficientMemory");
     assertThat(scheduled.getMessage())
-        .contains("1 with too little allocatable memory (largest 65.0 MiB (68157440 bytes) < ")
+        .contains(
+            "1 with too little free memory (most free: node "
+                + ns
+                + "-small 65.0 MiB (68157440 bytes) free (allocatable; no other Tensorcast pod"
+                + " requests memory there) < ")
         .contains("(" + (total + OperatorEnvironment.OVERHEAD) + " bytes) needed per node")
         .contains("+ overhead 64.0 MiB")
         .contains(ns + "-small");

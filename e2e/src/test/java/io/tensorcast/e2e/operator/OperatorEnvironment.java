@@ -186,5 +186,6 @@ final class OperatorEnvironment {
 
   private static void applyCrd(KubernetesClient client) {
     Crds.applyModelArtifact(client);
+    Crds.applyTensorShardSet(client);
   }
 }

@@ -29,16 +29,28 @@ public final class ArtifactChildren {
    * (always {@value #SUFFIX}, which the spec validator refuses as a credentials Secret).
    */
   public static String name(ModelArtifact artifact) {
-    String name = artifact.getMetadata().getName();
-    if (name.length() + SUFFIX.length() <= MAX_NAME) {
-      return name + SUFFIX;
+    return name(artifact.getMetadata().getName());
+  }
+
+  /** {@link #name(ModelArtifact)} of the ModelArtifact named {@code name}. */
+  public static String name(String name) {
+    return withSuffix(name, SUFFIX);
+  }
+
+  /**
+   * {@code name + suffix}, or, when longer than {@value #MAX_NAME} characters, the first characters
+   * of {@code name}, {@code -}, 8 hex of the SHA-256 of {@code name}, then {@code suffix}.
+   */
+  static String withSuffix(String name, String suffix) {
+    if (name.length() + suffix.length() <= MAX_NAME) {
+      return name + suffix;
     }
     String hash = DataPlanePod.sha256(name).substring(0, 8);
-    String prefix = name.substring(0, MAX_NAME - SUFFIX.length() - hash.length() - 1);
+    String prefix = name.substring(0, MAX_NAME - suffix.length() - hash.length() - 1);
     while (prefix.endsWith("-") || prefix.endsWith(".")) {
       prefix = prefix.substring(0, prefix.length() - 1);
     }
-    return prefix + "-" + hash + SUFFIX;
+    return prefix + "-" + hash + suffix;
   }
 
   /**

@@ -3,8 +3,11 @@ package io.tensorcast.operator.desired;
 import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.LabelSelector;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
+import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRuleBuilder;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPeer;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPeerBuilder;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
@@ -12,6 +15,7 @@ import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPortBuilder;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.operator.config.OperatorConfig;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -48,8 +52,36 @@ public final class ArtifactNetworkPolicy {
 
   /** The desired NetworkPolicy. */
   public static NetworkPolicy desired(ModelArtifact artifact, OperatorConfig config) {
-    LabelSelector dataPlane =
-        new LabelSelectorBuilder().withMatchLabels(ArtifactChildren.podSelector(artifact)).build();
+    return build(
+        ArtifactChildren.name(artifact),
+        artifact.getMetadata().getNamespace(),
+        ArtifactChildren.labels(artifact),
+        ArtifactChildren.ownerReference(artifact, false),
+        ArtifactChildren.podSelector(artifact),
+        true,
+        io.tensorcast.operator.written.WrittenArtifacts.isWritten(artifact.getSpec()),
+        ArtifactChildren.consumerLabel(artifact),
+        config);
+  }
+
+  /**
+   * A NetworkPolicy selecting the pods labelled {@code podSelector}: the control port admitted from
+   * the operator's pods and from pods of {@code namespace} labelled {@code consumerLabel: "true"};
+   * the peer port admitted from the selected pods when {@code peers}, from nobody otherwise; the
+   * control port also from the selected pods when {@code membersOnControl} (a written artifact's
+   * reader pods ask its writer pods for their versions there).
+   */
+  static NetworkPolicy build(
+      String name,
+      String namespace,
+      Map<String, String> labels,
+      OwnerReference owner,
+      Map<String, String> podSelector,
+      boolean peers,
+      boolean membersOnControl,
+      String consumerLabel,
+      OperatorConfig config) {
+    LabelSelector dataPlane = new LabelSelectorBuilder().withMatchLabels(podSelector).build();
     NetworkPolicyPeer members = new NetworkPolicyPeerBuilder().withPodSelector(dataPlane).build();
     NetworkPolicyPeer operator =
         new NetworkPolicyPeerBuilder()
@@ -70,31 +102,35 @@ public final class ArtifactNetworkPolicy {
     NetworkPolicyPeer consumers =
         new NetworkPolicyPeerBuilder()
             .withPodSelector(
-                new LabelSelectorBuilder()
-                    .withMatchLabels(Map.of(ArtifactChildren.consumerLabel(artifact), "true"))
-                    .build())
+                new LabelSelectorBuilder().withMatchLabels(Map.of(consumerLabel, "true")).build())
             .build();
+    List<NetworkPolicyIngressRule> ingress = new ArrayList<>();
+    if (peers) {
+      ingress.add(
+          new NetworkPolicyIngressRuleBuilder()
+              .withPorts(tcp(config.peerPort()))
+              .withFrom(members)
+              .build());
+    }
+    ingress.add(
+        new NetworkPolicyIngressRuleBuilder()
+            .withPorts(tcp(config.controlPort()))
+            .withFrom(
+                membersOnControl
+                    ? List.of(operator, consumers, members)
+                    : List.of(operator, consumers))
+            .build());
     return new NetworkPolicyBuilder()
         .withNewMetadata()
-        .withName(ArtifactChildren.name(artifact))
-        .withNamespace(artifact.getMetadata().getNamespace())
-        .withLabels(ArtifactChildren.labels(artifact))
-        .withOwnerReferences(ArtifactChildren.ownerReference(artifact, false))
+        .withName(name)
+        .withNamespace(namespace)
+        .withLabels(labels)
+        .withOwnerReferences(owner)
         .endMetadata()
         .withNewSpec()
         .withPodSelector(dataPlane)
         .withPolicyTypes("Ingress")
-        .addNewIngress()
-        .withPorts(tcp(config.peerPort()))
-        .withFrom(members)
-        .endIngress()
-        .addNewIngress()
-        .withPorts(tcp(config.controlPort()))
-        .withFrom(
-            io.tensorcast.operator.written.WrittenArtifacts.isWritten(artifact.getSpec())
-                ? List.of(operator, consumers, members)
-                : List.of(operator, consumers))
-        .endIngress()
+        .withIngress(ingress)
         .endSpec()
         .build();
   }

@@ -47,7 +47,8 @@ import java.util.OptionalLong;
  * The data-plane Pod that holds one copy of a ModelArtifact on one node. Pure: builds objects,
  * never calls the API server.
  *
- * <p>Shape of the pod for (artifact, node, generation):
+ * <p>Shape of the pod for (artifact, node, generation), where generation is the artifact's {@link
+ * CopyGeneration} (scaling keeps it, so scaling keeps the pods):
  *
  * <ul>
  *   <li>Name {@code <artifact>-<10 hex>}, the hex a SHA-256 over namespace, artifact, node and
@@ -70,9 +71,10 @@ import java.util.OptionalLong;
  *       OperatorConfig#dataPlanePod()} when set.
  *   <li>Memory request = limit = {@link #memoryRequestBytes}: the artifact's size plus the
  *       operator's overhead once the size is known. Before that (the first pod, which resolves the
- *       source): {@code spec.memory.limit} plus the overhead when a limit is set (the artifact
- *       cannot be larger), else the overhead alone. A first pod whose request turns out smaller
- *       than size plus overhead is replaced by a correctly sized one; see {@link PodPlan}.
+ *       source) the overhead alone, whatever {@code spec.memory.limit} says: that pod lists the
+ *       source and reads headers, and the data plane's own budget check (its memory limit) admits
+ *       or refuses the artifact's bytes; it is then replaced by a pod of exactly size + overhead
+ *       (see {@link PodPlan}), so no pod holds more than its artifact needs.
  *   <li>Container ports {@code control} and {@value #PEER_PORT_NAME} ({@link
  *       OperatorConfig#peerPort()}); the peer flags of the P2P contract ({@code --peer-id}, {@code
  *       --piece-size}, {@code --distribution}), so a change of {@code spec.distribution} changes
@@ -248,6 +250,7 @@ public final class DataPlanePod {
             .endPort()
             .withResources(resources)
             .withVolumeMounts(mounts)
+            .withTerminationMessagePolicy("FallbackToLogsOnError")
             .withNewSecurityContext()
             .withRunAsNonRoot(true)
             .withRunAsUser(uid)
@@ -344,15 +347,14 @@ public final class DataPlanePod {
 
   /**
    * Memory one pod asks for (request and limit), bytes: {@code totalBytes + overhead} when the size
-   * is known; else {@code spec.memory.limit + overhead} when a limit is set; else {@code overhead}.
+   * is known, else {@code overhead} (the resolving pod; {@code spec.memory.limit} bounds the
+   * artifact, not the pod).
    */
   public static long memoryRequestBytes(
       ModelArtifactSpec spec, OptionalLong totalBytes, long overheadBytes) {
-    if (totalBytes.isPresent()) {
-      return Math.addExact(totalBytes.getAsLong(), overheadBytes);
-    }
-    OptionalLong limit = memoryLimit(spec);
-    return limit.isPresent() ? Math.addExact(limit.getAsLong(), overheadBytes) : overheadBytes;
+    return totalBytes.isPresent()
+        ? Math.addExact(totalBytes.getAsLong(), overheadBytes)
+        : overheadBytes;
   }
 
   /** How {@link #memoryRequestBytes} was computed, for messages. */
@@ -362,10 +364,7 @@ public final class DataPlanePod {
     if (totalBytes.isPresent()) {
       return "artifact " + ByteSize.human(totalBytes.getAsLong()) + " + " + overhead;
     }
-    OptionalLong limit = memoryLimit(spec);
-    return limit.isPresent()
-        ? "spec.memory.limit " + ByteSize.human(limit.getAsLong()) + " + " + overhead
-        : overhead + " (artifact size not resolved yet)";
+    return overhead + " (artifact size not resolved yet)";
   }
 
   /** {@code spec.memory.limit} in bytes, if set (the spec is assumed valid). */
@@ -434,10 +433,12 @@ public final class DataPlanePod {
             artifact.getMetadata().getNamespace(), artifact.getMetadata().getName());
   }
 
-  /** The generation the pod is for ({@code metadata.generation}, 1 if the server gave none). */
+  /**
+   * The generation the pod is for: the artifact's {@link CopyGeneration}, which a change of {@code
+   * spec.placement.replicas} alone leaves as it is.
+   */
   public static long generation(ModelArtifact artifact) {
-    Long g = artifact.getMetadata().getGeneration();
-    return g == null ? 1 : g;
+    return CopyGeneration.of(artifact).generation();
   }
 
   /**

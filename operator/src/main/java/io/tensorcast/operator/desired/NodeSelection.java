@@ -33,10 +33,16 @@ import java.util.stream.Collectors;
  * tensorcast.io/rdma=true}); its allocatable memory is at least the memory one data-plane pod asks
  * for.
  *
+ * <p>Memory is compared with what is <em>free</em> for Tensorcast on a node: its allocatable memory
+ * less what the data-plane pods of other artifacts request there; a refusal names the node with the
+ * most free memory, its numbers and the artifacts that hold the rest.
+ *
  * <p>Among eligible nodes, the order of choice is: nodes that already hold a pod of this artifact
- * (so a running copy is never moved for a tie), then with {@code rdma: Preferred} RDMA-capable
- * nodes before others, then spread across {@code topology.kubernetes.io/zone} (fewest chosen copies
- * in the zone first), then node name. The first chosen node is where the artifact is resolved.
+ * (so a running copy is never moved for a tie), those whose copy is Ready first, longest Ready
+ * first (so scaling down removes loading copies before Ready ones, and the newest Ready ones
+ * first), then with {@code rdma: Preferred} RDMA-capable nodes before others, then spread across
+ * {@code topology.kubernetes.io/zone} (fewest chosen copies in the zone first), then node name. The
+ * first chosen node is where the artifact is resolved.
  */
 public final class NodeSelection {
 
@@ -64,9 +70,11 @@ public final class NodeSelection {
    * @param memoryBasis how {@code memoryPerNodeBytes} was computed, for messages (e.g. {@code
    *     artifact 8.0 MiB + overhead 256.0 MiB})
    * @param nodesWithPods nodes that hold a pod of this artifact now
-   * @param committedMemoryBytes per node name, the memory requested by data-plane pods of
-   *     <em>other</em> artifacts on that node: subtracted from allocatable memory, so artifacts
-   *     spread instead of all ranking the same node first
+   * @param committedMemory per node name, the memory (bytes) requested there by data-plane pods of
+   *     <em>other</em> artifacts, by artifact ({@code namespace/name}): subtracted from allocatable
+   *     memory, so artifacts spread instead of all ranking the same node first, and named when
+   *     memory is short
+   * @param nodesWithReadyCopies nodes where this artifact's copy is Ready now, longest Ready first
    */
   public record Request(
       int replicas,
@@ -76,7 +84,8 @@ public final class NodeSelection {
       long memoryPerNodeBytes,
       String memoryBasis,
       Set<String> nodesWithPods,
-      Map<String, Long> committedMemoryBytes) {
+      Map<String, Map<String, Long>> committedMemory,
+      List<String> nodesWithReadyCopies) {
 
     /** A request on otherwise empty nodes. */
     public Request(
@@ -95,12 +104,20 @@ public final class NodeSelection {
           memoryPerNodeBytes,
           memoryBasis,
           nodesWithPods,
-          Map.of());
+          Map.of(),
+          List.of());
     }
 
     /** Allocatable memory of {@code c} less what other artifacts' pods requested there. */
     public long freeMemoryBytes(Candidate c) {
-      return c.allocatableMemoryBytes() - committedMemoryBytes.getOrDefault(c.name(), 0L);
+      return c.allocatableMemoryBytes() - committedBytes(c.name());
+    }
+
+    /** Memory requested on {@code node} by data-plane pods of other artifacts, bytes. */
+    public long committedBytes(String node) {
+      return committedMemory.getOrDefault(node, Map.of()).values().stream()
+          .mapToLong(Long::longValue)
+          .sum();
     }
 
     public Request {
@@ -112,8 +129,9 @@ public final class NodeSelection {
       tolerations = tolerations == null ? List.of() : List.copyOf(tolerations);
       memoryBasis = memoryBasis == null ? "" : memoryBasis;
       nodesWithPods = nodesWithPods == null ? Set.of() : Set.copyOf(nodesWithPods);
-      committedMemoryBytes =
-          committedMemoryBytes == null ? Map.of() : Map.copyOf(committedMemoryBytes);
+      committedMemory = committedMemory == null ? Map.of() : Map.copyOf(committedMemory);
+      nodesWithReadyCopies =
+          nodesWithReadyCopies == null ? List.of() : List.copyOf(nodesWithReadyCopies);
     }
   }
 
@@ -211,7 +229,7 @@ public final class NodeSelection {
     Map<Exclusion, List<String>> excluded = new EnumMap<>(Exclusion.class);
     Map<Exclusion, String> example = new EnumMap<>(Exclusion.class);
     List<Candidate> eligible = new ArrayList<>();
-    long largestMemory = 0;
+    Candidate mostFree = null;
     for (Node node : nodes) {
       Candidate c = Candidate.of(node);
       Optional<String> why = exclusion(node, c, request);
@@ -222,8 +240,9 @@ public final class NodeSelection {
       Exclusion e = Exclusion.valueOf(why.get().substring(0, why.get().indexOf(':')));
       excluded.computeIfAbsent(e, k -> new ArrayList<>()).add(c.name());
       example.putIfAbsent(e, why.get().substring(why.get().indexOf(':') + 1));
-      if (e == Exclusion.INSUFFICIENT_MEMORY) {
-        largestMemory = Math.max(largestMemory, c.allocatableMemoryBytes());
+      if (e == Exclusion.INSUFFICIENT_MEMORY
+          && (mostFree == null || request.freeMemoryBytes(c) > request.freeMemoryBytes(mostFree))) {
+        mostFree = c;
       }
     }
     excluded.values().forEach(l -> l.sort(Comparator.naturalOrder()));
@@ -246,7 +265,7 @@ public final class NodeSelection {
     }
     List<String> causes = new ArrayList<>();
     for (Map.Entry<Exclusion, List<String>> e : excluded.entrySet()) {
-      causes.add(cause(e.getKey(), e.getValue(), example.get(e.getKey()), request, largestMemory));
+      causes.add(cause(e.getKey(), e.getValue(), example.get(e.getKey()), request, mostFree));
     }
     String message =
         eligible.size()
@@ -302,6 +321,7 @@ public final class NodeSelection {
     List<Candidate> ranked = new ArrayList<>(eligible);
     ranked.sort(
         Comparator.comparing((Candidate c) -> !request.nodesWithPods().contains(c.name()))
+            .thenComparingInt(c -> readyRank(request, c))
             .thenComparing(c -> preferRdma && !c.rdmaCapable())
             .thenComparing(Comparator.comparingLong(request::freeMemoryBytes).reversed())
             .thenComparing(Candidate::name));
@@ -330,6 +350,12 @@ public final class NodeSelection {
     return List.copyOf(chosen);
   }
 
+  /** Position among the nodes with a Ready copy (longest Ready first); after them the others. */
+  private static int readyRank(Request request, Candidate c) {
+    int i = request.nodesWithReadyCopies().indexOf(c.name());
+    return i < 0 ? Integer.MAX_VALUE : i;
+  }
+
   /** Whether {@code a} goes before {@code b}; {@code rest} is already in rank order. */
   private static boolean before(
       Candidate a, Candidate b, Map<String, Integer> perZone, boolean preferRdma) {
@@ -342,7 +368,7 @@ public final class NodeSelection {
   }
 
   private static String cause(
-      Exclusion e, List<String> names, String example, Request request, long largestMemory) {
+      Exclusion e, List<String> names, String example, Request request, Candidate mostFree) {
     int k = names.size();
     String text =
         switch (e) {
@@ -366,8 +392,8 @@ public final class NodeSelection {
                   + "; spec.placement.rdma is Required)";
           case INSUFFICIENT_MEMORY ->
               k
-                  + " with too little allocatable memory (largest "
-                  + ByteSize.exact(largestMemory)
+                  + " with too little free memory (most free: "
+                  + freeText(mostFree, request)
                   + " < "
                   + ByteSize.exact(request.memoryPerNodeBytes())
                   + " needed per node"
@@ -378,6 +404,43 @@ public final class NodeSelection {
         names.stream().limit(NAMES_IN_MESSAGE).collect(Collectors.joining(", "))
             + (k > NAMES_IN_MESSAGE ? ", ..." : "");
     return text + " [" + list + "]";
+  }
+
+  /** Most artifacts named as holders of one node's memory. */
+  private static final int HOLDERS_IN_MESSAGE = 5;
+
+  /**
+   * "node N 200.0 MiB free = 1.0 GiB allocatable - 824.0 MiB requested by ns/a (412.0 MiB), ns/b
+   * (412.0 MiB)", the largest holders first.
+   */
+  private static String freeText(Candidate c, Request request) {
+    long committed = request.committedBytes(c.name());
+    String free = "node " + c.name() + " " + ByteSize.exact(request.freeMemoryBytes(c)) + " free";
+    if (committed == 0) {
+      return free + " (allocatable; no other Tensorcast pod requests memory there)";
+    }
+    List<Map.Entry<String, Long>> holders =
+        request.committedMemory().getOrDefault(c.name(), Map.of()).entrySet().stream()
+            .sorted(
+                Map.Entry.<String, Long>comparingByValue()
+                    .reversed()
+                    .thenComparing(Map.Entry.comparingByKey()))
+            .toList();
+    String named =
+        holders.stream()
+                .limit(HOLDERS_IN_MESSAGE)
+                .map(h -> h.getKey() + " (" + ByteSize.exact(h.getValue()) + ")")
+                .collect(Collectors.joining(", "))
+            + (holders.size() > HOLDERS_IN_MESSAGE
+                ? " and " + (holders.size() - HOLDERS_IN_MESSAGE) + " more"
+                : "");
+    return free
+        + " = "
+        + ByteSize.exact(c.allocatableMemoryBytes())
+        + " allocatable - "
+        + ByteSize.exact(committed)
+        + " requested by the data-plane pods of "
+        + named;
   }
 
   /** Kubernetes toleration matching (core/v1 {@code Toleration.ToleratesTaint}). */

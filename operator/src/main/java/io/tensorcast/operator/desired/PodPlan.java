@@ -20,9 +20,10 @@ import java.util.Set;
  *   <li>An existing pod <em>matches</em> a desired one when it targets the same node ({@link
  *       DataPlanePod#ANNOTATION_NODE}), is of the same generation ({@link
  *       DataPlanePod#LABEL_GENERATION}) and spec digest ({@link
- *       DataPlanePod#ANNOTATION_SPEC_HASH}), asks for at least the desired memory, is not being
- *       deleted and has not ended (phase {@code Failed} or {@code Succeeded}). A matching pod is
- *       kept: it is never rewritten.
+ *       DataPlanePod#ANNOTATION_SPEC_HASH}), asks for exactly the desired memory (a resolving pod
+ *       of overhead only is replaced once the size is known, and no pod keeps more than size plus
+ *       overhead), is not being deleted and has not ended (phase {@code Failed} or {@code
+ *       Succeeded}). A matching pod is kept: it is never rewritten.
  *   <li>Every other pod is deleted: older generations, changed specs, pods too small for the
  *       resolved size, pods on nodes no longer chosen, duplicates.
  *   <li>At most one pod of an artifact per node at any time: a desired pod is created only once
@@ -133,7 +134,7 @@ public record PodPlan(
         && !ended(existing)
         && Objects.equals(label(existing), label(desired))
         && Objects.equals(hash(existing), hash(desired))
-        && memoryRequest(existing) >= memoryRequest(desired);
+        && memoryRequest(existing) == memoryRequest(desired);
   }
 
   private static String label(Pod p) {

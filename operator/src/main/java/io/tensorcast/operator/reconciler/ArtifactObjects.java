@@ -70,6 +70,20 @@ final class ArtifactObjects {
     Secret secret = ArtifactSecret.desired(artifact, keys);
     NetworkPolicy policy =
         config.networkPolicy() ? ArtifactNetworkPolicy.desired(artifact, config) : null;
+    return ensure(client, artifact, secret, policy, force);
+  }
+
+  /**
+   * As {@link #ensure(KubernetesClient, ModelArtifact, ArtifactKeys, boolean)} for the Secret and
+   * NetworkPolicy (null: none) of any owner (a TensorShardSet's), both owned by {@code owner}.
+   */
+  Optional<String> ensure(
+      KubernetesClient client,
+      HasMetadata owner,
+      Secret secret,
+      NetworkPolicy policy,
+      boolean force) {
+    HasMetadata artifact = owner;
     String id = artifact.getMetadata().getNamespace() + "/" + artifact.getMetadata().getName();
     String digest =
         digest(Serialization.asJson(secret) + (policy == null ? "" : Serialization.asJson(policy)));
@@ -78,9 +92,10 @@ final class ArtifactObjects {
       return Optional.empty();
     }
     String uid = artifact.getMetadata().getUid();
-    Optional<String> conflict = apply(client, secret, uid, known, "data", secret.getData());
+    String kind = artifact.getKind();
+    Optional<String> conflict = apply(client, secret, kind, uid, known, "data", secret.getData());
     if (conflict.isEmpty() && policy != null) {
-      conflict = apply(client, policy, uid, known, "spec", policy.getSpec());
+      conflict = apply(client, policy, kind, uid, known, "spec", policy.getSpec());
     }
     if (conflict.isPresent()) {
       applied.remove(id);
@@ -98,6 +113,7 @@ final class ArtifactObjects {
   private Optional<String> apply(
       KubernetesClient client,
       HasMetadata desired,
+      String ownerKind,
       String ownerUid,
       boolean knownCurrent,
       String field,
@@ -146,16 +162,19 @@ final class ArtifactObjects {
       }
       if (e.getCode() == 422 || e.getCode() == 409 || e.getCode() == 500) {
         log.warn(
-            "{} exists and is not owned by ModelArtifact uid {}: the guarded patch was refused"
-                + " (HTTP {})",
+            "{} exists and is not owned by {} uid {}: the guarded patch was refused (HTTP {})",
             what,
+            ownerKind,
             ownerUid,
             e.getCode());
         return Optional.of(
             what
-                + " exists and is not this ModelArtifact's (its first owner reference is not uid "
+                + " exists and is not this "
+                + ownerKind
+                + "'s (its first owner reference is not uid "
                 + ownerUid
-                + "); the operator keeps the artifact's "
+                + "); the operator keeps the "
+                + ("ModelArtifact".equals(ownerKind) ? "artifact's " : "set's ")
                 + (desired instanceof Secret ? "peer secret and tokens" : "network isolation")
                 + " under that name: delete or rename that "
                 + desired.getKind());

@@ -34,6 +34,7 @@ import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.consumers.Consumer;
 import io.tensorcast.operator.consumers.ConsumerHold;
 import io.tensorcast.operator.consumers.Consumers;
+import io.tensorcast.operator.desired.CopyGeneration;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
@@ -257,7 +258,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     if (WrittenArtifacts.isWritten(artifact.getSpec())) {
       return reconcileWritten(artifact, context, pods);
     }
-    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(masterKey, artifact, CopyGeneration.of(artifact).generation());
     Map<String, DataPlaneStatus> reports =
         dataPlane.poll(currentPods(artifact, pods), keys.adminToken());
     Optional<Resolution> resolution = StatusAggregator.resolution(artifact, pods, reports);
@@ -312,7 +314,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     ConsumerStatus.apply(
         status,
         previousConditions(artifact),
-        DataPlanePod.generation(artifact),
+        CopyGeneration.metadataGeneration(artifact),
         consumers,
         hold.held(),
         false,
@@ -343,7 +345,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ModelArtifact artifact, Context<ModelArtifact> context, List<Pod> pods) {
     KubernetesClient client = context.getClient();
     ModelArtifactSpec spec = artifact.getSpec();
-    ArtifactKeys keys = ArtifactKeys.derive(masterKey, artifact);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(masterKey, artifact, CopyGeneration.of(artifact).generation());
     Map<String, String> selector = spec.getSource().getWriters().getPodSelector();
     Set<String> writerNodes =
         WrittenArtifacts.writerNodes(
@@ -381,7 +384,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                           .filter(p -> !PodPlan.terminating(p))
                           .map(PodPlan::node)
                           .collect(Collectors.toSet()),
-                      committedByOthers(artifact)))
+                      committedByOthers(artifact),
+                      List.of()))
               .chosen();
     }
     List<String> writerPodNames =
@@ -502,7 +506,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       ConsumerStatus.apply(
           status,
           previousConditions(artifact),
-          DataPlanePod.generation(artifact),
+          CopyGeneration.metadataGeneration(artifact),
           consumers,
           Map.of(),
           true,
@@ -620,11 +624,44 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 .filter(p -> !PodPlan.terminating(p))
                 .map(PodPlan::node)
                 .collect(Collectors.toSet()),
-            committedByOthers(artifact)));
+            committedByOthers(artifact),
+            readyLongest(artifact)));
   }
 
-  /** Memory requested per node by the data-plane pods of every other artifact. */
-  private Map<String, Long> committedByOthers(ModelArtifact artifact) {
+  /**
+   * Nodes whose copy of the current copy generation was Ready at the last status, longest Ready
+   * first (by the data plane's ready time, then node name).
+   */
+  private static List<String> readyLongest(ModelArtifact artifact) {
+    ModelArtifactStatus s = artifact.getStatus();
+    if (s == null || s.getNodes() == null || s.getReadyNodes() == null) {
+      return List.of();
+    }
+    Set<String> ready = Set.copyOf(s.getReadyNodes());
+    return s.getNodes().stream()
+        .filter(e -> e.getPhase() == ArtifactPhase.Ready && ready.contains(e.getNode()))
+        .sorted(
+            java.util.Comparator.comparing(
+                    (io.tensorcast.api.v1alpha1.ArtifactNodeStatus e) -> instant(e.getReadyTime()))
+                .thenComparing(io.tensorcast.api.v1alpha1.ArtifactNodeStatus::getNode))
+        .map(io.tensorcast.api.v1alpha1.ArtifactNodeStatus::getNode)
+        .distinct()
+        .toList();
+  }
+
+  private static java.time.Instant instant(String time) {
+    try {
+      return time == null ? java.time.Instant.MAX : java.time.Instant.parse(time);
+    } catch (java.time.format.DateTimeParseException e) {
+      return java.time.Instant.MAX;
+    }
+  }
+
+  /**
+   * Memory requested per node by the data-plane pods of every other artifact, by artifact ({@code
+   * namespace/name}).
+   */
+  private Map<String, Map<String, Long>> committedByOthers(ModelArtifact artifact) {
     if (allPods == null) {
       return Map.of();
     }
@@ -639,7 +676,14 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                     && !PodPlan.node(p).isEmpty()
                     && !PodPlan.terminating(p))
         .collect(
-            Collectors.groupingBy(PodPlan::node, Collectors.summingLong(PodPlan::memoryRequest)));
+            Collectors.groupingBy(
+                PodPlan::node,
+                Collectors.groupingBy(
+                    p ->
+                        p.getMetadata().getNamespace()
+                            + "/"
+                            + p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT),
+                    Collectors.summingLong(PodPlan::memoryRequest))));
   }
 
   /** One pod on the first chosen node while the size is unknown; one per chosen node after. */
@@ -677,7 +721,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     ConsumerStatus.apply(
         status,
         previousConditions(artifact),
-        DataPlanePod.generation(artifact),
+        CopyGeneration.metadataGeneration(artifact),
         consumers,
         hold.held(),
         false,

@@ -6,13 +6,16 @@ import static io.tensorcast.api.v1alpha1.Conditions.LOADED;
 import static io.tensorcast.api.v1alpha1.Conditions.READY;
 import static io.tensorcast.api.v1alpha1.Conditions.RESOLVED;
 import static io.tensorcast.api.v1alpha1.Conditions.SCHEDULED;
+import static io.tensorcast.api.v1alpha1.Conditions.STALLED;
 import static io.tensorcast.api.v1alpha1.Conditions.TRUE;
 
 import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.tensorcast.api.Reason;
+import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ArtifactVerification;
@@ -20,6 +23,7 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.operator.desired.ByteSize;
+import io.tensorcast.operator.desired.CopyGeneration;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
@@ -117,9 +121,12 @@ public final class StatusAggregator {
       ModelArtifact artifact, Collection<Pod> pods, Map<String, DataPlaneStatus> reports) {
     long generation = DataPlanePod.generation(artifact);
     ModelArtifactStatus old = artifact.getStatus();
+    Condition resolved = old == null ? null : ConditionSet.find(old.getConditions(), RESOLVED);
     if (old != null
         && old.getTotalBytes() != null
-        && ConditionSet.is(old.getConditions(), RESOLVED, TRUE, generation)) {
+        && resolved != null
+        && TRUE.equals(resolved.getStatus())
+        && CopyGeneration.recorded(old).orElse(-1) == generation) {
       return Optional.of(
           new Resolution(
               old.getTotalBytes(),
@@ -181,8 +188,7 @@ public final class StatusAggregator {
     long generation = DataPlanePod.generation(artifact);
     if (old == null
         || old.getPhase() != ArtifactPhase.Failed
-        || old.getObservedGeneration() == null
-        || old.getObservedGeneration() != generation) {
+        || CopyGeneration.recorded(old).orElse(-1) != generation) {
       return Optional.empty();
     }
     Condition ready = ConditionSet.find(old.getConditions(), READY);
@@ -200,15 +206,19 @@ public final class StatusAggregator {
   /** The status for {@code in}. */
   public static ModelArtifactStatus aggregate(Input in) {
     ModelArtifact artifact = in.artifact();
-    long generation = DataPlanePod.generation(artifact);
+    CopyGeneration copy = CopyGeneration.of(artifact);
+    long observed = CopyGeneration.metadataGeneration(artifact);
     int replicas = replicas(artifact);
     ModelArtifactStatus old = artifact.getStatus();
     List<Condition> oldConditions = old == null ? List.of() : old.getConditions();
     Optional<Resolution> res = in.resolution();
-    List<Pod> current = currentPods(in.pods(), generation);
+    List<Pod> current = currentPods(in.pods(), copy.generation());
 
     ModelArtifactStatus s = new ModelArtifactStatus();
-    s.setObservedGeneration(generation);
+    s.setObservedGeneration(observed);
+    s.setCopyGeneration(copy.generation());
+    s.setSpecDigest(copy.specDigest());
+    s.setSelector(selector(artifact));
     s.setReplicas(replicas);
     res.ifPresent(
         r -> {
@@ -222,10 +232,11 @@ public final class StatusAggregator {
     List<ArtifactNodeStatus> entries = new ArrayList<>();
     int ready = 0;
     long loaded = 0;
-    Optional<String> credentialsProblem = Optional.empty();
+    Optional<PodTrouble> trouble = Optional.empty();
     if (in.failure().isEmpty()) {
       for (Pod p : current) {
-        ArtifactNodeStatus e = entry(p, report(p, in.reports()), previous(old, p), res);
+        Optional<PodTrouble> t = trouble(p, in.selection());
+        ArtifactNodeStatus e = entry(p, report(p, in.reports()), previous(old, p), res, t);
         entries.add(e);
         boolean upToDate = in.upToDate().contains(p.getMetadata().getName());
         if (upToDate && e.getPhase() == ArtifactPhase.Ready) {
@@ -234,8 +245,11 @@ public final class StatusAggregator {
         if (upToDate && res.isPresent() && e.getBytesLoaded() != null) {
           loaded += Math.min(e.getBytesLoaded(), res.get().totalBytes());
         }
-        if (credentialsProblem.isEmpty()) {
-          credentialsProblem = configError(p);
+        // The first trouble of a pod not serving; one that stalls before one that heals itself.
+        if (t.isPresent()
+            && !(upToDate && e.getPhase() == ArtifactPhase.Ready)
+            && (trouble.isEmpty() || (t.get().stalls() && !trouble.get().stalls()))) {
+          trouble = t;
         }
       }
     }
@@ -261,7 +275,7 @@ public final class StatusAggregator {
             .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
-    s.setVerification(verification(current, in.reports(), in.upToDate(), old, generation));
+    s.setVerification(verification(current, in.reports(), in.upToDate(), old, copy.generation()));
     if (res.isPresent() && res.get().totalBytes() > 0) {
       long whole = (long) replicas * res.get().totalBytes();
       long pct = Math.min(100, (long) Math.floor(100.0 * Math.min(loaded, whole) / whole));
@@ -271,7 +285,7 @@ public final class StatusAggregator {
       s.setProgress(pct + "%");
     }
 
-    ConditionSet c = new ConditionSet(oldConditions, generation, in.now());
+    ConditionSet c = new ConditionSet(oldConditions, observed, in.now());
     if (in.failure().isPresent()) {
       Failure f = in.failure().get();
       s.setPhase(ArtifactPhase.Failed);
@@ -284,6 +298,7 @@ public final class StatusAggregator {
       c.set(LOADED, FALSE, f.reason(), f.message());
       c.set(READY, FALSE, f.reason(), f.message());
       c.set(DEGRADED, FALSE, f.reason(), "the artifact failed; see the Ready condition");
+      c.set(STALLED, TRUE, f.reason(), f.message());
       s.setConditions(c.build());
       return s;
     }
@@ -313,6 +328,8 @@ public final class StatusAggregator {
           FALSE,
           r.reason(),
           "pod " + name(p) + " on node " + PodPlan.node(p) + ": " + retryText(r));
+    } else if (trouble.isPresent()) {
+      c.set(RESOLVED, FALSE, trouble.get().reason(), trouble.get().message());
     } else {
       Optional<Pod> resolver = current.stream().findFirst();
       c.set(
@@ -386,9 +403,8 @@ public final class StatusAggregator {
                   + replicas
                   + " replica(s))"
               : "waiting for the source to be resolved");
-      if (credentialsProblem.isPresent()) {
-        c.set(
-            READY, FALSE, Reason.CredentialsNotFound, readyText + "; " + credentialsProblem.get());
+      if (trouble.isPresent()) {
+        c.set(READY, FALSE, trouble.get().reason(), readyText + "; " + trouble.get().message());
       } else if (retrying.isPresent()) {
         Pod p = retrying.get();
         DataPlaneStatus r = report(p, in.reports());
@@ -406,8 +422,8 @@ public final class StatusAggregator {
 
     // Degraded: lost a replica after this generation was Ready, until Ready again.
     boolean wasReady =
-        ConditionSet.is(oldConditions, READY, TRUE, generation)
-            || ConditionSet.is(oldConditions, DEGRADED, TRUE, generation);
+        ConditionSet.is(oldConditions, READY, TRUE, observed)
+            || ConditionSet.is(oldConditions, DEGRADED, TRUE, observed);
     if (!allReady && wasReady) {
       c.set(
           DEGRADED,
@@ -417,12 +433,29 @@ public final class StatusAggregator {
     } else {
       c.set(DEGRADED, FALSE, Reason.Healthy, "no replica lost");
     }
+
+    // Stalled: no progress towards Ready without a change (kstatus reads True as Failed).
+    if (!allReady && sel != null && !sel.satisfied()) {
+      c.set(STALLED, TRUE, sel.reason(), readyText + "; " + sel.message());
+    } else if (!allReady && trouble.isPresent() && trouble.get().stalls()) {
+      c.set(STALLED, TRUE, trouble.get().reason(), readyText + "; " + trouble.get().message());
+    } else {
+      c.set(
+          STALLED,
+          FALSE,
+          allReady ? Reason.AllReplicasReady : Reason.Progressing,
+          allReady ? readyText : readyText + "; making progress");
+    }
     s.setConditions(c.build());
     return s;
   }
 
   private static ArtifactNodeStatus entry(
-      Pod p, DataPlaneStatus r, ArtifactNodeStatus prev, Optional<Resolution> res) {
+      Pod p,
+      DataPlaneStatus r,
+      ArtifactNodeStatus prev,
+      Optional<Resolution> res,
+      Optional<PodTrouble> trouble) {
     ArtifactNodeStatus e = new ArtifactNodeStatus();
     e.setNode(PodPlan.node(p));
     e.setPod(name(p));
@@ -450,7 +483,7 @@ public final class StatusAggregator {
                 + " differs from the artifact's "
                 + res.get().revision());
       }
-    } else if (prev != null && running && !PodPlan.terminating(p)) {
+    } else if (prev != null && running && !PodPlan.terminating(p) && trouble.isEmpty()) {
       e.setPhase(prev.getPhase());
       e.setBytesLoaded(prev.getBytesLoaded());
       e.setBytesFromSource(prev.getBytesFromSource());
@@ -460,7 +493,7 @@ public final class StatusAggregator {
     } else {
       e.setPhase(ArtifactPhase.Pending);
       e.setBytesLoaded(0L);
-      e.setMessage(podProblem(p).orElse(null));
+      e.setMessage(trouble.map(PodTrouble::message).orElse(null));
     }
     return e;
   }
@@ -482,39 +515,156 @@ public final class StatusAggregator {
     return r.message() == null ? r.reason() : DataPlaneStatus.withoutRetryCountdown(r.message());
   }
 
-  private static Optional<String> podProblem(Pod p) {
-    Optional<String> config = configError(p);
-    if (config.isPresent()) {
-      return config;
+  /**
+   * What keeps a pod from running its data plane, as Kubernetes reports it.
+   *
+   * @param reason CamelCase: the kubelet's or scheduler's own reason ({@code CrashLoopBackOff},
+   *     {@code ImagePullBackOff}, {@code OOMKilled}, {@code Evicted}, {@code Unschedulable}, ...),
+   *     {@link Reason#CredentialsNotFound} for a missing Secret or key, {@link Reason#NodeNotReady}
+   *     for a node that stopped reporting (a string, since the kubelet's own reasons pass through
+   *     as it names them)
+   * @param message names pod, node and container, with the pod's own message and, after a crash,
+   *     the last termination (reason, exit code, message)
+   * @param stalls whether it lasts until something changes (a crash loop, an OOM kill, an image
+   *     that cannot be pulled, a missing Secret), so {@code Stalled} is set; an unschedulable pod,
+   *     an eviction or a lost node do not stall (the scheduler retries, the pod is replaced)
+   */
+  public record PodTrouble(String reason, String message, boolean stalls) {}
+
+  /** Waiting reasons of a container that cannot get its image. */
+  private static final Set<String> IMAGE_REASONS =
+      Set.of(
+          "ErrImagePull",
+          "ImagePullBackOff",
+          "InvalidImageName",
+          "ErrImageNeverPull",
+          "RegistryUnavailable",
+          "ImageInspectError");
+
+  /**
+   * The trouble of {@code p}, if any, checked in this order: evicted or failed pod; its node not
+   * Ready (by {@code selection}'s exclusions); a container waiting with a reason other than {@code
+   * ContainerCreating} (with its last termination after a crash); a container not ready whose last
+   * termination was {@code OOMKilled}; the pod not schedulable.
+   */
+  public static Optional<PodTrouble> trouble(Pod p, NodeSelection.Result selection) {
+    String where = "pod " + name(p) + " on node " + PodPlan.node(p);
+    io.fabric8.kubernetes.api.model.PodStatus st = p.getStatus();
+    if (st == null) {
+      return Optional.empty();
+    }
+    if (st.getReason() != null && "Failed".equals(st.getPhase())) {
+      return Optional.of(
+          new PodTrouble(
+              st.getReason(),
+              where
+                  + " "
+                  + ("Evicted".equals(st.getReason()) ? "was evicted" : "failed")
+                  + ": "
+                  + Objects.requireNonNullElse(st.getMessage(), st.getReason())
+                  + "; it is replaced",
+              false));
+    }
+    if (selection != null
+        && selection
+            .excluded()
+            .getOrDefault(NodeSelection.Exclusion.NOT_READY, List.of())
+            .contains(PodPlan.node(p))) {
+      return Optional.of(
+          new PodTrouble(
+              Reason.NodeNotReady.name(),
+              where
+                  + ": the node is not Ready (its kubelet stopped reporting); the copy there"
+                  + " cannot be reached and is placed on another node",
+              false));
+    }
+    if (st.getContainerStatuses() != null) {
+      for (ContainerStatus cs : st.getContainerStatuses()) {
+        String container = "container " + cs.getName();
+        ContainerStateTerminated last =
+            cs.getLastState() == null ? null : cs.getLastState().getTerminated();
+        if (cs.getState() != null && cs.getState().getWaiting() != null) {
+          String why = cs.getState().getWaiting().getReason();
+          String msg = cs.getState().getWaiting().getMessage();
+          if (why == null || "ContainerCreating".equals(why) || "PodInitializing".equals(why)) {
+            continue;
+          }
+          if ("CreateContainerConfigError".equals(why)) {
+            return Optional.of(
+                new PodTrouble(
+                    Reason.CredentialsNotFound.name(),
+                    "pod " + name(p) + ": " + Objects.requireNonNullElse(msg, why),
+                    true));
+          }
+          if ("CrashLoopBackOff".equals(why) && last != null && oomKilled(last)) {
+            return Optional.of(oom(p, where, container, cs));
+          }
+          String text = where + ": " + container + " " + why + (msg == null ? "" : ": " + msg);
+          if (last != null) {
+            text += "; " + lastTermination(cs);
+          }
+          boolean stalls =
+              "CrashLoopBackOff".equals(why)
+                  || IMAGE_REASONS.contains(why)
+                  || "CreateContainerError".equals(why);
+          return Optional.of(new PodTrouble(why, text, stalls));
+        }
+        if (!Boolean.TRUE.equals(cs.getReady()) && last != null && oomKilled(last)) {
+          return Optional.of(oom(p, where, container, cs));
+        }
+      }
     }
     PodCondition scheduled = podCondition(p, "PodScheduled");
     if (scheduled != null && FALSE.equals(scheduled.getStatus())) {
+      String why = Objects.requireNonNullElse(scheduled.getReason(), "Unschedulable");
       return Optional.of(
-          "not scheduled: "
-              + Objects.requireNonNullElse(scheduled.getMessage(), scheduled.getReason()));
+          new PodTrouble(
+              why,
+              "pod "
+                  + name(p)
+                  + " not scheduled: "
+                  + Objects.requireNonNullElse(scheduled.getMessage(), why),
+              false));
     }
     return Optional.empty();
   }
 
-  /** A container waiting because its configuration (a Secret, a key) cannot be found. */
-  private static Optional<String> configError(Pod p) {
-    if (p.getStatus() == null || p.getStatus().getContainerStatuses() == null) {
-      return Optional.empty();
-    }
-    for (ContainerStatus cs : p.getStatus().getContainerStatuses()) {
-      if (cs.getState() != null
-          && cs.getState().getWaiting() != null
-          && "CreateContainerConfigError".equals(cs.getState().getWaiting().getReason())) {
-        return Optional.of(
-            "pod "
-                + name(p)
-                + ": "
-                + Objects.requireNonNullElse(
-                    cs.getState().getWaiting().getMessage(), "CreateContainerConfigError"));
-      }
-    }
-    return Optional.empty();
+  private static boolean oomKilled(ContainerStateTerminated t) {
+    return "OOMKilled".equals(t.getReason());
   }
+
+  private static PodTrouble oom(Pod p, String where, String container, ContainerStatus cs) {
+    long limit = PodPlan.memoryRequest(p);
+    return new PodTrouble(
+        "OOMKilled",
+        where
+            + ": "
+            + container
+            + " was killed for exceeding its memory limit"
+            + (limit > 0 ? " of " + ByteSize.human(limit) : "")
+            + " (restarts: "
+            + cs.getRestartCount()
+            + "); "
+            + lastTermination(cs),
+        true);
+  }
+
+  /** "last termination: Error, exit code 1: message" of a container that ended before. */
+  private static String lastTermination(ContainerStatus cs) {
+    ContainerStateTerminated t = cs.getLastState().getTerminated();
+    String m = t.getMessage() == null ? "" : t.getMessage().strip();
+    if (m.length() > MAX_TERMINATION_MESSAGE) {
+      m = m.substring(m.length() - MAX_TERMINATION_MESSAGE);
+    }
+    return "last termination: "
+        + Objects.requireNonNullElse(t.getReason(), "Terminated")
+        + ", exit code "
+        + t.getExitCode()
+        + (m.isEmpty() ? "" : ": " + m);
+  }
+
+  /** Characters of a termination message kept (its end, where the cause is). */
+  static final int MAX_TERMINATION_MESSAGE = 512;
 
   private static String pendingDetail(List<Pod> pods) {
     for (Pod p : pods) {
@@ -548,7 +698,7 @@ public final class StatusAggregator {
    * generation that reports Ready with per-file verification; while none does this round, what the
    * status held for this generation (a pod not reachable for one round does not clear it). Files
    * verified by reader piece hashes only are listed, sorted, at most {@value
-   * ArtifactVerification#MAX_FILES_LISTED}.
+   * ArtifactVerification#MAX_FILES_LISTED}. {@code generation} is the copy generation.
    */
   static ArtifactVerification verification(
       List<Pod> current,
@@ -580,9 +730,7 @@ public final class StatusAggregator {
               weaker.subList(0, Math.min(weaker.size(), ArtifactVerification.MAX_FILES_LISTED))));
       return v;
     }
-    return old != null
-            && old.getObservedGeneration() != null
-            && old.getObservedGeneration() == generation
+    return old != null && CopyGeneration.recorded(old).orElse(-1) == generation
         ? old.getVerification()
         : null;
   }
@@ -638,6 +786,20 @@ public final class StatusAggregator {
     Map<String, String> a = p.getMetadata().getAnnotations();
     String id = a == null ? null : a.get(DataPlanePod.ANNOTATION_ARTIFACT_ID);
     return id == null || r.artifactId() == null || id.equals(r.artifactId()) ? r : null;
+  }
+
+  /**
+   * Label selector of the artifact's data-plane pods ({@code status.selector}, the scale
+   * subresource's): the data-plane name label and {@link TensorcastConstants#LABEL_ARTIFACT}.
+   */
+  public static String selector(ModelArtifact a) {
+    return TensorcastConstants.LABEL_NAME
+        + "="
+        + TensorcastConstants.LABEL_NAME_DATAPLANE
+        + ","
+        + TensorcastConstants.LABEL_ARTIFACT
+        + "="
+        + a.getMetadata().getName();
   }
 
   private static int replicas(ModelArtifact a) {

@@ -1,7 +1,7 @@
 package io.tensorcast.operator.trust;
 
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.tensorcast.api.TensorcastConstants;
-import io.tensorcast.api.v1alpha1.ModelArtifact;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -13,8 +13,11 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@code peer-secret} = base64(HMAC(master, "tensorcast/v1 peer-secret\n" + uid + "\n" +
- *       generation)): 32 bytes as 44 characters of base64. New with every generation, so a pod of
- *       an earlier generation, once gone, learns no later secret.
+ *       generation)): 32 bytes as 44 characters of base64, where generation is the artifact's copy
+ *       generation (a ModelArtifact's {@code CopyGeneration}, a TensorShardSet's metadata
+ *       generation). New with every generation that changes the copy's content, so a pod of an
+ *       earlier generation, once gone, learns no later secret; a change of replicas alone keeps it,
+ *       so new pods join the swarm of the copies that stay.
  *   <li>{@code read-token} = base64url(HMAC(master, "tensorcast/v1 read-token\n" + uid)), 43
  *       characters; {@code admin-token} and {@code write-token} (the put API of a written artifact,
  *       for its writer pods) likewise with "admin-token" and "write-token". Fixed for the life of
@@ -44,23 +47,23 @@ public record ArtifactKeys(
   }
 
   /**
-   * The values for {@code artifact}.
+   * The values for {@code artifact}: a ModelArtifact, or a TensorShardSet (whose uid differs from
+   * every ModelArtifact's, so its values are its own).
    *
    * @throws IllegalArgumentException when the artifact has no uid (it was not read from the API
    *     server)
    */
-  public static ArtifactKeys derive(MasterKey key, ModelArtifact artifact) {
+  public static ArtifactKeys derive(MasterKey key, HasMetadata artifact, long generation) {
     String uid = artifact.getMetadata().getUid();
     if (uid == null || uid.isEmpty()) {
       throw new IllegalArgumentException(
-          "ModelArtifact "
+          artifact.getKind()
+              + " "
               + artifact.getMetadata().getNamespace()
               + "/"
               + artifact.getMetadata().getName()
               + " has no uid");
     }
-    Long g = artifact.getMetadata().getGeneration();
-    long generation = g == null ? 1 : g;
     return new ArtifactKeys(
         Base64.getEncoder()
             .encodeToString(key.hmac("tensorcast/v1 peer-secret\n" + uid + "\n" + generation)),

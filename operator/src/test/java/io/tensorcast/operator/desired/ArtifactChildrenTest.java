@@ -33,7 +33,11 @@ class ArtifactChildrenTest {
   @Test
   void theSecretHoldsTheThreeValuesIsOwnedAndLabelled() {
     ModelArtifact a = artifact("team-a", "llama", 3, "s3://b/m/");
-    ArtifactKeys keys = ArtifactKeys.derive(MasterKey.random(), a);
+    ArtifactKeys keys =
+        ArtifactKeys.derive(
+            MasterKey.random(),
+            a,
+            io.tensorcast.operator.desired.CopyGeneration.of(a).generation());
 
     Secret s = ArtifactSecret.desired(a, keys);
 

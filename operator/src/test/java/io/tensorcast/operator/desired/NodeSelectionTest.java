@@ -63,7 +63,8 @@ class NodeSelectionTest {
             300 * MI,
             "artifact 44.0 MiB + overhead 256.0 MiB",
             Set.of(),
-            Map.of("a", GI));
+            Map.of("a", Map.of("ns/other", GI)),
+            List.of());
 
     NodeSelection.Result r = NodeSelection.select(twins, req);
 
@@ -81,12 +82,65 @@ class NodeSelectionTest {
             300 * MI,
             "artifact 44.0 MiB + overhead 256.0 MiB",
             Set.of(),
-            Map.of("full", 900 * MI));
+            Map.of("full", Map.of("ns/big", 600 * MI, "ns/small", 300 * MI)),
+            List.of());
 
     NodeSelection.Result r = NodeSelection.select(List.of(node("full").memory("1Gi").build()), req);
 
     assertThat(r.chosen()).isEmpty();
     assertThat(r.excluded()).containsOnlyKeys(Exclusion.INSUFFICIENT_MEMORY);
+    // Free memory, not allocatable, against the need, and who holds the rest (largest first).
+    assertThat(r.message())
+        .isEqualTo(
+            "0 of 1 nodes are eligible for 1 replica: 1 with too little free memory (most free:"
+                + " node full "
+                + ByteSize.exact(124 * MI)
+                + " free = "
+                + ByteSize.exact(GI)
+                + " allocatable - "
+                + ByteSize.exact(900 * MI)
+                + " requested by the data-plane pods of ns/big ("
+                + ByteSize.exact(600 * MI)
+                + "), ns/small ("
+                + ByteSize.exact(300 * MI)
+                + ") < "
+                + ByteSize.exact(300 * MI)
+                + " needed per node = artifact 44.0 MiB + overhead 256.0 MiB) [full]");
+  }
+
+  /**
+   * Scaling down keeps Ready copies before ones still loading, and among Ready copies the ones
+   * Ready longest.
+   */
+  @Test
+  void scalingDownKeepsTheCopiesReadyLongest() {
+    List<Node> nodes =
+        List.of(node("a").build(), node("b").build(), node("c").build(), node("d").build());
+    Request one =
+        new Request(
+            1,
+            RdmaPolicy.Disabled,
+            Map.of(),
+            List.of(),
+            0,
+            "",
+            Set.of("a", "b", "c"),
+            Map.of(),
+            List.of("c", "b"));
+    Request two =
+        new Request(
+            2,
+            RdmaPolicy.Disabled,
+            Map.of(),
+            List.of(),
+            0,
+            "",
+            Set.of("a", "b", "c"),
+            Map.of(),
+            List.of("c", "b"));
+
+    assertThat(NodeSelection.select(nodes, one).chosenNames()).containsExactly("c");
+    assertThat(NodeSelection.select(nodes, two).chosenNames()).containsExactly("c", "b");
   }
 
   @Test
@@ -145,7 +199,8 @@ class NodeSelectionTest {
         Arguments.of(
             node("x").label("pool", "gpu").memory("200Mi").build(),
             Exclusion.INSUFFICIENT_MEMORY,
-            "1 with too little allocatable memory (largest 200.0 MiB (209715200 bytes) < 300.0 MiB"
+            "1 with too little free memory (most free: node x 200.0 MiB (209715200 bytes) free"
+                + " (allocatable; no other Tensorcast pod requests memory there) < 300.0 MiB"
                 + " (314572800 bytes) needed per node = artifact 44.0 MiB + overhead 256.0 MiB)"));
   }
 

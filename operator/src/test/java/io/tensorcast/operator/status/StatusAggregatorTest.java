@@ -39,6 +39,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusAggregatorTest {
   private static final long SIZE = 8 * MI;
@@ -634,7 +635,14 @@ class StatusAggregatorTest {
 
     assertThat(StatusAggregator.recordedFailure(artifact)).contains(bucket);
 
+    // Scaling is not a new spec for the copies: the failure stays.
     artifact.getMetadata().setGeneration(2L);
+    artifact.getSpec().getPlacement().setReplicas(3);
+    assertThat(StatusAggregator.recordedFailure(artifact)).contains(bucket);
+
+    // A new source is.
+    artifact.getMetadata().setGeneration(3L);
+    artifact.getSpec().getSource().setUri("s3://other/model/");
     assertThat(StatusAggregator.recordedFailure(artifact)).isEmpty();
 
     artifact.getMetadata().setGeneration(1L);
@@ -661,9 +669,15 @@ class StatusAggregatorTest {
 
     Optional<Resolution> sameGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
     artifact.getMetadata().setGeneration(2L);
+    artifact.getSpec().getPlacement().setReplicas(5);
+    Optional<Resolution> scaled = StatusAggregator.resolution(artifact, List.of(), Map.of());
+    artifact.getMetadata().setGeneration(3L);
+    artifact.getSpec().getSource().setRevision("v2");
     Optional<Resolution> nextGen = StatusAggregator.resolution(artifact, List.of(), Map.of());
 
-    assertThat(sameGen).contains(new Resolution(SIZE, 3, 9, "listing-sha256:0123456789abcdef"));
+    Resolution expected = new Resolution(SIZE, 3, 9, "listing-sha256:0123456789abcdef");
+    assertThat(sameGen).contains(expected);
+    assertThat(scaled).as("replicas alone keep the copy generation").contains(expected);
     assertThat(nextGen).isEmpty();
   }
 
@@ -688,6 +702,7 @@ class StatusAggregatorTest {
             .endStatus()
             .build();
     artifact.setStatus(new ModelArtifactStatus());
+    artifact.getStatus().setObservedGeneration(1L);
     artifact.getStatus().setTotalBytes(SIZE);
     artifact
         .getStatus()
@@ -710,8 +725,220 @@ class StatusAggregatorTest {
     assertThat(s.getNodes())
         .extracting(ArtifactNodeStatus::getMessage)
         .containsExactly(
-            "not scheduled: 0/3 nodes are available: 3 Insufficient memory.",
+            "pod "
+                + name(pending)
+                + " not scheduled: 0/3 nodes are available: 3 Insufficient memory.",
             "pod " + name(noSecret) + ": secret \"store-creds\" not found");
+    assertCondition(s, "Stalled", "True", "CredentialsNotFound");
+  }
+
+  /** A resolving pod on node a whose container is in {@code state}, with {@code last} before. */
+  private Pod troubled(
+      io.fabric8.kubernetes.api.model.ContainerState state,
+      io.fabric8.kubernetes.api.model.ContainerStateTerminated last,
+      int restarts) {
+    return new io.fabric8.kubernetes.api.model.PodBuilder(
+            pod(artifact, A, OptionalLong.empty(), PodState.RUNNING))
+        .editStatus()
+        .withContainerStatuses(
+            new io.fabric8.kubernetes.api.model.ContainerStatusBuilder()
+                .withName("dataplane")
+                .withReady(false)
+                .withRestartCount(restarts)
+                .withState(state)
+                .withNewLastState()
+                .withTerminated(last)
+                .endLastState()
+                .build())
+        .endStatus()
+        .build();
+  }
+
+  private static io.fabric8.kubernetes.api.model.ContainerState waiting(
+      String reason, String message) {
+    return new io.fabric8.kubernetes.api.model.ContainerStateBuilder()
+        .withNewWaiting()
+        .withReason(reason)
+        .withMessage(message)
+        .endWaiting()
+        .build();
+  }
+
+  private static io.fabric8.kubernetes.api.model.ContainerStateTerminated terminated(
+      String reason, int exitCode, String message) {
+    return new io.fabric8.kubernetes.api.model.ContainerStateTerminatedBuilder()
+        .withReason(reason)
+        .withExitCode(exitCode)
+        .withMessage(message)
+        .build();
+  }
+
+  private ModelArtifactStatus aggregateOne(Pod p, NodeSelection.Result sel) {
+    return StatusAggregator.aggregate(
+        new Input(
+            artifact, List.of(p), Map.of(), Set.of(), Optional.empty(), sel, Optional.empty(), T0));
+  }
+
+  @Test
+  void aCrashLoopingPodIsNotListingTheSourceItsLastTerminationIsNamedAndItStalls() {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p =
+        troubled(
+            waiting("CrashLoopBackOff", "back-off 40s restarting failed container=dataplane"),
+            terminated("Error", 2, "error: --uri: unsupported scheme 'ftp'\n"),
+            3);
+
+    ModelArtifactStatus s = aggregateOne(p, selection());
+
+    String expected =
+        "pod "
+            + name(p)
+            + " on node a: container dataplane CrashLoopBackOff: back-off 40s restarting failed"
+            + " container=dataplane; last termination: Error, exit code 2: error: --uri:"
+            + " unsupported scheme 'ftp'";
+    assertCondition(s, "Resolved", "False", "CrashLoopBackOff");
+    assertThat(condition(s, "Resolved").getMessage()).isEqualTo(expected);
+    assertCondition(s, "Ready", "False", "CrashLoopBackOff");
+    assertThat(condition(s, "Ready").getMessage()).isEqualTo("0/1 replicas ready; " + expected);
+    assertCondition(s, "Stalled", "True", "CrashLoopBackOff");
+    assertThat(s.getNodes()).extracting(ArtifactNodeStatus::getMessage).containsExactly(expected);
+  }
+
+  @Test
+  void anOomKilledPodNamesItsMemoryLimit() {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p =
+        troubled(
+            waiting("CrashLoopBackOff", "back-off 10s"), terminated("OOMKilled", 137, null), 1);
+
+    ModelArtifactStatus s = aggregateOne(p, selection());
+
+    assertCondition(s, "Ready", "False", "OOMKilled");
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "0/1 replicas ready; pod "
+                + name(p)
+                + " on node a: container dataplane was killed for exceeding its memory limit of "
+                + io.tensorcast.operator.desired.ByteSize.human(
+                    io.tensorcast.operator.desired.PodPlan.memoryRequest(p))
+                + " (restarts: 1); last termination: OOMKilled, exit code 137");
+    assertCondition(s, "Stalled", "True", "OOMKilled");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
+  void imagePullErrorsReachTheConditionsWithTheKubeletsReasonAndMessage(String reason) {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p =
+        troubled(
+            waiting(reason, "Back-off pulling image \"registry.invalid/tensorcast:0\""), null, 0);
+
+    ModelArtifactStatus s = aggregateOne(p, selection());
+
+    assertCondition(s, "Ready", "False", reason);
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "0/1 replicas ready; pod "
+                + name(p)
+                + " on node a: container dataplane "
+                + reason
+                + ": Back-off pulling image \"registry.invalid/tensorcast:0\"");
+    assertCondition(s, "Stalled", "True", reason);
+  }
+
+  @Test
+  void anEvictedPodIsNamedAndDoesNotStall() {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p =
+        new io.fabric8.kubernetes.api.model.PodBuilder(
+                pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING))
+            .editStatus()
+            .withPhase("Failed")
+            .withReason("Evicted")
+            .withMessage("The node was low on resource: memory.")
+            .endStatus()
+            .build();
+
+    ModelArtifactStatus s = aggregateOne(p, selection());
+
+    assertCondition(s, "Ready", "False", "Evicted");
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "0/1 replicas ready; pod "
+                + name(p)
+                + " on node a was evicted: The node was low on resource: memory.; it is replaced");
+    assertCondition(s, "Stalled", "False", "Progressing");
+  }
+
+  @Test
+  void aPodOnALostNodeIsNamedNotKeptAsReady() {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    ModelArtifactStatus before = new ModelArtifactStatus();
+    ArtifactNodeStatus e = new ArtifactNodeStatus();
+    e.setNode("a");
+    e.setPod(name(p));
+    e.setPhase(ArtifactPhase.Ready);
+    before.setNodes(List.of(e));
+    artifact.setStatus(before);
+    NodeSelection.Result lost =
+        NodeSelection.select(
+            List.of(node("a").notReady().build(), node("b").build()),
+            new NodeSelection.Request(
+                1, RdmaPolicy.Disabled, Map.of(), List.of(), SIZE + OVERHEAD, "", Set.of()));
+
+    ModelArtifactStatus s = aggregateOne(p, lost);
+
+    assertThat(s.getReadyReplicas()).isZero();
+    assertCondition(s, "Ready", "False", "NodeNotReady");
+    assertThat(condition(s, "Ready").getMessage())
+        .isEqualTo(
+            "0/1 replicas ready; pod "
+                + name(p)
+                + " on node a: the node is not Ready (its kubelet stopped reporting); the copy"
+                + " there cannot be reached and is placed on another node");
+  }
+
+  @Test
+  void replicasNoNodesCanTakeStallSoWaitingStops() {
+    artifact.getSpec().getPlacement().setReplicas(3);
+    NodeSelection.Result two =
+        NodeSelection.select(
+            List.of(node("a").build(), node("b").build()),
+            new NodeSelection.Request(
+                3, RdmaPolicy.Disabled, Map.of(), List.of(), SIZE + OVERHEAD, "", Set.of()));
+    Pod p = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+
+    ModelArtifactStatus s = aggregateOne(p, two);
+
+    assertCondition(s, "Stalled", "True", "InsufficientNodes");
+    assertThat(condition(s, "Stalled").getMessage())
+        .isEqualTo("0/3 replicas ready; " + two.message());
+  }
+
+  @Test
+  void readyIsNotStalledAndAFailureIs() {
+    artifact.getSpec().getPlacement().setReplicas(1);
+    Pod p = pod(artifact, A, OptionalLong.of(SIZE), PodState.READY);
+    Map<String, DataPlaneStatus> reports =
+        Map.of(name(p), report(artifact, Ready, 3, SIZE, SIZE, null, null));
+
+    ModelArtifactStatus ready = aggregate(List.of(p), reports, names(p), T0);
+    ModelArtifactStatus failed =
+        StatusAggregator.aggregate(
+            new Input(
+                artifact,
+                List.of(p),
+                Map.of(),
+                Set.of(),
+                Optional.empty(),
+                selection(),
+                Optional.of(new Failure("SourceNotFound", "prefix m/ lists no file", true)),
+                T0));
+
+    assertCondition(ready, "Stalled", "False", "AllReplicasReady");
+    assertCondition(failed, "Stalled", "True", "SourceNotFound");
+    assertThat(condition(failed, "Stalled").getMessage()).isEqualTo("prefix m/ lists no file");
   }
 
   private static String name(Pod p) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.tensorcast.api.v1alpha1.ModelArtifact;
+import io.tensorcast.operator.desired.CopyGeneration;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,7 +29,11 @@ class ArtifactKeysTest {
   void valuesAreTheDocumentedHmacs(@TempDir Path dir) throws Exception {
     ModelArtifact a = artifact("ns", "m", 7, "s3://b/m/");
 
-    ArtifactKeys k = ArtifactKeys.derive(key(dir, MATERIAL), a);
+    ArtifactKeys k =
+        ArtifactKeys.derive(
+            key(dir, MATERIAL),
+            a,
+            io.tensorcast.operator.desired.CopyGeneration.of(a).generation());
 
     Mac mac = Mac.getInstance("HmacSHA256");
     mac.init(new SecretKeySpec(MATERIAL.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
@@ -49,18 +54,18 @@ class ArtifactKeysTest {
   void thePeerSecretChangesWithTheGenerationTheTokensOnlyWithTheArtifact(@TempDir Path dir)
       throws Exception {
     MasterKey key = key(dir, MATERIAL);
-    ArtifactKeys g1 = ArtifactKeys.derive(key, artifact("ns", "m", 1, "s3://b/m/"));
-    ArtifactKeys g2 = ArtifactKeys.derive(key, artifact("ns", "m", 2, "s3://b/m/"));
+    ArtifactKeys g1 = derive(key, artifact("ns", "m", 1, "s3://b/m/"));
+    ArtifactKeys g2 = derive(key, artifact("ns", "m", 2, "s3://b/m/"));
     ModelArtifact recreated = artifact("ns", "m", 1, "s3://b/m/");
     recreated.getMetadata().setUid("another-uid");
-    ArtifactKeys again = ArtifactKeys.derive(key, recreated);
+    ArtifactKeys again = derive(key, recreated);
 
     assertThat(g2.peerSecret()).isNotEqualTo(g1.peerSecret());
     assertThat(g2.readToken()).isEqualTo(g1.readToken());
     assertThat(g2.adminToken()).isEqualTo(g1.adminToken());
     assertThat(again.readToken()).isNotEqualTo(g1.readToken());
     assertThat(again.peerSecret()).isNotEqualTo(g1.peerSecret());
-    assertThat(ArtifactKeys.derive(key, artifact("ns", "m", 1, "s3://b/m/"))).isEqualTo(g1);
+    assertThat(derive(key, artifact("ns", "m", 1, "s3://b/m/"))).isEqualTo(g1);
   }
 
   @Test
@@ -69,8 +74,7 @@ class ArtifactKeysTest {
     MasterKey one = key(dir, MATERIAL);
     MasterKey two = MasterKey.random();
 
-    assertThat(ArtifactKeys.derive(two, a).adminToken())
-        .isNotEqualTo(ArtifactKeys.derive(one, a).adminToken());
+    assertThat(derive(two, a).adminToken()).isNotEqualTo(derive(one, a).adminToken());
     assertThat(two.id()).isNotEqualTo(one.id());
     assertThat(one.id()).isEqualTo(key(dir, MATERIAL).id());
     assertThat(one.toString()).doesNotContain(MATERIAL).contains(one.id());
@@ -93,7 +97,12 @@ class ArtifactKeysTest {
     ModelArtifact a = artifact("ns", "m", 1, "s3://b/m/");
     a.getMetadata().setUid(null);
 
-    assertThatThrownBy(() -> ArtifactKeys.derive(MasterKey.random(), a))
+    assertThatThrownBy(() -> derive(MasterKey.random(), a))
         .hasMessageContaining("ModelArtifact ns/m has no uid");
+  }
+
+  /** The keys of a ModelArtifact at its copy generation, as the reconciler derives them. */
+  private static ArtifactKeys derive(MasterKey key, ModelArtifact artifact) {
+    return ArtifactKeys.derive(key, artifact, CopyGeneration.of(artifact).generation());
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
@@ -241,7 +242,7 @@ class SaveIT {
             .isInstanceOf(LoadFailure.class)
             .hasMessageContaining("manifest.json is missing")
             .extracting(e -> ((LoadFailure) e).reason())
-            .isEqualTo("IncompleteArtifact");
+            .isEqualTo(Reason.IncompleteArtifact);
         assertThat(store.get("half-saved")).isEmpty();
       }
 

@@ -13,7 +13,6 @@ hours=${1:-1}
 seed=${2:-$(date +%s%N)}
 seconds=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 corpus="${TENSORCAST_CORPUS:-$(pwd)/../shared/corpus}"
-[ -d "$corpus" ] || corpus=/work/shared/corpus
 echo "[fuzz] ${hours} h, seed ${seed}, corpus ${corpus}" >&2
 exec mvn -B -ntp -q -pl dataplane -am test \
   -Dtest=FormatFuzzTest -Dsurefire.failIfNoSpecifiedTests=false \

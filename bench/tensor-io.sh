@@ -14,7 +14,6 @@ dataplane_bench_setup tensor-io io.tensorcast.dataplane.bench.TensorIoBench \
   test-classes/META-INF/BenchmarkList
 
 corpus="${TENSORCAST_CORPUS:-$repo/../shared/corpus}"
-[ -d "$corpus" ] || corpus=/work/shared/corpus
 
 exec java -Xmx1g -XX:MaxDirectMemorySize=1g \
   -Dtensorcast.corpus="$corpus" \

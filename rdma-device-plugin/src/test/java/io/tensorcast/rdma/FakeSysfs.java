@@ -1,11 +1,10 @@
 package io.tensorcast.rdma;
 
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.stream.Stream;
 
 /**
  * A fake sysfs + /dev tree in the kernel's layout, built by a test under a temp directory: {@code
@@ -71,7 +70,11 @@ public final class FakeSysfs {
 
   /** Removes a device's sysfs directory (hot unplug / driver unload). */
   public FakeSysfs remove(String name) {
-    deleteTree(sysRoot.resolve("class/infiniband").resolve(name));
+    try {
+      TestFiles.deleteTree(sysRoot.resolve("class/infiniband").resolve(name));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
     return this;
   }
 
@@ -97,25 +100,6 @@ public final class FakeSysfs {
   private static void mkdirs(Path dir) {
     try {
       Files.createDirectories(dir);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static void deleteTree(Path dir) {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      s.sorted(Comparator.reverseOrder())
-          .forEach(
-              p -> {
-                try {
-                  Files.delete(p);
-                } catch (IOException e) {
-                  throw new UncheckedIOException(e);
-                }
-              });
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

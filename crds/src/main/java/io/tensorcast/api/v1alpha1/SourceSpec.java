@@ -12,10 +12,10 @@ import java.util.Objects;
 /**
  * Where an artifact's bytes come from ({@code spec.source}).
  *
- * <p>The URI schemes and their meaning come from the unified artifact IO RFC (seed document):
- * {@code s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and
- * {@code file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the
- * data plane still checks every listed path (no {@code ..}, no absolute keys).
+ * <p>The URI schemes and their meaning are those of the unified artifact IO design: {@code
+ * s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and {@code
+ * file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the data
+ * plane still checks every listed path (no {@code ..}, no absolute keys).
  *
  * <p>Exactly one of {@code uri} (the artifact is loaded) and {@code writers} (pods write it): a CEL
  * rule on Kubernetes 1.25 and later, and the operator's check ({@code WrittenRules}) everywhere.

@@ -2,6 +2,8 @@ package io.tensorcast.api.wire;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
+import io.tensorcast.api.Reason;
+import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import java.time.Duration;
 import java.util.List;
 import java.util.regex.Matcher;
@@ -70,90 +72,211 @@ public record DataPlaneStatus(
     List<DroppedPeer> droppedPeers,
     ShardReport shards) {
 
-  /** A status without dropped peers or shard work. */
-  public DataPlaneStatus(
-      String artifactId,
-      Phase phase,
-      String reason,
-      String message,
-      String source,
-      String resolvedRevision,
-      int files,
-      int filesComplete,
-      long tensors,
-      long bytesTotal,
-      long bytesLoaded,
-      long bytesFromSource,
-      long bytesFromPeers,
-      LockInfo lock,
-      String storeDirectory,
-      String readyTime,
-      List<FileStatus> fileStatuses,
-      String peerEpoch,
-      int peers) {
-    this(
-        artifactId,
-        phase,
-        reason,
-        message,
-        source,
-        resolvedRevision,
-        files,
-        filesComplete,
-        tensors,
-        bytesTotal,
-        bytesLoaded,
-        bytesFromSource,
-        bytesFromPeers,
-        lock,
-        storeDirectory,
-        readyTime,
-        fileStatuses,
-        peerEpoch,
-        peers,
-        null,
-        null);
+  /**
+   * A status with only {@code artifactId} and {@code phase} set; fill the rest with its setters.
+   */
+  public static Builder builder(String artifactId, Phase phase) {
+    return new Builder().artifactId(artifactId).phase(phase);
   }
 
-  /** A status without peer-to-peer fields ({@code peerEpoch} null, {@code peers} 0). */
-  public DataPlaneStatus(
-      String artifactId,
-      Phase phase,
-      String reason,
-      String message,
-      String source,
-      String resolvedRevision,
-      int files,
-      int filesComplete,
-      long tensors,
-      long bytesTotal,
-      long bytesLoaded,
-      long bytesFromSource,
-      long bytesFromPeers,
-      LockInfo lock,
-      String storeDirectory,
-      String readyTime,
-      List<FileStatus> fileStatuses) {
-    this(
-        artifactId,
-        phase,
-        reason,
-        message,
-        source,
-        resolvedRevision,
-        files,
-        filesComplete,
-        tensors,
-        bytesTotal,
-        bytesLoaded,
-        bytesFromSource,
-        bytesFromPeers,
-        lock,
-        storeDirectory,
-        readyTime,
-        fileStatuses,
-        null,
-        0);
+  /** A builder holding every field of this status, to change some of them. */
+  public Builder toBuilder() {
+    return new Builder()
+        .artifactId(artifactId)
+        .phase(phase)
+        .reason(reason)
+        .message(message)
+        .source(source)
+        .resolvedRevision(resolvedRevision)
+        .files(files)
+        .filesComplete(filesComplete)
+        .tensors(tensors)
+        .bytesTotal(bytesTotal)
+        .bytesLoaded(bytesLoaded)
+        .bytesFromSource(bytesFromSource)
+        .bytesFromPeers(bytesFromPeers)
+        .lock(lock)
+        .storeDirectory(storeDirectory)
+        .readyTime(readyTime)
+        .fileStatuses(fileStatuses)
+        .peerEpoch(peerEpoch)
+        .peers(peers)
+        .droppedPeers(droppedPeers)
+        .shards(shards);
+  }
+
+  /**
+   * Whether this is a pod waiting to load again after a transient failure: {@code Pending} with a
+   * reason. (Reasons while {@code Loading} are retries of single reads; they change with every poll
+   * and stay out of the artifact's status.)
+   */
+  public boolean waitingToRetry() {
+    return phase == Phase.Pending && reason != null && !reason.isEmpty();
+  }
+
+  /** Builds a {@link DataPlaneStatus}; every field starts empty (null, 0). */
+  public static final class Builder {
+    private String artifactId;
+    private Phase phase;
+    private String reason;
+    private String message;
+    private String source;
+    private String resolvedRevision;
+    private int files;
+    private int filesComplete;
+    private long tensors;
+    private long bytesTotal;
+    private long bytesLoaded;
+    private long bytesFromSource;
+    private long bytesFromPeers;
+    private LockInfo lock;
+    private String storeDirectory;
+    private String readyTime;
+    private List<FileStatus> fileStatuses;
+    private String peerEpoch;
+    private int peers;
+    private List<DroppedPeer> droppedPeers;
+    private ShardReport shards;
+
+    private Builder() {}
+
+    public Builder artifactId(String v) {
+      artifactId = v;
+      return this;
+    }
+
+    public Builder phase(Phase v) {
+      phase = v;
+      return this;
+    }
+
+    /** The reason as it travels (a wire name of {@link Reason}, or one a newer pod sent). */
+    public Builder reason(String v) {
+      reason = v;
+      return this;
+    }
+
+    public Builder reason(Reason v) {
+      reason = v == null ? null : v.name();
+      return this;
+    }
+
+    public Builder message(String v) {
+      message = v;
+      return this;
+    }
+
+    public Builder source(String v) {
+      source = v;
+      return this;
+    }
+
+    public Builder resolvedRevision(String v) {
+      resolvedRevision = v;
+      return this;
+    }
+
+    public Builder files(int v) {
+      files = v;
+      return this;
+    }
+
+    public Builder filesComplete(int v) {
+      filesComplete = v;
+      return this;
+    }
+
+    public Builder tensors(long v) {
+      tensors = v;
+      return this;
+    }
+
+    public Builder bytesTotal(long v) {
+      bytesTotal = v;
+      return this;
+    }
+
+    public Builder bytesLoaded(long v) {
+      bytesLoaded = v;
+      return this;
+    }
+
+    public Builder bytesFromSource(long v) {
+      bytesFromSource = v;
+      return this;
+    }
+
+    public Builder bytesFromPeers(long v) {
+      bytesFromPeers = v;
+      return this;
+    }
+
+    public Builder lock(LockInfo v) {
+      lock = v;
+      return this;
+    }
+
+    public Builder storeDirectory(String v) {
+      storeDirectory = v;
+      return this;
+    }
+
+    public Builder readyTime(String v) {
+      readyTime = v;
+      return this;
+    }
+
+    public Builder fileStatuses(List<FileStatus> v) {
+      fileStatuses = v;
+      return this;
+    }
+
+    public Builder peerEpoch(String v) {
+      peerEpoch = v;
+      return this;
+    }
+
+    public Builder peers(int v) {
+      peers = v;
+      return this;
+    }
+
+    /** Members this pod dropped; an empty list is reported as none (null). */
+    public Builder droppedPeers(List<DroppedPeer> v) {
+      droppedPeers = v == null || v.isEmpty() ? null : v;
+      return this;
+    }
+
+    /** A TensorShardSet pod's plan and ranks; null for a ModelArtifact's pod. */
+    public Builder shards(ShardReport v) {
+      shards = v;
+      return this;
+    }
+
+    public DataPlaneStatus build() {
+      return new DataPlaneStatus(
+          artifactId,
+          phase,
+          reason,
+          message,
+          source,
+          resolvedRevision,
+          files,
+          filesComplete,
+          tensors,
+          bytesTotal,
+          bytesLoaded,
+          bytesFromSource,
+          bytesFromPeers,
+          lock,
+          storeDirectory,
+          readyTime,
+          fileStatuses,
+          peerEpoch,
+          peers,
+          droppedPeers,
+          shards);
+    }
   }
 
   /**
@@ -161,7 +284,8 @@ public record DataPlaneStatus(
    * retrying in " + wait + " (attempt " + nextAttempt + ")"}, the wait as {@code 250ms}, {@code
    * 40s} or {@code 4m30s} (whole seconds rounded up from 1 s on). The data plane writes it with the
    * time left, so it changes while the pod waits; {@link #withoutRetryCountdown} removes the
-   * countdown again (what the operator copies into conditions, PITFALLS 6).
+   * countdown again (what the operator copies into conditions, so the status does not change on
+   * every poll).
    *
    * @param failure the failed load's message
    * @param wait time left until the next attempt (not negative)
@@ -204,7 +328,11 @@ public record DataPlaneStatus(
     return (h > 0 ? h + "h" : "") + (m > 0 || h > 0 ? m + "m" : "") + (rest > 0 ? rest + "s" : "");
   }
 
-  /** Where a data-plane pod is with its artifact. */
+  /**
+   * Where a data-plane pod is with its artifact. The pod decides it in one place ({@code
+   * DataPlaneServer.status()} over its loader's state); the operator maps it to the node entry's
+   * phase with {@link #artifactPhase()}.
+   */
   public enum Phase {
     /**
      * Started, nothing asked yet; or waiting to load again after a load failed on a transient
@@ -220,7 +348,27 @@ public record DataPlaneStatus(
     /** Every byte is in the store and verified. */
     Ready,
     /** Stopped on an error that retrying will not fix; see reason and message. */
-    Failed
+    Failed;
+
+    /** The phase of a ModelArtifact's node entry for a pod in this phase. */
+    public ArtifactPhase artifactPhase() {
+      return switch (this) {
+        case Pending -> ArtifactPhase.Pending;
+        case Resolving -> ArtifactPhase.Resolving;
+        case Loading, Verifying -> ArtifactPhase.Loading;
+        case Ready -> ArtifactPhase.Ready;
+        case Failed -> ArtifactPhase.Failed;
+      };
+    }
+
+    /**
+     * The phase a pod reports for a load that ended in a failure for {@code reason}: {@code
+     * Pending} when the reason is transient and the pod will load again (it is not {@code
+     * stopping}), else {@code Failed}.
+     */
+    public static Phase afterFailure(String reason, boolean stopping) {
+      return Reason.isTransient(reason) && !stopping ? Pending : Failed;
+    }
   }
 
   /**

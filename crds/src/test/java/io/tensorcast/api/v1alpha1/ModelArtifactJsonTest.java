@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.TolerationBuilder;
 import io.fabric8.kubernetes.client.utils.Serialization;
+import io.tensorcast.api.Reason;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -74,7 +75,7 @@ class ModelArtifactJsonTest {
             new ConditionBuilder()
                 .withType(Conditions.LOADED)
                 .withStatus(Conditions.FALSE)
-                .withReason(Conditions.REASON_LOADING)
+                .withReason(Reason.Loading.name())
                 .withMessage("1 of 3 nodes loaded")
                 .withLastTransitionTime("2025-01-02T03:00:00Z")
                 .withObservedGeneration(4L)

@@ -50,24 +50,12 @@ class DataPlaneStatusRetryMessageTest {
   @Test
   void theHelpersAreNotSerialised() throws Exception {
     DataPlaneStatus s =
-        new DataPlaneStatus(
-            "a",
-            DataPlaneStatus.Phase.Pending,
-            "SourceUnavailable",
-            DataPlaneStatus.retryMessage(FAILURE, Duration.ofSeconds(10), 2),
-            "s3://b/m/",
-            null,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            null,
-            null,
-            null,
-            List.of());
+        DataPlaneStatus.builder("a", DataPlaneStatus.Phase.Pending)
+            .reason("SourceUnavailable")
+            .message(DataPlaneStatus.retryMessage(FAILURE, Duration.ofSeconds(10), 2))
+            .source("s3://b/m/")
+            .fileStatuses(List.of())
+            .build();
     String json = new ObjectMapper().writeValueAsString(s);
     assertThat(json).doesNotContain("retryMessage").doesNotContain("withoutRetryCountdown");
     assertThat(new ObjectMapper().readValue(json, DataPlaneStatus.class)).isEqualTo(s);

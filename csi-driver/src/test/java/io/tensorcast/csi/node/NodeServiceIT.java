@@ -34,6 +34,7 @@ import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.store.StoredArtifact;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -130,9 +131,7 @@ class NodeServiceIT {
     store.close();
     Files.deleteIfExists(driver.socket());
     Files.deleteIfExists(driver.socket().getParent());
-    try (var walk = Files.walk(root)) {
-      walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    TestFiles.deleteTree(root);
   }
 
   // ----------------------------------------------------------------------------------- cases

@@ -1,6 +1,7 @@
 package io.tensorcast.dataplane.cli;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.load.ArtifactLoader;
@@ -95,7 +96,7 @@ final class LoadCommand implements Callable<Integer> {
       err.printf("load failed: %s: %s%n", e.reason(), e.getMessage());
       return 1;
     } catch (SourceException | StoreException e) {
-      String reason = e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
+      Reason reason = e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
       err.printf("load failed: %s: %s%n", reason, e.getMessage());
       return 1;
     }

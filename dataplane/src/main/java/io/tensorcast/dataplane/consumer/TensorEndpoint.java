@@ -41,8 +41,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Consumer reads over HTTP (issue 5, item 5): the tensors of the artifact a data plane holds, read
- * straight from its page-locked store. Mounted on the control endpoint behind its bearer token.
+ * Consumer reads over HTTP: the tensors of the artifact a data plane holds, read straight from its
+ * page-locked store. Mounted on the control endpoint behind its bearer token.
  *
  * <ul>
  *   <li>{@code GET /v1/tensors}: JSON {@code {"artifactId", "tensorCount", "tensors": [{"name",

@@ -17,7 +17,7 @@ import java.util.Set;
  * <ul>
  *   <li>{@code target=as_stored} (the default): the bytes exactly as one stored file holds them.
  *   <li>{@code target=shard&parallelism=tp:RANK/SIZE@DIM,dp:RANK/SIZE,...}: the shard a rank needs
- *       under a parallelism (issue 5, item 3: {@code TensorParallelism} of {@code ParallelAxis}).
+ *       under a parallelism ({@code TensorParallelism} of {@code ParallelAxis}).
  *   <li>{@code target=full}: the whole tensor, reconstructed from stored TP shards ({@code
  *       manifest.json} + {@code rank_NNNNN.safetensors}).
  * </ul>

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.FormatLimits;
@@ -210,7 +211,7 @@ public final class ArtifactLoader implements Loader {
       fail(stored, verification, f);
       throw f;
     } catch (RuntimeException e) {
-      LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
+      LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
       fail(stored, verification, f);
       throw f;
     }
@@ -259,7 +260,7 @@ public final class ArtifactLoader implements Loader {
       f.fill(source, stored, files, options.read(), state);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
     }
   }
 
@@ -279,7 +280,7 @@ public final class ArtifactLoader implements Loader {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
     }
   }
 
@@ -307,7 +308,7 @@ public final class ArtifactLoader implements Loader {
     }
     if (files.isEmpty()) {
       throw new LoadFailure(
-          "EmptyArtifact",
+          Reason.EmptyArtifact,
           source.describe() + " has no files (after include/exclude filters); nothing to load");
     }
     incompleteShardLayout(files);
@@ -333,7 +334,7 @@ public final class ArtifactLoader implements Loader {
         String dir = f.path().substring(0, f.path().lastIndexOf('/') + 1);
         if (!manifests.contains(dir)) {
           throw new LoadFailure(
-              "IncompleteArtifact",
+              Reason.IncompleteArtifact,
               source.describe()
                   + ": "
                   + f.path()
@@ -441,10 +442,10 @@ public final class ArtifactLoader implements Loader {
       if (e.getCause() instanceof LoadFailure f) {
         throw f;
       }
-      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+      throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while reading headers", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while reading headers", e);
     } finally {
       pool.shutdownNow();
     }
@@ -496,7 +497,7 @@ public final class ArtifactLoader implements Loader {
     long limit = options.memoryLimitBytes();
     if (limit > 0 && total > limit) {
       throw new LoadFailure(
-          "ArtifactTooLarge",
+          Reason.ArtifactTooLarge,
           "artifact is "
               + total
               + " bytes, over the memory limit of "
@@ -512,7 +513,7 @@ public final class ArtifactLoader implements Loader {
     } catch (StoreException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (IllegalArgumentException e) {
-      throw new LoadFailure("UnsafePath", e.getMessage(), e);
+      throw new LoadFailure(Reason.UnsafePath, e.getMessage(), e);
     }
   }
 
@@ -624,7 +625,7 @@ public final class ArtifactLoader implements Loader {
               stored, file, SafetensorsHeader.LENGTH_PREFIX_BYTES, Math.toIntExact(headerLen)),
           limits);
     } catch (SafetensorsFormatException e) {
-      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+      throw new LoadFailure(Reason.InvalidSafetensors, e.getMessage(), e);
     }
   }
 
@@ -666,8 +667,8 @@ public final class ArtifactLoader implements Loader {
                   failed(
                       f,
                       e instanceof IllegalStateException
-                          ? new LoadFailure("Interrupted", f.path() + ": " + e.getMessage(), e)
-                          : new LoadFailure("InternalError", f.path() + ": " + e, e)));
+                          ? new LoadFailure(Reason.Interrupted, f.path() + ": " + e.getMessage(), e)
+                          : new LoadFailure(Reason.InternalError, f.path() + ": " + e, e)));
       for (SourceFile f : files) {
         PublishedDigest d = resolved.digests().get(f.path());
         digester.track(
@@ -707,10 +708,10 @@ public final class ArtifactLoader implements Loader {
             .get();
       } catch (java.util.concurrent.ExecutionException e) {
         throwIfFailed();
-        throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+        throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new LoadFailure("Interrupted", "interrupted while verifying", e);
+        throw new LoadFailure(Reason.Interrupted, "interrupted while verifying", e);
       } finally {
         digester.close();
       }
@@ -748,7 +749,7 @@ public final class ArtifactLoader implements Loader {
       } catch (LoadFailure f) {
         failed(file, f);
       } catch (RuntimeException e) {
-        failed(file, new LoadFailure("InternalError", file.path() + ": " + e, e));
+        failed(file, new LoadFailure(Reason.InternalError, file.path() + ": " + e, e));
       }
     }
   }
@@ -771,7 +772,7 @@ public final class ArtifactLoader implements Loader {
       Optional<TorchCheckpoint> again = checkpointInStore(stored, file);
       if (again.isEmpty() || !again.get().equals(checkpoint)) {
         throw new LoadFailure(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             file.path()
                 + ": the torch checkpoint in the loaded bytes differs from the one read before"
                 + " loading; the object changed during the load, resolve the artifact again");
@@ -781,7 +782,7 @@ public final class ArtifactLoader implements Loader {
       SafetensorsHeader again = headerInStore(stored, file);
       if (!again.equals(header)) {
         throw new LoadFailure(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             file.path()
                 + ": the header in the loaded bytes differs from the one read before loading;"
                 + " the object changed during the load, resolve the artifact again");
@@ -796,7 +797,7 @@ public final class ArtifactLoader implements Loader {
       byte[] actual = digests.digests().get(digest.algorithm());
       if (!java.util.Arrays.equals(actual, digest.value())) {
         throw new LoadFailure(
-            "DigestMismatch",
+            Reason.DigestMismatch,
             file.path()
                 + ": the bytes in the store have "
                 + digest.algorithm().label()
@@ -843,7 +844,9 @@ public final class ArtifactLoader implements Loader {
     };
   }
 
-  static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
-    return new DataPlaneStatus.LockInfo(s.locked(), s.lockedBytes(), s.reason(), s.message());
+  /** The wire form of a store's page-locking outcome. */
+  public static DataPlaneStatus.LockInfo lockInfo(LockStatus s) {
+    return new DataPlaneStatus.LockInfo(
+        s.locked(), s.lockedBytes(), s.reason().name(), s.message());
   }
 }

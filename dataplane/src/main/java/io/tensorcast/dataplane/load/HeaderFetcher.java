@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsFormatException;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsLimits;
@@ -51,7 +52,7 @@ public final class HeaderFetcher {
       byte[] json = read(source, f, 8, Math.toIntExact(headerLen), maxAttempts, onRetry);
       return SafetensorsHeader.parse(f.path(), f.size(), json, limits);
     } catch (SafetensorsFormatException e) {
-      throw new LoadFailure("InvalidSafetensors", e.getMessage(), e);
+      throw new LoadFailure(Reason.InvalidSafetensors, e.getMessage(), e);
     }
   }
 
@@ -124,11 +125,11 @@ public final class HeaderFetcher {
                   + " not need this file, leave it out with spec.source.exclude (CLI --exclude) '"
                   + f.path()
                   + "'";
-      throw new LoadFailure("InvalidTorchCheckpoint", e.getMessage() + hint, e);
+      throw new LoadFailure(Reason.InvalidTorchCheckpoint, e.getMessage() + hint, e);
     } catch (SourceReadFailed e) {
       throw e.failure;
     } catch (IOException e) {
-      throw new LoadFailure("SourceUnavailable", f.path() + ": " + e, e);
+      throw new LoadFailure(Reason.SourceUnavailable, f.path() + ": " + e, e);
     }
   }
 
@@ -177,7 +178,7 @@ public final class HeaderFetcher {
         }
         last =
             new SourceException(
-                "TruncatedResponse",
+                Reason.TruncatedResponse,
                 "got " + b.length + " of " + length + " bytes at offset " + offset,
                 true);
       } catch (SourceException e) {
@@ -186,7 +187,7 @@ public final class HeaderFetcher {
         }
         last = e;
       } catch (IOException e) {
-        last = new SourceException("SourceUnavailable", e.toString(), true, e);
+        last = new SourceException(Reason.SourceUnavailable, e.toString(), true, e);
       }
     }
     throw new LoadFailure(
@@ -208,7 +209,7 @@ public final class HeaderFetcher {
       Thread.sleep(Math.min(5_000L, 100L << Math.min(attempt, 6)));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while reading a header", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while reading a header", e);
     }
   }
 }

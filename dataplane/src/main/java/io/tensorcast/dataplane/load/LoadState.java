@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.FileStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
@@ -28,7 +29,7 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
   private volatile boolean adopted;
 
   private Phase phase = Phase.Pending;
-  private String reason;
+  private Reason reason;
   private String message;
   private String revision;
   private long bytesTotal;
@@ -81,7 +82,7 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
   public void retrying(RetryEvent event) {
     retries.incrementAndGet();
     synchronized (this) {
-      this.reason = "Retrying";
+      this.reason = Reason.Retrying;
       this.message =
           event.file().path()
               + " at byte "
@@ -168,7 +169,7 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     this.message = null;
   }
 
-  synchronized void failed(String reason, String message) {
+  synchronized void failed(Reason reason, String message) {
     this.phase = Phase.Failed;
     this.reason = reason;
     this.message = message;
@@ -186,23 +187,22 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     int complete = (int) fs.stream().filter(FileStatus::complete).count();
     long peers = fromPeers.get();
     long loaded = bytesLoaded.get();
-    return new DataPlaneStatus(
-        artifactId,
-        phase,
-        reason,
-        message,
-        source,
-        revision,
-        fs.size(),
-        complete,
-        tensors,
-        bytesTotal,
-        loaded,
-        adopted ? 0 : loaded - peers,
-        peers,
-        lock,
-        directory,
-        readyTime,
-        fs);
+    return DataPlaneStatus.builder(artifactId, phase)
+        .reason(reason)
+        .message(message)
+        .source(source)
+        .resolvedRevision(revision)
+        .files(fs.size())
+        .filesComplete(complete)
+        .tensors(tensors)
+        .bytesTotal(bytesTotal)
+        .bytesLoaded(loaded)
+        .bytesFromSource(adopted ? 0 : loaded - peers)
+        .bytesFromPeers(peers)
+        .lock(lock)
+        .storeDirectory(directory)
+        .readyTime(readyTime)
+        .fileStatuses(fs)
+        .build();
   }
 }

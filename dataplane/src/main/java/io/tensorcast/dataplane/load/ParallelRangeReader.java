@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -290,7 +291,7 @@ public final class ParallelRangeReader {
               if (isCancelled()) {
                 return;
               }
-              throw failure(range, "ReadFailed", "unexpected " + e, 0, -1, false, e);
+              throw failure(range, Reason.InternalError, "unexpected " + e, 0, -1, false, e);
             }
           }
         } catch (RangeReadException e) {
@@ -331,12 +332,12 @@ public final class ParallelRangeReader {
         } catch (StoreWriteException e) {
           throw failure(r, e.reason(), "the store could not take the range", 0, 0, false, e);
         } catch (RuntimeException e) {
-          throw failure(r, "SinkFailed", "the sink failed to give a buffer", 0, 0, false, e);
+          throw failure(r, Reason.SinkFailed, "the sink failed to give a buffer", 0, 0, false, e);
         }
         if (target == null || target.isReadOnly() || target.remaining() != r.length()) {
           throw failure(
               r,
-              "SinkFailed",
+              Reason.SinkFailed,
               "the sink gave "
                   + (target == null
                       ? "no buffer"
@@ -407,7 +408,8 @@ public final class ParallelRangeReader {
             closeQuietly(in);
           }
           if (attempt >= options.maxAttempts()) {
-            String reason = cause instanceof SourceException se ? se.reason() : "SourceUnavailable";
+            Reason reason =
+                cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
             throw failure(r, reason, null, attempt, received, true, cause);
           }
           Duration delay = backoff(attempt, cause);
@@ -430,7 +432,7 @@ public final class ParallelRangeReader {
 
       private RangeReadException failure(
           Range r,
-          String reason,
+          Reason reason,
           String what,
           int attempts,
           long received,

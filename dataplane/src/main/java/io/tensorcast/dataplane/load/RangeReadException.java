@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.SourceFile;
 
 /**
@@ -10,7 +11,7 @@ import io.tensorcast.dataplane.source.SourceFile;
 public final class RangeReadException extends Exception {
   private static final long serialVersionUID = 1L;
 
-  private final String reason;
+  private final Reason reason;
   private final transient SourceFile file;
   private final long offset;
   private final int length;
@@ -19,7 +20,7 @@ public final class RangeReadException extends Exception {
   private final boolean attemptsExhausted;
 
   RangeReadException(
-      String reason,
+      Reason reason,
       String message,
       SourceFile file,
       long offset,
@@ -39,11 +40,11 @@ public final class RangeReadException extends Exception {
   }
 
   /**
-   * CamelCase reason for conditions: the failing {@code SourceException}'s reason ({@code
-   * ObjectChanged}, {@code BucketNotFound}, {@code Throttled}, ...), {@code SourceUnavailable} for
-   * I/O errors and bodies cut short, {@code SinkFailed} when the sink or listener threw.
+   * Why: the failing {@code SourceException}'s reason ({@code ObjectChanged}, {@code
+   * BucketNotFound}, {@code Throttled}, ...), {@code SourceUnavailable} for I/O errors and bodies
+   * cut short, {@code SinkFailed} when the sink or listener threw.
    */
-  public String reason() {
+  public Reason reason() {
     return reason;
   }
 

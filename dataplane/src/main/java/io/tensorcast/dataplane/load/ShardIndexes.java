@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.FormatLimits;
 import io.tensorcast.dataplane.format.index.IndexCheck;
 import io.tensorcast.dataplane.format.index.IndexFormatException;
@@ -25,8 +26,6 @@ import java.util.Set;
  * names the index, the position or the missing name, and how to load without the index.
  */
 public final class ShardIndexes {
-  /** Reason of a load refused for a broken or inconsistent index file. */
-  public static final String REASON = "InvalidIndex";
 
   /** Reads one listed file's bytes whole (from the source, or from the store's copy). */
   @FunctionalInterface
@@ -82,7 +81,7 @@ public final class ShardIndexes {
         IndexCheck.check(index, artifact);
       } catch (IndexFormatException e) {
         throw new LoadFailure(
-            REASON,
+            Reason.InvalidIndex,
             e.getMessage()
                 + "; to load the files without this index, leave it out with spec.source.exclude"
                 + " (CLI --exclude) '/"

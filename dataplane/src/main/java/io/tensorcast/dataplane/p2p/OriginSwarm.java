@@ -161,7 +161,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     }
 
     boolean usable() {
-      return conn != null && dropped == null && faults < PeerSwarm.MAX_FAULTS;
+      return conn != null && dropped == null && faults < SwarmPolicy.MAX_FAULTS;
     }
   }
 
@@ -537,8 +537,8 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     for (Peer p : usable) {
       total += p.inFlight.size();
     }
-    int maxTotal = PeerSwarm.maxTotalInFlight(settings.maxInFlight());
-    int perPeer = PeerSwarm.perPeerInFlight(settings.maxInFlight(), maxTotal, usable.size());
+    int maxTotal = SwarmPolicy.maxTotalInFlight(settings.maxInFlight());
+    int perPeer = SwarmPolicy.perPeerInFlight(settings.maxInFlight(), maxTotal, usable.size());
     boolean sent = true;
     while (sent && total < maxTotal) {
       sent = false;
@@ -596,7 +596,8 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     synchronized (this) {
       Peer p =
           peers.computeIfAbsent(
-              conn.peerId(), id -> new Peer(id, PeerSwarm.tieRank(self, id), writers.contains(id)));
+              conn.peerId(),
+              id -> new Peer(id, SwarmPolicy.tieRank(self, id), writers.contains(id)));
       if (p.dropped != null) {
         conn.close("dropped earlier: " + p.dropped);
         return;
@@ -748,7 +749,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   }
 
   private void serve(Peer p, PeerTransport.PeerConnection conn, int piece) {
-    if (p.queuedSends >= PeerSwarm.MAX_QUEUED_SENDS) {
+    if (p.queuedSends >= SwarmPolicy.MAX_QUEUED_SENDS) {
       conn.close("too many requested pieces queued unread");
       return;
     }

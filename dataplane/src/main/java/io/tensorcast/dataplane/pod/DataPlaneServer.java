@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.cli.Quantities;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
@@ -86,7 +87,7 @@ public final class DataPlaneServer implements AutoCloseable {
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
     this.controlAuth = settings.controlAuth();
-    early.set(pending(DataPlaneStatus.Phase.Pending, null, null));
+    early.set(pending(DataPlaneStatus.Phase.Pending, (String) null, null));
   }
 
   /**
@@ -338,7 +339,7 @@ public final class DataPlaneServer implements AutoCloseable {
    * @param nextAttempt number of the load after the wait (the first load is 1)
    * @param at {@link System#nanoTime()} when it starts
    */
-  private record RetryWait(String reason, String message, int nextAttempt, long at) {}
+  private record RetryWait(Reason reason, String message, int nextAttempt, long at) {}
 
   /** The tokens of the control endpoint's read and admin scopes (given or generated). */
   public ControlAuth controlAuth() {
@@ -368,11 +369,12 @@ public final class DataPlaneServer implements AutoCloseable {
                   w.message(), Duration.ofNanos(w.at() - System.nanoTime()), w.nextAttempt()));
     } else if (l != null) {
       s = l.status();
-      if (s.phase() == DataPlaneStatus.Phase.Failed
-          && LoadFailure.TRANSIENT_REASONS.contains(s.reason())
-          && !stopping) {
-        // Between the failure and the start of the wait: it is retried, so not Failed.
-        s = pending(DataPlaneStatus.Phase.Pending, s.reason(), s.message());
+      if (s.phase() == DataPlaneStatus.Phase.Failed) {
+        // Between a transient failure and the start of the wait: it is retried, so not Failed.
+        DataPlaneStatus.Phase after = DataPlaneStatus.Phase.afterFailure(s.reason(), stopping);
+        if (after != s.phase()) {
+          s = pending(after, s.reason(), s.message());
+        }
       }
     } else {
       s = early.get();
@@ -380,54 +382,20 @@ public final class DataPlaneServer implements AutoCloseable {
     PeerSwarm p = swarm;
     Membership copies = lastMembership.get();
     if (p == null && copies != null && settings.shards() != null) {
-      return new DataPlaneStatus(
-          s.artifactId(),
-          s.phase(),
-          s.reason(),
-          s.message(),
-          s.source(),
-          s.resolvedRevision(),
-          s.files(),
-          s.filesComplete(),
-          s.tensors(),
-          s.bytesTotal(),
-          s.bytesLoaded(),
-          s.bytesFromSource(),
-          s.bytesFromPeers(),
-          s.lock(),
-          s.storeDirectory(),
-          s.readyTime(),
-          s.fileStatuses(),
-          copies.epoch(),
-          copies.members().size(),
-          null,
-          s.shards());
+      return s.toBuilder()
+          .peerEpoch(copies.epoch())
+          .peers(copies.members().size())
+          .droppedPeers(null)
+          .build();
     }
     if (p == null) {
       return s;
     }
-    return new DataPlaneStatus(
-        s.artifactId(),
-        s.phase(),
-        s.reason(),
-        s.message(),
-        s.source(),
-        s.resolvedRevision(),
-        s.files(),
-        s.filesComplete(),
-        s.tensors(),
-        s.bytesTotal(),
-        s.bytesLoaded(),
-        s.bytesFromSource(),
-        s.bytesFromPeers(),
-        s.lock(),
-        s.storeDirectory(),
-        s.readyTime(),
-        s.fileStatuses(),
-        p.epoch(),
-        p.connectedPeers(),
-        p.dropped().isEmpty() ? null : p.dropped(),
-        s.shards());
+    return s.toBuilder()
+        .peerEpoch(p.epoch())
+        .peers(p.connectedPeers())
+        .droppedPeers(p.dropped())
+        .build();
   }
 
   /** The peer swarm, or null when this server loads from the source only. */
@@ -582,7 +550,7 @@ public final class DataPlaneServer implements AutoCloseable {
       settings.credentials().ifPresent(b::credentials);
       return Sources.open(settings.uri(), b.build());
     } catch (Exception e) {
-      String reason = e instanceof SourceException s ? s.reason() : "InvalidSource";
+      Reason reason = e instanceof SourceException s ? s.reason() : Reason.InvalidSource;
       early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
       log.warn("cannot open source: {}: {}", reason, e.getMessage());
       return null;
@@ -598,7 +566,7 @@ public final class DataPlaneServer implements AutoCloseable {
       return new PinnedStore(
           settings.storeRoot(), Quantities.bytes(b, "--budget"), settings.lockPolicy());
     } catch (Exception e) {
-      String reason = e instanceof StoreException s ? s.reason() : "StoreError";
+      Reason reason = e instanceof StoreException s ? s.reason() : Reason.StoreError;
       early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));
       log.warn("cannot open store: {}: {}", reason, e.getMessage());
       return null;
@@ -606,23 +574,15 @@ public final class DataPlaneServer implements AutoCloseable {
   }
 
   private DataPlaneStatus pending(DataPlaneStatus.Phase phase, String reason, String message) {
-    return new DataPlaneStatus(
-        settings.artifactId(),
-        phase,
-        reason,
-        message,
-        settings.uri(),
-        null,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        null,
-        null,
-        null,
-        List.of());
+    return DataPlaneStatus.builder(settings.artifactId(), phase)
+        .reason(reason)
+        .message(message)
+        .source(settings.uri())
+        .fileStatuses(List.of())
+        .build();
+  }
+
+  private DataPlaneStatus pending(DataPlaneStatus.Phase phase, Reason reason, String message) {
+    return pending(phase, reason == null ? null : reason.name(), message);
   }
 }

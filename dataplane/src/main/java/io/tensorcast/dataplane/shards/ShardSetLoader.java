@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.shards;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.api.wire.ShardReport;
@@ -10,6 +11,7 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.format.torch.TorchTensor;
+import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.HeaderFetcher;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.Loader;
@@ -176,7 +178,7 @@ public final class ShardSetLoader implements Loader {
       long total = storeFiles.values().stream().mapToLong(Long::longValue).sum();
       if (memoryLimitBytes > 0 && total > memoryLimitBytes) {
         throw new LoadFailure(
-            "ArtifactTooLarge",
+            Reason.ArtifactTooLarge,
             "ranks "
                 + settings.ranks()
                 + " need "
@@ -220,7 +222,7 @@ public final class ShardSetLoader implements Loader {
       fail(stored, f);
       throw f;
     } catch (RuntimeException e) {
-      LoadFailure f = new LoadFailure("InternalError", String.valueOf(e), e);
+      LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
       fail(stored, f);
       throw f;
     }
@@ -239,7 +241,8 @@ public final class ShardSetLoader implements Loader {
       List<SourceFile> files = source.list();
       if (files.isEmpty()) {
         throw new LoadFailure(
-            "EmptyArtifact", source.describe() + " has no files (after include/exclude filters)");
+            Reason.EmptyArtifact,
+            source.describe() + " has no files (after include/exclude filters)");
       }
       return files;
     } catch (SourceException e) {
@@ -267,7 +270,7 @@ public final class ShardSetLoader implements Loader {
         for (TorchTensor t : c.get().tensors()) {
           if (t.safetensorsDtype().isEmpty() || t.storage().bigEndian() || !t.isContiguous()) {
             throw new LoadFailure(
-                "UnsupportedTensor",
+                Reason.UnsupportedTensor,
                 f.path()
                     + ": tensor \""
                     + t.name()
@@ -297,7 +300,7 @@ public final class ShardSetLoader implements Loader {
     String before = seen.put(name, f.path());
     if (before != null) {
       throw new LoadFailure(
-          "InvalidArtifact",
+          Reason.InvalidArtifact,
           "tensor \""
               + name
               + "\" is in both "
@@ -322,20 +325,20 @@ public final class ShardSetLoader implements Loader {
       try {
         return ShardRules.explicit(settings.rules());
       } catch (IllegalArgumentException e) {
-        throw new LoadFailure(ShardPlanException.INVALID_SHARD_RULES, e.getMessage(), e);
+        throw new LoadFailure(Reason.InvalidShardRules, e.getMessage(), e);
       }
     }
     SourceFile config = files.get("config.json");
     if (config == null) {
       throw new LoadFailure(
-          ShardPlanException.NO_RULE_SET,
+          Reason.NoRuleSet,
           source.describe()
               + " has no config.json to choose built-in rules from; give spec.rules, or include"
               + " config.json in the source");
     }
     if (config.size() > MAX_CONFIG_BYTES) {
       throw new LoadFailure(
-          "InvalidArtifact",
+          Reason.InvalidArtifact,
           "config.json has " + config.size() + " bytes, over the limit of " + MAX_CONFIG_BYTES);
     }
     List<String> architectures = new ArrayList<>();
@@ -348,13 +351,14 @@ public final class ShardSetLoader implements Loader {
     } catch (SourceException e) {
       throw new LoadFailure(e.reason(), "config.json: " + e.getMessage(), e);
     } catch (IOException e) {
-      throw new LoadFailure("InvalidArtifact", "config.json is not valid JSON: " + e.getMessage());
+      throw new LoadFailure(
+          Reason.InvalidArtifact, "config.json is not valid JSON: " + e.getMessage());
     }
     return BuiltinRules.forArchitectures(architectures)
         .orElseThrow(
             () ->
                 new LoadFailure(
-                    ShardPlanException.NO_RULE_SET,
+                    Reason.NoRuleSet,
                     "config.json names architectures "
                         + architectures
                         + ", for which there is no built-in rule set (built-in: "
@@ -465,10 +469,10 @@ public final class ShardSetLoader implements Loader {
       }
       return rest;
     } catch (java.util.concurrent.ExecutionException e) {
-      throw new LoadFailure("InternalError", String.valueOf(e.getCause()), e.getCause());
+      throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while reading from copies", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while reading from copies", e);
     } finally {
       pool.shutdownNow();
     }
@@ -557,7 +561,7 @@ public final class ShardSetLoader implements Loader {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new LoadFailure("Interrupted", "interrupted while loading", e);
+      throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
     }
   }
 
@@ -584,18 +588,19 @@ public final class ShardSetLoader implements Loader {
           Arrays.copyOfRange(f.header(), SafetensorsHeader.LENGTH_PREFIX_BYTES, f.header().length);
       if (n != expected.length) {
         throw new LoadFailure(
-            "VerificationFailed", f.file() + ": header length in the store differs from the plan");
+            Reason.VerificationFailed,
+            f.file() + ": header length in the store differs from the plan");
       }
       byte[] json = new byte[expected.length];
       stored.read(f.file(), SafetensorsHeader.LENGTH_PREFIX_BYTES, ByteBuffer.wrap(json));
       try {
         SafetensorsHeader.parse(f.file(), f.fileBytes(), json);
       } catch (SafetensorsFormatException e) {
-        throw new LoadFailure("VerificationFailed", e.getMessage(), e);
+        throw new LoadFailure(Reason.VerificationFailed, e.getMessage(), e);
       }
       if (!Arrays.equals(json, expected)) {
         throw new LoadFailure(
-            "VerificationFailed", f.file() + ": header in the store differs from the plan");
+            Reason.VerificationFailed, f.file() + ": header in the store differs from the plan");
       }
       state.complete(f.rank(), stored.markComplete(f.file()));
     }
@@ -678,7 +683,7 @@ public final class ShardSetLoader implements Loader {
     private final String source;
     private final ShardSettings settings;
     private Phase phase = Phase.Pending;
-    private String reason;
+    private Reason reason;
     private String message;
     private String revision;
     private String ruleSet;
@@ -729,7 +734,7 @@ public final class ShardSetLoader implements Loader {
     }
 
     synchronized void locked(LockStatus s, String dir) {
-      lock = new DataPlaneStatus.LockInfo(s.locked(), s.lockedBytes(), s.reason(), s.message());
+      lock = ArtifactLoader.lockInfo(s);
       directory = dir;
     }
 
@@ -768,7 +773,7 @@ public final class ShardSetLoader implements Loader {
       message = null;
     }
 
-    synchronized void failed(String reason, String message) {
+    synchronized void failed(Reason reason, String message) {
       phase = Phase.Failed;
       this.reason = reason;
       this.message = message;
@@ -819,28 +824,24 @@ public final class ShardSetLoader implements Loader {
               rankTensorBytes,
               metadataBytes,
               ranks);
-      return new DataPlaneStatus(
-          artifactId,
-          phase,
-          reason,
-          message,
-          source,
-          revision,
-          files.size(),
-          done,
-          tensors,
-          total,
-          loaded,
-          fetched - fromPeers,
-          fromPeers,
-          lock,
-          directory,
-          readyTime,
-          fileStatuses,
-          null,
-          0,
-          null,
-          report);
+      return DataPlaneStatus.builder(artifactId, phase)
+          .reason(reason)
+          .message(message)
+          .source(source)
+          .resolvedRevision(revision)
+          .files(files.size())
+          .filesComplete(done)
+          .tensors(tensors)
+          .bytesTotal(total)
+          .bytesLoaded(loaded)
+          .bytesFromSource(fetched - fromPeers)
+          .bytesFromPeers(fromPeers)
+          .lock(lock)
+          .storeDirectory(directory)
+          .readyTime(readyTime)
+          .fileStatuses(fileStatuses)
+          .shards(report)
+          .build();
     }
   }
 

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.shards;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
@@ -166,7 +167,7 @@ public final class ShardSetPlan {
       throws ShardPlanException {
     if (tensors.isEmpty()) {
       throw new ShardPlanException(
-          ShardPlanException.INVALID_SHARD_RULES,
+          Reason.InvalidShardRules,
           "the artifact has no tensors (no safetensors or torch checkpoint files); nothing to"
               + " shard");
     }
@@ -174,7 +175,7 @@ public final class ShardSetPlan {
     try {
       layout = StoredLayout.ofTensors(tensors);
     } catch (ShardLayoutException e) {
-      throw new ShardPlanException(ShardPlanException.INVALID_SHARD_RULES, e.getMessage());
+      throw new ShardPlanException(Reason.InvalidShardRules, e.getMessage());
     }
     List<Decision> decisions = new ArrayList<>();
     List<String> uncovered = new ArrayList<>();
@@ -186,7 +187,7 @@ public final class ShardSetPlan {
       try {
         m = rules.match(t.name());
       } catch (IllegalArgumentException e) {
-        throw new ShardPlanException(ShardPlanException.INVALID_SHARD_RULES, e.getMessage());
+        throw new ShardPlanException(Reason.InvalidShardRules, e.getMessage());
       }
       if (m.isEmpty() && rules.explicit()) {
         uncovered.add(t.name());
@@ -200,7 +201,7 @@ public final class ShardSetPlan {
       long[] g = t.globalShape();
       if (dim != null && dim >= g.length) {
         throw new ShardPlanException(
-            ShardPlanException.SPLIT_DIM_OUT_OF_RANGE,
+            Reason.SplitDimOutOfRange,
             "tensor \""
                 + t.name()
                 + "\" "
@@ -219,7 +220,7 @@ public final class ShardSetPlan {
       }
       if (dim != null && g[dim] % parallelism.tp() != 0) {
         throw new ShardPlanException(
-            ShardPlanException.NOT_DIVISIBLE,
+            Reason.NotDivisible,
             "tensor \""
                 + t.name()
                 + "\" "
@@ -263,7 +264,7 @@ public final class ShardSetPlan {
     }
     if (!uncovered.isEmpty()) {
       throw new ShardPlanException(
-          ShardPlanException.TENSOR_NOT_COVERED,
+          Reason.TensorNotCovered,
           uncovered.size()
               + " tensor"
               + (uncovered.size() == 1 ? "" : "s")
@@ -277,7 +278,7 @@ public final class ShardSetPlan {
       for (ShardRules.Rule r : rules.rules()) {
         if (!used[r.index()]) {
           throw new ShardPlanException(
-              ShardPlanException.RULE_MATCHES_NO_TENSOR,
+              Reason.RuleMatchesNoTensor,
               r.describe("spec.rules")
                   + " matches no tensor of the artifact ("
                   + tensors.size()
@@ -292,7 +293,7 @@ public final class ShardSetPlan {
     if (parallelism.ep() > 1) {
       if (experts == 0) {
         throw new ShardPlanException(
-            ShardPlanException.EXPERTS_NOT_DIVISIBLE,
+            Reason.ExpertsNotDivisible,
             "ep "
                 + parallelism.ep()
                 + " needs expert tensors to share out, but no tensor matches an expertOwned rule of "
@@ -301,7 +302,7 @@ public final class ShardSetPlan {
       }
       if (experts % parallelism.ep() != 0) {
         throw new ShardPlanException(
-            ShardPlanException.EXPERTS_NOT_DIVISIBLE,
+            Reason.ExpertsNotDivisible,
             "the artifact has "
                 + experts
                 + " experts (indexes 0.."
@@ -323,7 +324,7 @@ public final class ShardSetPlan {
     int layers = maxLayer + 1;
     if (parallelism.pp() > 1 && layers < parallelism.pp()) {
       throw new ShardPlanException(
-          ShardPlanException.INVALID_SHARD_RULES,
+          Reason.InvalidShardRules,
           "pp "
               + parallelism.pp()
               + " exceeds the "
@@ -428,7 +429,7 @@ public final class ShardSetPlan {
       headerBytes = SafetensorsWriter.headerBytes(ordered, metadata);
     } catch (IllegalArgumentException e) {
       throw new ShardPlanException(
-          ShardPlanException.INVALID_SHARD_RULES, "rank " + rank + ": " + e.getMessage());
+          Reason.InvalidShardRules, "rank " + rank + ": " + e.getMessage());
     }
     List<Slice> slices = new ArrayList<>();
     Map<String, ShardManifest.Entry> orderedEntries = new LinkedHashMap<>();
@@ -466,7 +467,7 @@ public final class ShardSetPlan {
     try {
       TensorReadPlanner.plan(source, d.tensor().name(), target(d, c));
     } catch (TensorIoException e) {
-      throw new ShardPlanException(ShardPlanException.NOT_DIVISIBLE, e.getMessage());
+      throw new ShardPlanException(Reason.NotDivisible, e.getMessage());
     }
   }
 

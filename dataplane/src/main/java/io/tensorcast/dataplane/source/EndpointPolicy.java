@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -58,7 +59,7 @@ public final class EndpointPolicy {
     checkHost(endpoint, what);
     if (sendsCredentials && !allowInsecure && "http".equalsIgnoreCase(endpoint.getScheme())) {
       throw new SourceException(
-          "InsecureEndpoint",
+          Reason.InsecureEndpoint,
           what
               + " '"
               + endpoint
@@ -144,7 +145,7 @@ public final class EndpointPolicy {
 
   private static SourceException forbidden(URI url, String what, String why) {
     return new SourceException(
-        "ForbiddenEndpoint",
+        Reason.ForbiddenEndpoint,
         what
             + " '"
             + url

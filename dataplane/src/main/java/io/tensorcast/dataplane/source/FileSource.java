@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -61,20 +62,23 @@ public final class FileSource implements ArtifactSource {
       real = absolute.toRealPath();
     } catch (NoSuchFileException e) {
       throw new SourceException(
-          "SourceNotFound", "source directory " + absolute + " does not exist", false, e);
+          Reason.SourceNotFound, "source directory " + absolute + " does not exist", false, e);
     } catch (AccessDeniedException e) {
       throw new SourceException(
-          "AccessDenied",
+          Reason.AccessDenied,
           "source directory " + absolute + " cannot be read: permission denied",
           false,
           e);
     } catch (IOException e) {
       throw new SourceException(
-          "SourceUnavailable", "cannot resolve source directory " + absolute + ": " + e, true, e);
+          Reason.SourceUnavailable,
+          "cannot resolve source directory " + absolute + ": " + e,
+          true,
+          e);
     }
     if (!Files.isDirectory(real)) {
       throw new SourceException(
-          "SourceNotFound",
+          Reason.SourceNotFound,
           "source " + absolute + " is not a directory; a file source names the artifact's folder",
           false);
     }
@@ -158,7 +162,7 @@ public final class FileSource implements ArtifactSource {
       long size = channel.size();
       if (size != file.size()) {
         throw new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             description
                 + file.path()
                 + " is now "
@@ -176,7 +180,7 @@ public final class FileSource implements ArtifactSource {
     } catch (NoSuchFileException e) {
       closeQuietly(channel);
       throw new SourceException(
-          "ObjectNotFound",
+          Reason.ObjectNotFound,
           description + file.path() + " no longer exists (it was listed)",
           false,
           e);
@@ -212,19 +216,19 @@ public final class FileSource implements ArtifactSource {
 
   private SourceException unsafe(String relative, String why) {
     return new SourceException(
-        "UnsafePath",
+        Reason.UnsafePath,
         "refusing '" + SourcePaths.printable(relative) + "' under " + description + ": " + why,
         false);
   }
 
   private static SourceException ioFailure(String what, IOException e) {
     if (e instanceof AccessDeniedException) {
-      return new SourceException("AccessDenied", what + ": permission denied", false, e);
+      return new SourceException(Reason.AccessDenied, what + ": permission denied", false, e);
     }
     if (e instanceof NotDirectoryException || e instanceof NoSuchFileException) {
-      return new SourceException("SourceNotFound", what + ": " + e.getMessage(), false, e);
+      return new SourceException(Reason.SourceNotFound, what + ": " + e.getMessage(), false, e);
     }
-    return new SourceException("SourceUnavailable", what + ": " + e, true, e);
+    return new SourceException(Reason.SourceUnavailable, what + ": " + e, true, e);
   }
 
   private static void closeQuietly(FileChannel channel) {
@@ -254,7 +258,7 @@ public final class FileSource implements ArtifactSource {
       throws SourceException {
     if (!file.etag().isEmpty() && !file.etag().equals(identity(attrs))) {
       throw new SourceException(
-          "ObjectChanged",
+          Reason.ObjectChanged,
           description
               + file.path()
               + " was modified after it was listed (size, modification time or inode changed);"
@@ -275,7 +279,7 @@ public final class FileSource implements ArtifactSource {
           file, Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS));
     } catch (NoSuchFileException e) {
       throw new SourceException(
-          "ObjectNotFound",
+          Reason.ObjectNotFound,
           description + file.path() + " no longer exists (it was listed)",
           false,
           e);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -47,8 +48,7 @@ import java.util.regex.Pattern;
  *   <li><b>Resolve once.</b> {@code GET {endpoint}/api/models/{repo}/revision/{rev}} (the revision
  *       URL-encoded as one path segment, so {@code refs/pr/1} is {@code refs%2Fpr%2F1}) gives the
  *       commit {@code sha}. Everything after uses that sha, never the branch, so a branch that
- *       moves during a load cannot mix two commits (PITFALLS #3). {@link #resolvedRevision()}
- *       returns it.
+ *       moves during a load cannot mix two commits. {@link #resolvedRevision()} returns it.
  *   <li><b>List.</b> {@code GET /api/models/{repo}/tree/{sha}[/{subdir}]?recursive=true}, following
  *       {@code Link: <…>; rel="next"} pages on the same origin. Files only; each has a {@code size}
  *       and, when stored in LFS, {@code lfs.oid} — the SHA-256 of the content, which becomes {@link
@@ -169,7 +169,7 @@ public final class HfSource implements ArtifactSource {
     try {
       source = new HfSource(uri, options, env);
     } catch (IllegalArgumentException e) {
-      throw new SourceException("InvalidSourceOptions", e.getMessage(), false, e);
+      throw new SourceException(Reason.InvalidSourceOptions, e.getMessage(), false, e);
     }
     EndpointPolicy.check(
         source.endpoint, source.token != null, options.allowInsecureEndpoint(), "Hub endpoint");
@@ -244,7 +244,7 @@ public final class HfSource implements ArtifactSource {
       JsonNode sha = info.get("sha");
       if (sha == null || !sha.isTextual() || !SHA1.matcher(sha.asText()).matches()) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what + ": the answer has no 40-hex 'sha' field (got " + abbreviate(sha) + ")",
             false);
       }
@@ -265,7 +265,7 @@ public final class HfSource implements ArtifactSource {
     while (next != null) {
       if (!pages.add(next) || pages.size() > MAX_PAGES) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             "listing " + description + ": the tree pagination repeats or never ends at " + next,
             false);
       }
@@ -273,14 +273,14 @@ public final class HfSource implements ArtifactSource {
       Json page = getJsonWithHeaders(next, what);
       if (!page.body.isArray()) {
         throw new SourceException(
-            "InvalidResponse", what + ": a tree page is not a JSON array", false);
+            Reason.InvalidResponse, what + ": a tree page is not a JSON array", false);
       }
       for (JsonNode entry : page.body) {
         SourceFile f = entry(entry, what);
         if (f != null && filter.accepts(f.path())) {
           if (!seen.add(f.path())) {
             throw new SourceException(
-                "InvalidResponse", what + ": the tree lists '" + f.path() + "' twice", false);
+                Reason.InvalidResponse, what + ": the tree lists '" + f.path() + "' twice", false);
           }
           files.add(f);
         }
@@ -297,7 +297,7 @@ public final class HfSource implements ArtifactSource {
     JsonNode path = entry.get("path");
     if (type == null || !type.isTextual() || path == null || !path.isTextual()) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           what + ": a tree entry lacks 'type' or 'path': " + abbreviate(entry),
           false);
     }
@@ -307,7 +307,7 @@ public final class HfSource implements ArtifactSource {
     String full = path.asText();
     if (!full.startsWith(subdir)) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           what + ": the tree lists '" + SourcePaths.printable(full) + "' outside " + subdir,
           false);
     }
@@ -316,7 +316,7 @@ public final class HfSource implements ArtifactSource {
     JsonNode size = entry.get("size");
     if (size == null || !size.canConvertToLong() || !size.isIntegralNumber() || size.asLong() < 0) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           what + ": '" + relative + "' has no valid 'size' (got " + abbreviate(size) + ")",
           false);
     }
@@ -326,7 +326,7 @@ public final class HfSource implements ArtifactSource {
       JsonNode oid = lfs.get("oid");
       if (oid == null || !oid.isTextual() || !SHA256.matcher(oid.asText()).matches()) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what
                 + ": '"
                 + relative
@@ -337,7 +337,7 @@ public final class HfSource implements ArtifactSource {
       JsonNode lfsSize = lfs.get("size");
       if (lfsSize != null && lfsSize.canConvertToLong() && lfsSize.asLong() != bytes) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what
                 + ": '"
                 + relative
@@ -362,7 +362,7 @@ public final class HfSource implements ArtifactSource {
         URI next = current.resolve(m.group(1));
         if (!sameOrigin(next, endpoint)) {
           throw new SourceException(
-              "InvalidResponse",
+              Reason.InvalidResponse,
               what
                   + ": the next page is on another host ("
                   + next.getHost()
@@ -397,7 +397,7 @@ public final class HfSource implements ArtifactSource {
       throw transport(asked, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new SourceException("Interrupted", asked + ": interrupted", false, e);
+      throw new SourceException(Reason.Interrupted, asked + ": interrupted", false, e);
     }
     HttpResponse<InputStream> response = x.last;
     try {
@@ -420,7 +420,7 @@ public final class HfSource implements ArtifactSource {
     Optional<String> repoCommit = h.firstValue("x-repo-commit");
     if (repoCommit.isPresent() && !repoCommit.get().strip().equals(sha)) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           asked
               + " but the Hub answered for commit "
               + repoCommit.get().strip()
@@ -435,11 +435,13 @@ public final class HfSource implements ArtifactSource {
         size = Long.parseLong(linkedSize.get().strip());
       } catch (NumberFormatException e) {
         throw new SourceException(
-            "InvalidResponse", asked + " but X-Linked-Size is '" + linkedSize.get() + "'", false);
+            Reason.InvalidResponse,
+            asked + " but X-Linked-Size is '" + linkedSize.get() + "'",
+            false);
       }
       if (size != file.size()) {
         throw new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             asked
                 + " but X-Linked-Size says "
                 + size
@@ -456,7 +458,7 @@ public final class HfSource implements ArtifactSource {
       String got = S3Source.unquote(etag.get());
       if (!got.equals(file.etag())) {
         throw new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             asked
                 + " but the Hub gives the file the identity "
                 + got
@@ -478,7 +480,7 @@ public final class HfSource implements ArtifactSource {
     if (status == 200) {
       if (offset != 0 || length != file.size()) {
         throw new SourceException(
-            "RangeNotHonored",
+            Reason.RangeNotHonored,
             asked
                 + " but "
                 + response.uri().getHost()
@@ -491,14 +493,14 @@ public final class HfSource implements ArtifactSource {
       Matcher m = contentRange == null ? null : CONTENT_RANGE.matcher(contentRange.strip());
       if (m == null || !m.matches()) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             asked + " but the 206 answer has Content-Range '" + contentRange + "'",
             false);
       }
       String total = m.group(3);
       if (!total.equals("*") && Long.parseLong(total) != file.size()) {
         throw new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             asked
                 + " but Content-Range '"
                 + contentRange
@@ -511,7 +513,7 @@ public final class HfSource implements ArtifactSource {
           || Long.parseLong(m.group(2)) != offset + length - 1
           || total.equals("*")) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             asked + " but the server sent Content-Range '" + contentRange + "'",
             false);
       }
@@ -521,7 +523,7 @@ public final class HfSource implements ArtifactSource {
     OptionalLongHeader contentLength = OptionalLongHeader.of(h, "content-length");
     if (contentLength.present && contentLength.value != length) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           asked
               + " but the answer has Content-Length "
               + contentLength.raw
@@ -541,7 +543,7 @@ public final class HfSource implements ArtifactSource {
       try {
         return new OptionalLongHeader(true, Long.parseLong(v.get().strip()), v.get());
       } catch (NumberFormatException e) {
-        throw new SourceException("InvalidResponse", name + " is '" + v.get() + "'", false);
+        throw new SourceException(Reason.InvalidResponse, name + " is '" + v.get() + "'", false);
       }
     }
   }
@@ -579,7 +581,7 @@ public final class HfSource implements ArtifactSource {
       }
       if (hop >= MAX_REDIRECTS) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what + ": more than " + MAX_REDIRECTS + " redirects (last to " + location.get() + ")",
             false);
       }
@@ -588,14 +590,14 @@ public final class HfSource implements ArtifactSource {
         next = current.resolve(location.get().strip());
       } catch (IllegalArgumentException e) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what + ": redirect to an invalid URL '" + location.get() + "'",
             false);
       }
       if (next.getScheme() == null
           || !(next.getScheme().equals("http") || next.getScheme().equals("https"))) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             what + ": redirect to a non-HTTP URL '" + location.get() + "'",
             false);
       }
@@ -634,7 +636,7 @@ public final class HfSource implements ArtifactSource {
             return new Json(JSON.readTree(r.body()), r.headers(), r.uri());
           } catch (JsonProcessingException e) {
             throw new SourceException(
-                "InvalidResponse",
+                Reason.InvalidResponse,
                 what
                     + ": the answer of "
                     + r.uri()
@@ -643,7 +645,7 @@ public final class HfSource implements ArtifactSource {
                 false,
                 e);
           } catch (IOException e) {
-            throw new SourceException("InvalidResponse", what + ": " + e, false, e);
+            throw new SourceException(Reason.InvalidResponse, what + ": " + e, false, e);
           }
         }
         failure = statusFailure(r, what);
@@ -651,7 +653,7 @@ public final class HfSource implements ArtifactSource {
         failure = transport(what, e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new SourceException("Interrupted", what + ": interrupted", false, e);
+        throw new SourceException(Reason.Interrupted, what + ": interrupted", false, e);
       }
       if (!failure.retryable() || attempt >= listMaxAttempts) {
         throw failure;
@@ -664,7 +666,7 @@ public final class HfSource implements ArtifactSource {
         Thread.sleep(wait.toMillis());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new SourceException("Interrupted", what + ": interrupted", false, e);
+        throw new SourceException(Reason.Interrupted, what + ": interrupted", false, e);
       }
     }
   }
@@ -684,7 +686,7 @@ public final class HfSource implements ArtifactSource {
   private SourceException transport(String what, IOException e) {
     boolean timeout = e instanceof HttpTimeoutException;
     return new SourceException(
-        "SourceUnavailable",
+        Reason.SourceUnavailable,
         what + ": " + (timeout ? "timed out after " + requestTimeout + ": " : "") + e,
         true,
         null,
@@ -711,7 +713,7 @@ public final class HfSource implements ArtifactSource {
     Duration retryAfter = retryAfter(h);
     if ("GatedRepo".equals(code)) {
       return new SourceException(
-          "GatedRepo",
+          Reason.GatedRepo,
           what
               + ": the repository is gated"
               + detail
@@ -721,7 +723,7 @@ public final class HfSource implements ArtifactSource {
     }
     if (status == 401) {
       return new SourceException(
-          "Unauthorized",
+          Reason.Unauthorized,
           what
               + ": the Hub requires authentication"
               + detail
@@ -734,45 +736,47 @@ public final class HfSource implements ArtifactSource {
     }
     if ("RepoNotFound".equals(code)) {
       return new SourceException(
-          "RepoNotFound", what + ": the repository " + repo + " does not exist" + detail, false);
+          Reason.RepoNotFound,
+          what + ": the repository " + repo + " does not exist" + detail,
+          false);
     }
     if ("RevisionNotFound".equals(code)) {
       return new SourceException(
-          "RevisionNotFound",
+          Reason.RevisionNotFound,
           what + ": the revision '" + revision + "' does not exist in " + repo + detail,
           false);
     }
     if ("EntryNotFound".equals(code)) {
-      return new SourceException("EntryNotFound", what + ": no such file" + detail, false);
+      return new SourceException(Reason.EntryNotFound, what + ": no such file" + detail, false);
     }
     if (status == 403) {
       return new SourceException(
-          "AccessDenied",
+          Reason.AccessDenied,
           what + ": access denied" + detail + "; check that the token can read " + repo,
           false);
     }
     if (status == 404) {
-      return new SourceException("SourceNotFound", what + ": not found" + detail, false);
+      return new SourceException(Reason.SourceNotFound, what + ": not found" + detail, false);
     }
     if (status == 412 || status == 416) {
       return new SourceException(
-          "ObjectChanged",
+          Reason.ObjectChanged,
           what + ": the file is no longer the one listed" + detail + "; resolve the artifact again",
           false);
     }
     if (status == 429) {
       return new SourceException(
-          "Throttled", what + ": rate limited by the Hub" + detail, true, retryAfter, null);
+          Reason.Throttled, what + ": rate limited by the Hub" + detail, true, retryAfter, null);
     }
     if (status >= 500 || status == 408) {
       return new SourceException(
-          "SourceUnavailable", what + ": the server failed" + detail, true, retryAfter, null);
+          Reason.SourceUnavailable, what + ": the server failed" + detail, true, retryAfter, null);
     }
     if (status >= 300 && status < 400) {
       return new SourceException(
-          "InvalidResponse", what + ": a redirect without a Location header" + detail, false);
+          Reason.InvalidResponse, what + ": a redirect without a Location header" + detail, false);
     }
-    return new SourceException("SourceRequestRejected", what + ": rejected" + detail, false);
+    return new SourceException(Reason.SourceRequestRejected, what + ": rejected" + detail, false);
   }
 
   /** {@code Retry-After} as delta-seconds or an HTTP-date (RFC 9110 §10.2.3); null if absent. */

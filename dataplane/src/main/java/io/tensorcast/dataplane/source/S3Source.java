@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
@@ -170,7 +171,7 @@ public final class S3Source implements ArtifactSource {
           String key = object.key();
           if (!key.startsWith(prefix)) {
             throw new SourceException(
-                "InvalidResponse",
+                Reason.InvalidResponse,
                 "listing " + description + " returned the key '" + key + "' outside the prefix",
                 false);
           }
@@ -185,7 +186,7 @@ public final class S3Source implements ArtifactSource {
           Long size = object.size();
           if (size == null || size < 0) {
             throw new SourceException(
-                "InvalidResponse",
+                Reason.InvalidResponse,
                 "listing " + description + " gave no size for '" + relative + "'",
                 false);
           }
@@ -230,7 +231,10 @@ public final class S3Source implements ArtifactSource {
     return new RangeStream(in, length);
   }
 
-  /** The checks of PITFALLS #2: status, Content-Range, length and identity of every response. */
+  /**
+   * The checks of every ranged response: status, Content-Range, length and identity of every
+   * response.
+   */
   private static void checkResponse(
       GetObjectResponse response,
       SourceFile file,
@@ -245,7 +249,7 @@ public final class S3Source implements ArtifactSource {
     if (status == 200) {
       if (offset != 0 || length != file.size()) {
         throw new SourceException(
-            "RangeNotHonored",
+            Reason.RangeNotHonored,
             asked
                 + " but the server answered 200 with the whole object"
                 + (contentLength != null ? " (Content-Length " + contentLength + ")" : "")
@@ -258,7 +262,7 @@ public final class S3Source implements ArtifactSource {
       Matcher m = contentRange == null ? null : CONTENT_RANGE.matcher(contentRange.strip());
       if (m == null || !m.matches()) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             asked + " but the 206 answer has Content-Range '" + contentRange + "'",
             false);
       }
@@ -267,7 +271,7 @@ public final class S3Source implements ArtifactSource {
       String total = m.group(3);
       if (!total.equals("*") && Long.parseLong(total) != file.size()) {
         throw new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             asked
                 + " but Content-Range '"
                 + contentRange
@@ -278,26 +282,26 @@ public final class S3Source implements ArtifactSource {
       }
       if (start != offset || end != offset + length - 1 || total.equals("*")) {
         throw new SourceException(
-            "InvalidResponse",
+            Reason.InvalidResponse,
             asked + " but the server sent Content-Range '" + contentRange + "'",
             false);
       }
     } else {
       throw new SourceException(
-          status >= 500 ? "SourceUnavailable" : "InvalidResponse",
+          status >= 500 ? Reason.SourceUnavailable : Reason.InvalidResponse,
           asked + " but the server answered HTTP " + status + " instead of 206",
           status >= 500);
     }
     if (contentLength == null || contentLength != length) {
       throw new SourceException(
-          "InvalidResponse",
+          Reason.InvalidResponse,
           asked + " but the answer has Content-Length " + contentLength + " instead of " + length,
           false);
     }
     String etag = unquote(response.eTag());
     if (!file.etag().isEmpty() && !etag.isEmpty() && !etag.equals(file.etag())) {
       throw new SourceException(
-          "ObjectChanged",
+          Reason.ObjectChanged,
           asked
               + " but the object's ETag is now "
               + etag
@@ -317,11 +321,11 @@ public final class S3Source implements ArtifactSource {
   static SourceException map(SdkException e, String what, boolean listing) {
     if (e instanceof NoSuchBucketException) {
       return new SourceException(
-          "BucketNotFound", what + ": the bucket does not exist (NoSuchBucket)", false, e);
+          Reason.BucketNotFound, what + ": the bucket does not exist (NoSuchBucket)", false, e);
     }
     if (e instanceof NoSuchKeyException) {
       return new SourceException(
-          "ObjectNotFound", what + ": the object does not exist (NoSuchKey)", false, e);
+          Reason.ObjectNotFound, what + ": the object does not exist (NoSuchKey)", false, e);
     }
     if (e instanceof AwsServiceException ase) {
       int status = ase.statusCode();
@@ -337,15 +341,15 @@ public final class S3Source implements ArtifactSource {
       Duration retryAfter = retryAfter(ase);
       if ("NoSuchBucket".equals(code) || (listing && status == 404)) {
         return new SourceException(
-            "BucketNotFound", what + ": the bucket does not exist" + detail, false, e);
+            Reason.BucketNotFound, what + ": the bucket does not exist" + detail, false, e);
       }
       if ("NoSuchKey".equals(code) || status == 404) {
         return new SourceException(
-            "ObjectNotFound", what + ": the object does not exist" + detail, false, e);
+            Reason.ObjectNotFound, what + ": the object does not exist" + detail, false, e);
       }
       if (status == 401 || status == 403) {
         return new SourceException(
-            "AccessDenied",
+            Reason.AccessDenied,
             what
                 + ": access denied"
                 + detail
@@ -355,7 +359,7 @@ public final class S3Source implements ArtifactSource {
       }
       if (status == 412 || status == 416) {
         return new SourceException(
-            "ObjectChanged",
+            Reason.ObjectChanged,
             what
                 + ": the object is no longer the one listed"
                 + detail
@@ -368,19 +372,20 @@ public final class S3Source implements ArtifactSource {
           || "Throttling".equals(code)
           || "RequestLimitExceeded".equals(code)) {
         return new SourceException(
-            "Throttled", what + ": throttled by the store" + detail, true, retryAfter, e);
+            Reason.Throttled, what + ": throttled by the store" + detail, true, retryAfter, e);
       }
       if (status >= 500 || status == 408 || "RequestTimeout".equals(code)) {
         return new SourceException(
-            "SourceUnavailable", what + ": the store failed" + detail, true, retryAfter, e);
+            Reason.SourceUnavailable, what + ": the store failed" + detail, true, retryAfter, e);
       }
-      return new SourceException("SourceRequestRejected", what + ": rejected" + detail, false, e);
+      return new SourceException(
+          Reason.SourceRequestRejected, what + ": rejected" + detail, false, e);
     }
     if (e instanceof SdkClientException) {
       String message = String.valueOf(e.getMessage());
       if (message.startsWith("Unable to load credentials")) {
         return new SourceException(
-            "CredentialsNotFound",
+            Reason.CredentialsNotFound,
             what
                 + ": no credentials found ("
                 + message
@@ -390,9 +395,9 @@ public final class S3Source implements ArtifactSource {
             e);
       }
       return new SourceException(
-          "SourceUnavailable", what + ": " + message, isTransient(e), null, e);
+          Reason.SourceUnavailable, what + ": " + message, isTransient(e), null, e);
     }
-    return new SourceException("SourceUnavailable", what + ": " + e.getMessage(), false, e);
+    return new SourceException(Reason.SourceUnavailable, what + ": " + e.getMessage(), false, e);
   }
 
   /** Client-side failures that another attempt may cure: I/O errors and timeouts. */

@@ -1,11 +1,12 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.time.Duration;
 import java.util.Optional;
 
 /**
- * A source failed. {@link #reason()} is a CamelCase reason suitable for a Kubernetes condition
- * (e.g. {@code BucketNotFound}, {@code AccessDenied}, {@code SourceUnavailable}).
+ * A source failed. {@link #reason()} says why, in the vocabulary of the status and conditions
+ * ({@link Reason}: e.g. {@code BucketNotFound}, {@code AccessDenied}, {@code SourceUnavailable}).
  *
  * <p>Reasons used by the sources of this package:
  *
@@ -31,12 +32,12 @@ import java.util.Optional;
 public class SourceException extends Exception {
   private static final long serialVersionUID = 1L;
 
-  private final String reason;
+  private final Reason reason;
   private final boolean retryable;
   private final Duration retryAfter;
 
   /**
-   * @param reason CamelCase reason for conditions
+   * @param reason why, for the status and conditions
    * @param message what failed, naming the file/key and the rule broken
    * @param retryable whether the same request may succeed when tried again
    * @param retryAfter how long the server asked to wait before trying again ({@code Retry-After}),
@@ -44,23 +45,23 @@ public class SourceException extends Exception {
    * @param cause the underlying failure, or {@code null}
    */
   public SourceException(
-      String reason, String message, boolean retryable, Duration retryAfter, Throwable cause) {
+      Reason reason, String message, boolean retryable, Duration retryAfter, Throwable cause) {
     super(message, cause);
     this.reason = reason;
     this.retryable = retryable;
     this.retryAfter = retryAfter;
   }
 
-  public SourceException(String reason, String message, boolean retryable, Throwable cause) {
+  public SourceException(Reason reason, String message, boolean retryable, Throwable cause) {
     this(reason, message, retryable, null, cause);
   }
 
-  public SourceException(String reason, String message, boolean retryable) {
+  public SourceException(Reason reason, String message, boolean retryable) {
     this(reason, message, retryable, null, null);
   }
 
-  /** CamelCase reason for conditions. */
-  public String reason() {
+  /** Why, for the status and conditions. */
+  public Reason reason() {
     return reason;
   }
 

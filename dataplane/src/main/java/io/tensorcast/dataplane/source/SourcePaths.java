@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.util.Optional;
 
 /**
@@ -55,7 +56,7 @@ public final class SourcePaths {
     Optional<String> problem = problem(path);
     if (problem.isPresent()) {
       throw new SourceException(
-          "UnsafePath",
+          Reason.UnsafePath,
           "refusing file '"
               + printable(path)
               + "' listed under "

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.InvalidPathException;
@@ -12,7 +13,7 @@ import java.util.regex.Pattern;
 /**
  * Where an artifact lives: the {@code spec.source.uri} of a ModelArtifact, parsed and checked.
  *
- * <p>Accepted forms (the seed RFC's source list):
+ * <p>Accepted forms (the unified artifact IO design's source list):
  *
  * <ul>
  *   <li>{@code file:///abs/dir} (or {@code file:/abs/dir}), or a plain path {@code /abs/dir} or
@@ -224,7 +225,7 @@ public final class SourceUri {
 
   private static SourceException invalid(String uri, String rule) {
     return new SourceException(
-        "InvalidSourceUri", "source URI '" + SourcePaths.printable(uri) + "' " + rule, false);
+        Reason.InvalidSourceUri, "source URI '" + SourcePaths.printable(uri) + "' " + rule, false);
   }
 
   /** The kind of source. */

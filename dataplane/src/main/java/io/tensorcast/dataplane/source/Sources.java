@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.Reason;
 import java.net.URI;
 import java.util.Optional;
 import java.util.function.Function;
@@ -82,7 +83,7 @@ public final class Sources {
       SourceUri uri, SourceOptions options, Function<String, String> env) throws SourceException {
     if (options.pathStyle()) {
       throw new SourceException(
-          "InvalidSourceOptions",
+          Reason.InvalidSourceOptions,
           uri
               + ": OSS refuses path-style addressing (403 SecondLevelDomainForbidden); drop"
               + " --path-style / pathStyle for oss:// sources",
@@ -92,7 +93,7 @@ public final class Sources {
         options.region().map(r -> r.startsWith("oss-") ? r.substring("oss-".length()) : r);
     if (options.endpoint().isEmpty() && regionId.isEmpty()) {
       throw new SourceException(
-          "InvalidSourceOptions",
+          Reason.InvalidSourceOptions,
           uri
               + ": an oss:// source needs a region (e.g. cn-hangzhou, giving the endpoint"
               + " https://s3.oss-cn-hangzhou.aliyuncs.com) or an explicit endpoint",
@@ -118,7 +119,7 @@ public final class Sources {
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      throw new SourceException("InvalidSourceOptions", uri + ": " + e.getMessage(), false, e);
+      throw new SourceException(Reason.InvalidSourceOptions, uri + ": " + e.getMessage(), false, e);
     }
   }
 

@@ -1,5 +1,7 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
+
 /**
  * An artifact does not fit into the store's byte budget. Thrown by {@link PinnedStore#allocate}
  * before any file or directory is created. Reason {@code InsufficientMemory}.
@@ -13,7 +15,7 @@ public final class InsufficientMemoryException extends StoreException {
 
   InsufficientMemoryException(String artifactId, long neededBytes, long budgetBytes, long inUse) {
     super(
-        "InsufficientMemory",
+        Reason.InsufficientMemory,
         "artifact "
             + artifactId
             + " needs "

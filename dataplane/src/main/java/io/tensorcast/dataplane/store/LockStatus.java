@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.util.Objects;
 
 /**
@@ -8,17 +9,14 @@ import java.util.Objects;
  * @param locked true only when every byte of every file is locked ({@code lockedBytes} equals the
  *     artifact's size)
  * @param lockedBytes bytes of the artifact's files that are page-locked; 0 when not locked
- * @param reason CamelCase reason: {@value #LOCKED}, {@value #LOCKING_DISABLED}, {@value
- *     #MEMLOCK_LIMIT_TOO_LOW} (no {@code CAP_IPC_LOCK} and {@code RLIMIT_MEMLOCK} below what is
- *     needed), {@value #LOCK_FAILED} (the kernel refused for another reason, e.g. {@code EAGAIN})
+ * @param reason {@link Reason#Locked}, {@link Reason#LockingDisabled}, {@link
+ *     Reason#MemlockLimitTooLow} (no {@code CAP_IPC_LOCK} and {@code RLIMIT_MEMLOCK} below what is
+ *     needed), {@link Reason#LockFailed} (the kernel refused for another reason, e.g. {@code
+ *     EAGAIN})
  * @param message what happened, with the numbers (bytes asked, {@code RLIMIT_MEMLOCK}, whether
  *     {@code CAP_IPC_LOCK} is in effect) and what to do about it
  */
-public record LockStatus(boolean locked, long lockedBytes, String reason, String message) {
-  public static final String LOCKED = "Locked";
-  public static final String LOCKING_DISABLED = "LockingDisabled";
-  public static final String MEMLOCK_LIMIT_TOO_LOW = "MemlockLimitTooLow";
-  public static final String LOCK_FAILED = "LockFailed";
+public record LockStatus(boolean locked, long lockedBytes, Reason reason, String message) {
 
   public LockStatus {
     Objects.requireNonNull(reason, "reason");
@@ -29,14 +27,14 @@ public record LockStatus(boolean locked, long lockedBytes, String reason, String
   }
 
   static LockStatus locked(long bytes) {
-    return new LockStatus(true, bytes, LOCKED, bytes + " bytes page-locked with mlock");
+    return new LockStatus(true, bytes, Reason.Locked, bytes + " bytes page-locked with mlock");
   }
 
   static LockStatus disabled() {
     return new LockStatus(
         false,
         0,
-        LOCKING_DISABLED,
+        Reason.LockingDisabled,
         "page-locking is disabled for this store (LockPolicy.DISABLED)");
   }
 }

@@ -1,6 +1,7 @@
 package io.tensorcast.dataplane.store;
 
 import com.sun.jna.Pointer;
+import io.tensorcast.api.Reason;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
@@ -46,7 +47,9 @@ final class MappedFile {
       fd = MemoryLockSupport.createExclusive(absolutePath);
     } catch (ErrnoException e) {
       throw new StoreException(
-          "StoreIoError", "artifact " + artifactId + ": cannot create file: " + e.getMessage(), e);
+          Reason.StoreIoError,
+          "artifact " + artifactId + ": cannot create file: " + e.getMessage(),
+          e);
     }
     try {
       boolean preallocated = true;
@@ -56,7 +59,7 @@ final class MappedFile {
         int err = MemoryLockSupport.fallocate(fd, file.size());
         if (err == MemoryLockSupport.ENOSPC) {
           throw new StoreException(
-              "FilesystemFull",
+              Reason.FilesystemFull,
               "artifact "
                   + artifactId
                   + ": no space left for file '"
@@ -79,7 +82,8 @@ final class MappedFile {
           file.size() == 0 ? 0 : MemoryLockSupport.mmapShared(fd, file.size(), absolutePath);
       return new MappedFile(file, absolutePath, address, preallocated);
     } catch (ErrnoException e) {
-      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+      throw new StoreException(
+          Reason.StoreIoError, "artifact " + artifactId + ": " + e.getMessage(), e);
     } finally {
       MemoryLockSupport.close(fd); // the mapping keeps the file open
     }
@@ -95,13 +99,15 @@ final class MappedFile {
     try {
       fd = MemoryLockSupport.openExisting(absolutePath);
     } catch (ErrnoException e) {
-      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+      throw new StoreException(
+          Reason.StoreIoError, "artifact " + artifactId + ": " + e.getMessage(), e);
     }
     try {
       return new MappedFile(
           file, absolutePath, MemoryLockSupport.mmapShared(fd, file.size(), absolutePath), true);
     } catch (ErrnoException e) {
-      throw new StoreException("StoreIoError", "artifact " + artifactId + ": " + e.getMessage(), e);
+      throw new StoreException(
+          Reason.StoreIoError, "artifact " + artifactId + ": " + e.getMessage(), e);
     } finally {
       MemoryLockSupport.close(fd);
     }

@@ -25,8 +25,8 @@ import java.util.Objects;
  *       a tmpfs's {@code size=} may exceed real memory, so its {@code df} alone is not the budget.
  * </ul>
  *
- * The rule comes from PITFALLS 5 (the memory budget is not what it seems). Measure at start, after
- * the store's recovery: the bytes of adopted artifacts are already used and are not in this number.
+ * The memory budget is not what it seems. Measure at start, after the store's recovery: the bytes
+ * of adopted artifacts are already used and are not in this number.
  *
  * @param bytes the least of the bounds, {@code >= 0}
  * @param boundBy name of the bound that set {@code bytes}: {@value #CGROUP_V2}, {@value

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.store;
 
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -192,7 +193,7 @@ public final class MemoryLockSupport {
       return new LockStatus(
           false,
           0,
-          LockStatus.MEMLOCK_LIMIT_TOO_LOW,
+          Reason.MemlockLimitTooLow,
           what
               + ": "
               + facts.describeLimit()
@@ -209,7 +210,7 @@ public final class MemoryLockSupport {
     return new LockStatus(
         false,
         0,
-        LockStatus.LOCK_FAILED,
+        Reason.LockFailed,
         what
             + ": "
             + facts.describeLimit()

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -55,17 +56,17 @@ import org.slf4j.LoggerFactory;
  * use} with {@link InsufficientMemoryException} before it creates anything; {@link #unload} returns
  * the bytes.
  *
- * <p><b>Start (PITFALLS 5: clean up on start).</b> Opening a store scans its root. An artifact is
- * <em>adopted</em> — re-mapped, every file's SHA-256 recomputed over the mapping and compared with
- * the state file, locked per the policy, charged to the budget — only if its state file is
- * readable, every file in it is complete, and the directory holds exactly those files (regular
- * files, same sizes, nothing else). Adopting saves reloading a model after a data-plane restart:
- * tmpfs pages outlive the process. Everything else that is the store's is removed: directories
- * named like an artifact id without a state file or with any incomplete file, state files without a
- * directory, temporary state files, artifacts whose bytes changed, artifacts that cannot be locked
- * under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit,
- * adopted in id order. Entries that are not directories named like an artifact id are left alone
- * and reported. {@link #recovery()} lists every decision.
+ * <p><b>Start: clean up.</b> Opening a store scans its root. An artifact is <em>adopted</em> —
+ * re-mapped, every file's SHA-256 recomputed over the mapping and compared with the state file,
+ * locked per the policy, charged to the budget — only if its state file is readable, every file in
+ * it is complete, and the directory holds exactly those files (regular files, same sizes, nothing
+ * else). Adopting saves reloading a model after a data-plane restart: tmpfs pages outlive the
+ * process. Everything else that is the store's is removed: directories named like an artifact id
+ * without a state file or with any incomplete file, state files without a directory, temporary
+ * state files, artifacts whose bytes changed, artifacts that cannot be locked under {@link
+ * LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit, adopted in id
+ * order. Entries that are not directories named like an artifact id are left alone and reported.
+ * {@link #recovery()} lists every decision.
  *
  * <p><b>Memory accounting.</b> tmpfs pages are charged to the memory cgroup of the process that
  * first touches them and outlive it, and deleting a file that is still mapped frees nothing; so
@@ -211,7 +212,7 @@ public final class PinnedStore implements AutoCloseable {
       ok = true;
     } catch (IOException e) {
       throw new StoreException(
-          "StoreIoError", "cannot open store at " + this.root + ": " + e.getMessage(), e);
+          Reason.StoreIoError, "cannot open store at " + this.root + ": " + e.getMessage(), e);
     } finally {
       if (!ok) {
         for (StoredArtifact a : artifacts.values()) {
@@ -242,7 +243,7 @@ public final class PinnedStore implements AutoCloseable {
     if (l == null) {
       ch.close();
       throw new StoreException(
-          "StoreInUse",
+          Reason.StoreInUse,
           "another store holds "
               + root
               + " (lock on "
@@ -368,7 +369,7 @@ public final class PinnedStore implements AutoCloseable {
       charged = chargedBytes(files);
     } catch (StoreException e) {
       removeArtifactFiles(id);
-      return removed(id, e.reason(), e.getMessage() + "; removed");
+      return removed(id, e.reason().name(), e.getMessage() + "; removed");
     }
     if (budget.isPresent() && inUseBytes + charged > budget.getAsLong()) {
       removeArtifactFiles(id);
@@ -395,7 +396,7 @@ public final class PinnedStore implements AutoCloseable {
               pool);
     } catch (StoreException e) {
       removeArtifactFiles(id);
-      return removed(id, e.reason(), e.getMessage() + "; removed");
+      return removed(id, e.reason().name(), e.getMessage() + "; removed");
     }
     LockStatus status = lock(a, charged);
     if (policy == LockPolicy.REQUIRED && !status.locked()) {
@@ -404,7 +405,7 @@ public final class PinnedStore implements AutoCloseable {
       } catch (StoreException e) {
         throw new IOException(e.getMessage(), e);
       }
-      return removed(id, status.reason(), status.message() + "; removed");
+      return removed(id, status.reason().name(), status.message() + "; removed");
     }
     a.setLockStatus(status);
     artifacts.put(id, a);
@@ -502,7 +503,7 @@ public final class PinnedStore implements AutoCloseable {
       Path dir = root.resolve(artifactId);
       if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
         throw new StoreException(
-            "ArtifactExists",
+            Reason.ArtifactExists,
             "artifact "
                 + artifactId
                 + ": "
@@ -533,7 +534,7 @@ public final class PinnedStore implements AutoCloseable {
       created.setLockStatus(status);
       synchronized (lock) {
         if (closed) {
-          throw new StoreException("StoreClosed", "the store at " + root + " was closed");
+          throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
         }
         pending.remove(artifactId);
         artifacts.put(artifactId, created);
@@ -572,18 +573,19 @@ public final class PinnedStore implements AutoCloseable {
     Path writes = writesDirectory();
     if (!abs.startsWith(writes) || abs.equals(writes)) {
       throw new StoreException(
-          "InvalidPath",
+          Reason.InvalidPath,
           "staged file " + abs + " must be under the store's writes directory " + writes);
     }
     if (size < 0) {
-      throw new StoreException("InvalidSize", "staged file " + abs + ": negative size " + size);
+      throw new StoreException(
+          Reason.InvalidSize, "staged file " + abs + ": negative size " + size);
     }
     StoreFile sf = new StoreFile(abs.getFileName().toString(), size);
     long charged = chargedBytes(List.of(sf));
     String owner = "staged file " + abs.getFileName();
     synchronized (lock) {
       if (closed) {
-        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
       }
       if (charged > budgetBytes - inUseBytes) {
         throw new InsufficientMemoryException(owner, charged, budgetBytes, inUseBytes);
@@ -695,7 +697,7 @@ public final class PinnedStore implements AutoCloseable {
       }
       if (f.from().isClosed()) {
         throw new StoreException(
-            "InvalidPath",
+            Reason.InvalidPath,
             "artifact "
                 + artifactId
                 + ": staged file "
@@ -715,7 +717,7 @@ public final class PinnedStore implements AutoCloseable {
       Path dir = root.resolve(artifactId);
       if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
         throw new StoreException(
-            "ArtifactExists",
+            Reason.ArtifactExists,
             "artifact "
                 + artifactId
                 + ": "
@@ -740,7 +742,7 @@ public final class PinnedStore implements AutoCloseable {
       created.setLockStatus(status);
       synchronized (lock) {
         if (closed) {
-          throw new StoreException("StoreClosed", "the store at " + root + " was closed");
+          throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
         }
         pending.remove(artifactId);
         // The moved files' charge was the staged files'; it is the artifact's now.
@@ -769,11 +771,11 @@ public final class PinnedStore implements AutoCloseable {
   private void reserve(String artifactId, long charged) throws StoreException {
     synchronized (lock) {
       if (closed) {
-        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
       }
       if (artifacts.containsKey(artifactId) || pending.containsKey(artifactId)) {
         throw new StoreException(
-            "ArtifactExists",
+            Reason.ArtifactExists,
             "artifact " + artifactId + " is already allocated in this store; unload it first");
       }
       if (charged > budgetBytes - inUseBytes) {
@@ -840,11 +842,11 @@ public final class PinnedStore implements AutoCloseable {
     StoredArtifact a;
     synchronized (lock) {
       if (closed) {
-        throw new StoreException("StoreClosed", "the store at " + root + " is closed");
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
       }
       if (pending.containsKey(artifactId)) {
         throw new StoreException(
-            "ArtifactBusy", "artifact " + artifactId + " is still being allocated");
+            Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
       }
       a = artifacts.get(artifactId);
     }
@@ -853,7 +855,9 @@ public final class PinnedStore implements AutoCloseable {
         removeArtifactFiles(artifactId);
       } catch (IOException e) {
         throw new StoreException(
-            "StoreIoError", "artifact " + artifactId + ": cannot delete: " + e.getMessage(), e);
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot delete: " + e.getMessage(),
+            e);
       }
       return;
     }
@@ -930,7 +934,8 @@ public final class PinnedStore implements AutoCloseable {
         total = Math.addExact(total, Math.multiplyExact(pages, page));
       }
     } catch (ArithmeticException e) {
-      throw new StoreException("InvalidSize", "the artifact's total size overflows 2^63 bytes");
+      throw new StoreException(
+          Reason.InvalidSize, "the artifact's total size overflows 2^63 bytes");
     }
     return total;
   }

@@ -1,8 +1,10 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
+
 /**
- * The page-locked store refused or failed an operation. {@link #reason()} is a CamelCase reason
- * suitable for a Kubernetes condition; the message names the artifact, the file and the rule.
+ * The page-locked store refused or failed an operation. {@link #reason()} says why ({@link
+ * Reason}); the message names the artifact, the file and the rule.
  *
  * <p>Reasons used: {@code InvalidArtifactId}, {@code InvalidPath}, {@code InvalidSize}, {@code
  * DuplicatePath}, {@code PathConflict}, {@code NoFiles}, {@code ArtifactExists}, {@code
@@ -13,19 +15,19 @@ package io.tensorcast.dataplane.store;
 public class StoreException extends Exception {
   private static final long serialVersionUID = 1L;
 
-  private final String reason;
+  private final Reason reason;
 
-  public StoreException(String reason, String message, Throwable cause) {
+  public StoreException(Reason reason, String message, Throwable cause) {
     super(message, cause);
     this.reason = reason;
   }
 
-  public StoreException(String reason, String message) {
+  public StoreException(Reason reason, String message) {
     this(reason, message, null);
   }
 
-  /** CamelCase reason for conditions. */
-  public String reason() {
+  /** Why, for the status and conditions. */
+  public Reason reason() {
     return reason;
   }
 }

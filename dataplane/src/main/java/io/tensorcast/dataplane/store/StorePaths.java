@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -33,7 +34,7 @@ final class StorePaths {
   static void checkArtifactId(String id) throws StoreException {
     if (!isValidArtifactId(id)) {
       throw new StoreException(
-          "InvalidArtifactId",
+          Reason.InvalidArtifactId,
           "artifact id "
               + (id == null ? "null" : "'" + printable(id) + "'")
               + " is not a DNS-1123 label: lowercase letters, digits and '-', starting and ending"
@@ -53,22 +54,23 @@ final class StorePaths {
   static List<StoreFile> checkFiles(String artifactId, List<StoreFile> files)
       throws StoreException {
     if (files == null || files.isEmpty()) {
-      throw new StoreException("NoFiles", "artifact " + artifactId + " lists no files");
+      throw new StoreException(Reason.NoFiles, "artifact " + artifactId + " lists no files");
     }
     Set<String> paths = new HashSet<>();
     for (StoreFile f : files) {
       if (f == null) {
-        throw new StoreException("InvalidPath", "artifact " + artifactId + " lists a null file");
+        throw new StoreException(
+            Reason.InvalidPath, "artifact " + artifactId + " lists a null file");
       }
       String broken = brokenRule(f.path());
       if (broken != null) {
         throw new StoreException(
-            "InvalidPath",
+            Reason.InvalidPath,
             "artifact " + artifactId + ": path '" + printable(f.path()) + "' " + broken);
       }
       if (f.size() < 0) {
         throw new StoreException(
-            "InvalidSize",
+            Reason.InvalidSize,
             "artifact "
                 + artifactId
                 + ": file '"
@@ -79,7 +81,7 @@ final class StorePaths {
       }
       if (!paths.add(f.path())) {
         throw new StoreException(
-            "DuplicatePath",
+            Reason.DuplicatePath,
             "artifact " + artifactId + ": path '" + f.path() + "' is listed more than once");
       }
     }
@@ -89,7 +91,7 @@ final class StorePaths {
         String dir = p.substring(0, i);
         if (paths.contains(dir)) {
           throw new StoreException(
-              "PathConflict",
+              Reason.PathConflict,
               "artifact "
                   + artifactId
                   + ": '"

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileVisitResult;
@@ -144,7 +145,7 @@ public final class StoredArtifact {
           artifactId, directory, stateFile, done, windowBytes, chargedBytes, reserveOnWrite);
     } catch (IOException e) {
       throw new StoreException(
-          "StoreIoError",
+          Reason.StoreIoError,
           "artifact " + artifactId + ": cannot create " + directory + ": " + e.getMessage(),
           e);
     } finally {
@@ -211,7 +212,7 @@ public final class StoredArtifact {
         }
         if (from.size() != f.size()) {
           throw new StoreException(
-              "InvalidSize",
+              Reason.InvalidSize,
               "artifact "
                   + artifactId
                   + ": file '"
@@ -245,7 +246,7 @@ public final class StoredArtifact {
           artifactId, directory, stateFile, ordered, windowBytes, chargedBytes, false);
     } catch (IOException e) {
       throw new StoreException(
-          "StoreIoError",
+          Reason.StoreIoError,
           "artifact " + artifactId + ": cannot install into " + directory + ": " + e.getMessage(),
           e);
     } finally {
@@ -301,7 +302,7 @@ public final class StoredArtifact {
             String actual = a.hash(a.mapped.get(f.path()));
             if (!actual.equals(f.sha256())) {
               throw new StoreException(
-                  "ChecksumMismatch",
+                  Reason.ChecksumMismatch,
                   "artifact "
                       + id
                       + ": file '"
@@ -332,7 +333,7 @@ public final class StoredArtifact {
       futures = pool.invokeAll(tasks);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return new StoreException("Interrupted", "interrupted while working on the store", e);
+      return new StoreException(Reason.Interrupted, "interrupted while working on the store", e);
     }
     StoreException first = null;
     for (Future<T> f : futures) {
@@ -343,12 +344,14 @@ public final class StoredArtifact {
           first =
               e.getCause() instanceof StoreException se
                   ? se
-                  : new StoreException("StoreIoError", String.valueOf(e.getCause()), e.getCause());
+                  : new StoreException(
+                      Reason.StoreIoError, String.valueOf(e.getCause()), e.getCause());
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         if (first == null) {
-          first = new StoreException("Interrupted", "interrupted while working on the store", e);
+          first =
+              new StoreException(Reason.Interrupted, "interrupted while working on the store", e);
         }
       }
     }
@@ -383,10 +386,7 @@ public final class StoredArtifact {
     }
     if (interrupted != null) {
       return new LockStatus(
-          false,
-          0,
-          LockStatus.LOCK_FAILED,
-          "interrupted while locking: " + interrupted.getMessage());
+          false, 0, Reason.LockFailed, "interrupted while locking: " + interrupted.getMessage());
     }
     return MemoryLockSupport.failure(chargedBytes, firstErr, MemoryLockSupport.facts());
   }
@@ -416,7 +416,7 @@ public final class StoredArtifact {
       return new LockStatus(
           true,
           bytesAllocated,
-          LockStatus.LOCKED,
+          Reason.Locked,
           bytesAllocated
               + " bytes page-locked with mlock2(MLOCK_ONFAULT): each page is locked as its bytes"
               + " are written");
@@ -475,7 +475,7 @@ public final class StoredArtifact {
         }
         if (first != null) {
           throw new StoreException(
-              "StoreIoError", "artifact " + artifactId + ": " + first.getMessage(), first);
+              Reason.StoreIoError, "artifact " + artifactId + ": " + first.getMessage(), first);
         }
       }
       if (deleteFiles) {
@@ -484,7 +484,7 @@ public final class StoredArtifact {
           deleteTree(directory);
         } catch (IOException e) {
           throw new StoreException(
-              "StoreIoError",
+              Reason.StoreIoError,
               "artifact " + artifactId + ": cannot delete " + directory + ": " + e.getMessage(),
               e);
         }
@@ -695,7 +695,7 @@ public final class StoredArtifact {
     String actual = recorded != null ? recorded : computed != null ? computed : sha256(path);
     if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
       throw new StoreException(
-          "ChecksumMismatch",
+          Reason.ChecksumMismatch,
           "artifact "
               + artifactId
               + ": file '"
@@ -718,7 +718,7 @@ public final class StoredArtifact {
       } catch (IOException e) {
         sha256ByPath.remove(path, actual);
         throw new StoreException(
-            "StoreIoError",
+            Reason.StoreIoError,
             "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
             e);
       } finally {
@@ -838,7 +838,7 @@ public final class StoredArtifact {
             + ")";
     if (err == MemoryLockSupport.EFAULT) {
       throw new StoreWriteException(
-          "FilesystemFull",
+          Reason.FilesystemFull,
           range
               + ": the file system of "
               + directory
@@ -846,10 +846,10 @@ public final class StoredArtifact {
     }
     if (err == MemoryLockSupport.ENOMEM || err == MemoryLockSupport.EAGAIN) {
       throw new StoreWriteException(
-          "InsufficientMemory",
+          Reason.InsufficientMemory,
           range + ": out of memory (the memory cgroup's limit, or the node's memory)");
     }
-    throw new StoreWriteException("StoreIoError", range);
+    throw new StoreWriteException(Reason.StoreIoError, range);
   }
 
   private void checkRange(MappedFile f, long offset, int length) {

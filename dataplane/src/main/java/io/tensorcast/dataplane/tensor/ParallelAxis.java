@@ -4,7 +4,7 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * One axis of a parallel layout, as in the seed's {@code ParallelAxis(kind, rank, size,
+ * One axis of a parallel layout, as in the design's {@code ParallelAxis(kind, rank, size,
  * split_dim)}.
  *
  * <p>Only {@link Kind#TP} affects the tensor's bytes: a TP axis stores rank {@code rank} of a
@@ -35,7 +35,7 @@ public record ParallelAxis(Kind kind, int rank, int size, Integer splitDim) {
     /** Tensor-parallel shard: splits the tensor along {@code split_dim}. */
     TP;
 
-    /** The seed's spelling: {@code "tp"}, {@code "dp"}, {@code "pp"}, {@code "ep"}. */
+    /** The design's spelling: {@code "tp"}, {@code "dp"}, {@code "pp"}, {@code "ep"}. */
     public String label() {
       return name().toLowerCase(Locale.ROOT);
     }

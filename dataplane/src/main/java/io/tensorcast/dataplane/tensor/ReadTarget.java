@@ -4,7 +4,7 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * What a reader wants materialised, the seed's {@code ReadTarget(mode, parallelism)}. The mode is
+ * What a reader wants materialised, the design's {@code ReadTarget(mode, parallelism)}. The mode is
  * explicit so that the same parallelism can mean different reads.
  *
  * <ul>
@@ -27,7 +27,7 @@ import java.util.Objects;
  */
 public record ReadTarget(Mode mode, TensorParallelism parallelism) {
 
-  /** Read modes, spelled {@code as_stored}, {@code shard}, {@code full} in the seed. */
+  /** Read modes, spelled {@code as_stored}, {@code shard}, {@code full} in the design. */
   public enum Mode {
     /** Return exactly what was stored. */
     AS_STORED,
@@ -36,7 +36,7 @@ public record ReadTarget(Mode mode, TensorParallelism parallelism) {
     /** Return the full tensor. */
     FULL;
 
-    /** The seed's spelling: {@code "as_stored"}, {@code "shard"}, {@code "full"}. */
+    /** The design's spelling: {@code "as_stored"}, {@code "shard"}, {@code "full"}. */
     public String label() {
       return name().toLowerCase(Locale.ROOT);
     }

@@ -26,7 +26,7 @@ import java.util.Objects;
  *
  * <ul>
  *   <li>{@link #save}: one caller holds every full tensor and writes all {@code tp_size} rank files
- *       (the seed's {@code save_artifact(..., tp_size)}).
+ *       (the design's {@code save_artifact(..., tp_size)}).
  *   <li>{@link #writeBatch}: one writer (one TP rank) writes its own rank file from a batch, with
  *       either per-key {@code parallelisms} or per-key {@code writer_partitions}, never both (the
  *       seed rejects the mix as ambiguous). Every writer writes the same manifest; a differing
@@ -74,10 +74,10 @@ public final class ShardLayoutWriter {
   }
 
   /**
-   * One writer's batch (the seed's batch put): tensors plus, per tensor in the same order, either
+   * One writer's batch (the design's batch put): tensors plus, per tensor in the same order, either
    * {@code parallelisms} or {@code writerPartitions} (the other {@code null}).
    *
-   * <p>Per the seed's write table: with a parallelism of {@code [tp]} alone the tensor passed is
+   * <p>Per the design's write table: with a parallelism of {@code [tp]} alone the tensor passed is
    * the shard itself; with {@code [dp|pp|ep, tp]} it is the full tensor and only the tp shard is
    * stored; with no tp axis ({@code [dp]}, ...) it is stored as passed (replicated, {@code
    * split_dim} null). With a writer partition the tensor is always full and only its shard is

@@ -39,12 +39,12 @@ import java.util.Set;
  * }
  * }</pre>
  *
- * <p>Per tensor, the seed's manifest fields: {@code global_shape}, {@code dtype} (safetensors
+ * <p>Per tensor, the design's manifest fields: {@code global_shape}, {@code dtype} (safetensors
  * spelling), {@code split_dim} ({@code null} = replicated: every rank file holds the full tensor)
  * and {@code shard_count} ({@code tp_size} when split, 1 when replicated). Rank {@code r}'s file
  * holds each split tensor's slice {@code [r × g/S, (r+1) × g/S)} along {@code split_dim} ({@code g
  * = global_shape[split_dim]}, {@code S = tp_size}), which must divide evenly (uniform sharding, as
- * the seed requires). {@code layout_axes} are the scope axes ({@code dp}, {@code pp}, {@code ep})
+ * the design requires). {@code layout_axes} are the scope axes ({@code dp}, {@code pp}, {@code ep})
  * of the layout identity, in canonical order; the tp axis is implied by {@code tp_size} and the
  * file's rank. {@code layout_kind} ({@code "shard"} when split, {@code "full"} when replicated) and
  * {@code local_shape} (each rank file's shape) are written for readers and checked when read.

@@ -10,11 +10,12 @@ import java.util.Optional;
 import java.util.stream.Collectors;
 
 /**
- * Where a tensor object belongs in a parallel layout: the seed's {@code TensorParallelism([axes])}.
+ * Where a tensor object belongs in a parallel layout: the design's {@code
+ * TensorParallelism([axes])}.
  *
  * <p>Canonical: the axes are kept sorted by {@link ParallelAxis.Kind} order ({@code dp}, {@code
  * pp}, {@code ep}, {@code tp}), so {@code [pp, tp]} and {@code [tp, pp]} are the same identity
- * ({@code equals}, {@code hashCode}, {@code toString}). The seed fixed exactly this mismatch
+ * ({@code equals}, {@code hashCode}, {@code toString}). The design fixed exactly this mismatch
  * ("canonicalizing the requested parallelism before comparison"). At most one axis per kind; at
  * least one axis.
  *

@@ -13,7 +13,7 @@ import java.util.Optional;
  *
  * <p>Every read is a box of the global tensor: {@code full} is the whole tensor; {@code shard} with
  * tp axis {@code (rank r, size T, split_dim d)} is the slice {@code [r × g/T, (r+1) × g/T)} along
- * {@code d} ({@code g = global_shape[d]}, uniform split required, as in the seed); {@code
+ * {@code d} ({@code g = global_shape[d]}, uniform split required, as in the design); {@code
  * as_stored} is one stored object. The planner intersects the box with each stored piece (a whole
  * tensor, or one TP shard) and emits, per intersection, the longest runs that are contiguous in
  * both the piece and the result (all trailing dimensions that both span fully fold into one run),

@@ -3,10 +3,10 @@ package io.tensorcast.dataplane.tensor;
 import java.util.Objects;
 
 /**
- * The seed's {@code writer_partition}: a writer that holds the full tensor persists only the shard
- * it owns, named by the {@code tp} axis of {@code parallelism} (the optimisation for RL weight
- * sync). The scope axes ({@code dp}, {@code pp}, {@code ep}) become the stored object's layout
- * identity, as with a parallelism.
+ * The design's {@code writer_partition}: a writer that holds the full tensor persists only the
+ * shard it owns, named by the {@code tp} axis of {@code parallelism} (the optimisation for RL
+ * weight sync). The scope axes ({@code dp}, {@code pp}, {@code ep}) become the stored object's
+ * layout identity, as with a parallelism.
  *
  * <p>This differs from a plain TP parallelism on write: with {@code parallelisms=[tp]} the caller
  * passes the shard itself; with a writer partition the caller passes the full tensor.

@@ -14,6 +14,7 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
@@ -494,7 +495,7 @@ public final class WriteNode implements AutoCloseable {
       String reason =
           e instanceof WriteException we
               ? we.reason()
-              : e instanceof StoreException se ? se.reason() : "FetchFailed";
+              : e instanceof StoreException se ? se.reason().name() : "FetchFailed";
       fail(lv, reason, e.getMessage());
     }
   }
@@ -600,7 +601,7 @@ public final class WriteNode implements AutoCloseable {
     } catch (StoreException e) {
       fail(
           lv,
-          "ChecksumMismatch".equals(e.reason()) ? "DigestMismatch" : e.reason(),
+          e.reason() == Reason.ChecksumMismatch ? "DigestMismatch" : e.reason().name(),
           e.getMessage());
       return;
     }
@@ -821,26 +822,22 @@ public final class WriteNode implements AutoCloseable {
     int files = shown == null || shown.stored == null ? 0 : shown.stored.files().size();
     OriginSwarm s = t == null ? null : t.swarm;
     Membership m = membership.get();
-    return new DataPlaneStatus(
-        settings.artifactId(),
-        phase,
-        c == null && t != null && t.state.equals("Failed") ? t.reason : null,
-        message,
-        "writers:" + String.join(",", new java.util.TreeSet<>(settings.writers().keySet())),
-        c == null ? null : c.name(),
-        files,
-        c == null ? 0 : files,
-        0,
-        total,
-        loaded,
-        0,
-        0,
-        null,
-        shown == null || shown.stored == null ? null : shown.stored.directory().toString(),
-        c == null || c.readyAt == null ? null : c.readyAt.toString(),
-        List.of(),
-        m == null ? null : m.epoch(),
-        s == null ? 0 : s.connectedPeers());
+    return DataPlaneStatus.builder(settings.artifactId(), phase)
+        .reason(c == null && t != null && t.state.equals("Failed") ? t.reason : null)
+        .message(message)
+        .source("writers:" + String.join(",", new java.util.TreeSet<>(settings.writers().keySet())))
+        .resolvedRevision(c == null ? null : c.name())
+        .files(files)
+        .filesComplete(c == null ? 0 : files)
+        .bytesTotal(total)
+        .bytesLoaded(loaded)
+        .storeDirectory(
+            shown == null || shown.stored == null ? null : shown.stored.directory().toString())
+        .readyTime(c == null || c.readyAt == null ? null : c.readyAt.toString())
+        .fileStatuses(List.of())
+        .peerEpoch(m == null ? null : m.epoch())
+        .peers(s == null ? 0 : s.connectedPeers())
+        .build();
   }
 
   private ObjectNode versionsJson() {

@@ -271,12 +271,13 @@ public final class WriteService implements AutoCloseable {
         e instanceof InsufficientMemoryException
             ? 507
             : switch (e.reason()) {
-              case "InvalidArtifactId", "InvalidPath", "InvalidSize" -> 400;
-              case "ArtifactExists" -> 409;
-              case "FilesystemFull" -> 507;
+              case InvalidArtifactId, InvalidPath, InvalidSize -> 400;
+              case ArtifactExists -> 409;
+              case FilesystemFull -> 507;
               default -> 500;
             };
-    return new WriteException(status, e.reason(), "version " + version + ": " + e.getMessage(), e);
+    return new WriteException(
+        status, e.reason().name(), "version " + version + ": " + e.getMessage(), e);
   }
 
   static void checkName(String name) throws WriteException {

@@ -7,7 +7,7 @@ import io.tensorcast.dataplane.tensor.StoredLayout;
 import io.tensorcast.dataplane.tensor.TensorParallelism;
 import io.tensorcast.dataplane.tensor.TensorReadPlan;
 import io.tensorcast.dataplane.tensor.TensorReadPlanner;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import org.junit.jupiter.api.Test;
 
 /** The 70B layout the planning benchmark uses is the real model's: sizes match the index. */

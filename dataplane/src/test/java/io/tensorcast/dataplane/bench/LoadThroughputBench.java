@@ -1,7 +1,6 @@
 package io.tensorcast.dataplane.bench;
 
 import static io.tensorcast.dataplane.bench.BenchSupport.check;
-import static io.tensorcast.dataplane.bench.BenchSupport.deleteTree;
 import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
 import static io.tensorcast.dataplane.bench.BenchSupport.log;
 import static io.tensorcast.dataplane.bench.BenchSupport.machine;
@@ -12,8 +11,9 @@ import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
 import io.tensorcast.dataplane.source.Crc64Nvme;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -268,8 +268,8 @@ public final class LoadThroughputBench {
               loadAverage()));
       System.out.print(out);
     } finally {
-      deleteTree(shm);
-      deleteTree(work);
+      TestFiles.deleteTree(shm);
+      TestFiles.deleteTree(work);
     }
   }
 
@@ -590,7 +590,7 @@ public final class LoadThroughputBench {
               bytes,
               prefix);
       lastTensorcastLog.put(v.name(), lastLog);
-      deleteTree(root);
+      TestFiles.deleteTree(root);
       return r;
     }
 
@@ -668,7 +668,7 @@ public final class LoadThroughputBench {
                   + tail(Files.readString(work.resolve("sha256sum.log")), 3);
         }
       }
-      deleteTree(copy);
+      TestFiles.deleteTree(copy);
       return new Run(tool, config, bytes, nanos, user, sys, serverCpu, ok, note);
     }
 

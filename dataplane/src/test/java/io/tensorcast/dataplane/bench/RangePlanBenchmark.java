@@ -5,7 +5,7 @@ import io.tensorcast.dataplane.tensor.StoredLayout;
 import io.tensorcast.dataplane.tensor.StoredTensor;
 import io.tensorcast.dataplane.tensor.TensorParallelism;
 import io.tensorcast.dataplane.tensor.TensorReadPlanner;
-import java.nio.file.Files;
+import io.tensorcast.testing.Corpus;
 import java.nio.file.Path;
 import java.util.List;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -32,18 +32,14 @@ public class RangePlanBenchmark {
   ReadTarget[][] tp8;
   ReadTarget[][] tp4Exact;
 
-  /** The corpus directory: {@code tensorcast.corpus} if it exists, else /work/shared/corpus. */
+  /** The corpus directory ({@link Corpus}); a benchmark without it cannot run. */
   static Path corpus() {
-    String p = System.getProperty("tensorcast.corpus");
-    if (p != null && Files.isDirectory(Path.of(p))) {
-      return Path.of(p);
-    }
-    Path fallback = Path.of("/work/shared/corpus");
-    if (Files.isDirectory(fallback)) {
-      return fallback;
-    }
-    throw new IllegalStateException(
-        "corpus not found (tensorcast.corpus=" + p + ", fallback " + fallback + ")");
+    return Corpus.find()
+        .orElseThrow(
+            () ->
+                new IllegalStateException(
+                    "corpus not found: set -Dtensorcast.corpus or put it at ../shared/corpus"
+                        + " beside the repository"));
   }
 
   @Setup

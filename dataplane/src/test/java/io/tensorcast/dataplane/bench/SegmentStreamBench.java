@@ -18,6 +18,7 @@ import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter.TensorBytes;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -26,11 +27,8 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -108,8 +106,8 @@ public final class SegmentStreamBench {
         }
       }
     } finally {
-      deleteTree(src);
-      deleteTree(shm);
+      TestFiles.deleteTree(src);
+      TestFiles.deleteTree(shm);
     }
   }
 
@@ -224,26 +222,5 @@ public final class SegmentStreamBench {
       }
       return got;
     }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    Files.walkFileTree(
-        dir,
-        new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path f, BasicFileAttributes a) throws IOException {
-            Files.delete(f);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-            Files.delete(d);
-            return FileVisitResult.CONTINUE;
-          }
-        });
   }
 }

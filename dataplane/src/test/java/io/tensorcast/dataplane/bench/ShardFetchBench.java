@@ -24,7 +24,9 @@ import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.tensor.ByteSource;
 import io.tensorcast.dataplane.tensor.StoredTensor;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -82,7 +84,7 @@ public final class ShardFetchBench {
         Path rootA = shm.resolve("a" + round);
         long t0 = System.nanoTime();
         long fromSource;
-        try (ArtifactSource src = Sources.open(uri, s3.sourceOptions().build());
+        try (ArtifactSource src = Sources.open(uri, S3Options.direct(s3).build());
             PinnedStore store = new PinnedStore(rootA, 2L << 30, LockPolicy.BEST_EFFORT)) {
           ArtifactLoader loader =
               new ArtifactLoader(
@@ -132,8 +134,8 @@ public final class ShardFetchBench {
             size);
       }
     } finally {
-      deleteTree(shm);
-      deleteTree(work);
+      TestFiles.deleteTree(shm);
+      TestFiles.deleteTree(work);
     }
   }
 
@@ -150,7 +152,7 @@ public final class ShardFetchBench {
       throws Exception {
     long t0 = System.nanoTime();
     DataPlaneStatus s;
-    try (ArtifactSource src = Sources.open(uri, s3.sourceOptions().build());
+    try (ArtifactSource src = Sources.open(uri, S3Options.direct(s3).build());
         PinnedStore store = new PinnedStore(root, 2L << 30, LockPolicy.BEST_EFFORT)) {
       s =
           new ShardSetLoader(
@@ -266,16 +268,5 @@ public final class ShardFetchBench {
         "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": " + HIDDEN + "}",
         StandardCharsets.UTF_8);
     return total + Files.size(dir.resolve("config.json"));
-  }
-
-  static void deleteTree(Path p) throws Exception {
-    if (!Files.exists(p)) {
-      return;
-    }
-    try (var walk = Files.walk(p)) {
-      for (Path x : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(x);
-      }
-    }
   }
 }

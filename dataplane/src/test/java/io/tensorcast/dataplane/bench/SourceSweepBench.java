@@ -1,6 +1,5 @@
 package io.tensorcast.dataplane.bench;
 
-import static io.tensorcast.dataplane.bench.BenchSupport.deleteTree;
 import static io.tensorcast.dataplane.bench.BenchSupport.loadAverage;
 import static io.tensorcast.dataplane.bench.BenchSupport.log;
 import static io.tensorcast.dataplane.bench.BenchSupport.machine;
@@ -16,8 +15,10 @@ import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.synthetic.SyntheticModel;
-import io.tensorcast.dataplane.testing.HubStandIn;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.HubStandIn;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -144,7 +145,7 @@ public final class SourceSweepBench {
                   c ->
                       Sources.open(
                           "s3://" + BUCKET + "/" + PREFIX,
-                          s3.sourceOptions().maxConnections(c).build()),
+                          S3Options.direct(s3).maxConnections(c).build()),
                   store,
                   sizes,
                   sha256,
@@ -199,8 +200,8 @@ public final class SourceSweepBench {
       }
       report(started, loadAtStart, total, files.size(), points, (System.nanoTime() - t0) / 1e9);
     } finally {
-      deleteTree(work);
-      deleteTree(shm);
+      TestFiles.deleteTree(work);
+      TestFiles.deleteTree(shm);
     }
   }
 

@@ -4,8 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -93,7 +94,7 @@ class LoadAndInspectIT {
 
   @AfterEach
   void tearDown() throws Exception {
-    ServeIT.deleteTree(root);
+    TestFiles.deleteTree(root);
   }
 
   private static Run run(String... args) {

@@ -8,9 +8,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -23,7 +24,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -120,8 +120,8 @@ class ServeIT {
     if (proxy != null) {
       proxy.close();
     }
-    deleteTree(root);
-    deleteTree(work);
+    TestFiles.deleteTree(root);
+    TestFiles.deleteTree(work);
   }
 
   @Test
@@ -316,8 +316,7 @@ class ServeIT {
 
   @Test
   void aHubTokenGoesToAPlainHttpEndpointOnlyWhenThatIsAllowedExplicitly() throws Exception {
-    try (io.tensorcast.dataplane.testing.HubStandIn hub =
-        io.tensorcast.dataplane.testing.HubStandIn.start()) {
+    try (io.tensorcast.testing.HubStandIn hub = io.tensorcast.testing.HubStandIn.start()) {
       hub.repo("org/private")
           .privateWithToken("hf_secret_token_0123456789")
           .commit(Map.of("config.json", files.get("config.json")));
@@ -547,17 +546,6 @@ class ServeIT {
           .formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
     } catch (Exception e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }

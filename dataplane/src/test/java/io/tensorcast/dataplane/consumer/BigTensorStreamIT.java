@@ -9,6 +9,7 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.ServerSocket;
@@ -153,8 +154,8 @@ class BigTensorStreamIT {
       }
       System.out.println("---- dataplane serve log ----\n" + Files.readString(log));
     }
-    TensorReadIT.deleteTree(shm);
-    TensorReadIT.deleteTree(work);
+    TestFiles.deleteTree(shm);
+    TestFiles.deleteTree(work);
   }
 
   @Test

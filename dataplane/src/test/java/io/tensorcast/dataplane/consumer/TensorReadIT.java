@@ -25,7 +25,8 @@ import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -37,11 +38,8 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -124,8 +122,8 @@ class TensorReadIT {
     if (server != null) {
       server.close();
     }
-    deleteTree(shm);
-    deleteTree(work);
+    TestFiles.deleteTree(shm);
+    TestFiles.deleteTree(work);
   }
 
   // ------------------------------------------------------------------ tests
@@ -737,26 +735,5 @@ class TensorReadIT {
         .contains("bytes " + first + "-" + last + "/" + all.length);
     assertThat(r.headers().firstValueAsLong("content-length")).hasValue(last - first + 1);
     assertThat(r.body()).as(range).isEqualTo(Arrays.copyOfRange(all, first, last + 1));
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    Files.walkFileTree(
-        dir,
-        new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path f, BasicFileAttributes a) throws IOException {
-            Files.delete(f);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-            Files.delete(d);
-            return FileVisitResult.CONTINUE;
-          }
-        });
   }
 }

@@ -23,7 +23,8 @@ import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.tensor.ParallelAxis;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter.TensorBytes;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -110,8 +111,8 @@ class TensorShardReadIT {
         s.close();
       }
     }
-    TensorReadIT.deleteTree(shm);
-    TensorReadIT.deleteTree(src);
+    TestFiles.deleteTree(shm);
+    TestFiles.deleteTree(src);
   }
 
   // ------------------------------------------------------------------ tests

@@ -21,7 +21,7 @@ import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;

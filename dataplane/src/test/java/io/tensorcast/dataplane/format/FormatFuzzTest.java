@@ -181,6 +181,6 @@ class FormatFuzzTest {
   }
 
   private static Path corpus() {
-    return io.tensorcast.dataplane.testing.Corpus.find().orElse(null);
+    return io.tensorcast.testing.Corpus.find().orElse(null);
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.index.ShardIndex;
@@ -24,10 +25,12 @@ import io.tensorcast.dataplane.store.MemoryLockSupport;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.RecoveryAction;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy.RecordedRequest;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.FaultInjectingProxy.RecordedRequest;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -35,7 +38,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -152,11 +154,7 @@ class ArtifactLoaderIT {
       toClose.get(i).close();
     }
     proxy.close();
-    try (Stream<Path> walk = Files.walk(root)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(root);
   }
 
   // ------------------------------------------------------------------ the happy path
@@ -285,7 +283,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InsufficientMemory"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InsufficientMemory))
         .hasMessageContaining("artifact model needs ")
         .hasMessageContaining("budget is 65536 bytes");
     assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
@@ -302,7 +300,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("ArtifactTooLarge"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.ArtifactTooLarge))
         .hasMessage(
             "artifact is "
                 + modelBytes
@@ -366,7 +364,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidTorchCheckpoint"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidTorchCheckpoint))
         .hasMessageStartingWith(TORCH_MODULE + ": ")
         .hasMessageContaining("global __main__.Net is not allowed")
         .hasMessageContaining("[rule disallowed-global]")
@@ -384,7 +382,7 @@ class ArtifactLoaderIT {
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("InvalidSafetensors"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidSafetensors))
         .hasMessageStartingWith(BROKEN + ": ")
         .hasMessageContaining("1000")
         .hasMessageEndingWith("[rule header-length-exceeds-file]");
@@ -408,13 +406,12 @@ class ArtifactLoaderIT {
   @Test
   void aMissingBucketIsBucketNotFound() throws Exception {
     ArtifactSource missing =
-        open(
-            "s3://no-such-bucket-loader-it/" + MODEL, S3MockServer.sourceOptions(proxy.endpoint()));
+        open("s3://no-such-bucket-loader-it/" + MODEL, S3Options.via(proxy.endpoint()));
     ArtifactLoader loader = loader(missing, store(BUDGET), "model", 0, FAST, null);
 
     assertThatThrownBy(loader::load)
         .isInstanceOfSatisfying(
-            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo("BucketNotFound"))
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.BucketNotFound))
         .hasMessageContaining("s3://no-such-bucket-loader-it/" + MODEL)
         .hasMessageContaining("the bucket does not exist");
     assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
@@ -431,7 +428,7 @@ class ArtifactLoaderIT {
     ArtifactSource src =
         open(
             "s3://" + BUCKET + "/" + MODEL,
-            S3MockServer.sourceOptions(proxy.endpoint()).maxConnections(concurrency));
+            S3Options.via(proxy.endpoint()).maxConnections(concurrency));
     ArtifactLoader loader =
         loader(
             src,
@@ -495,7 +492,7 @@ class ArtifactLoaderIT {
   private ArtifactSource source(String prefix, FaultInjectingProxy via) throws SourceException {
     return open(
         "s3://" + BUCKET + "/" + prefix,
-        S3MockServer.sourceOptions(via.endpoint()).readTimeout(Duration.ofSeconds(10)));
+        S3Options.via(via.endpoint()).readTimeout(Duration.ofSeconds(10)));
   }
 
   private ArtifactSource open(String uri, SourceOptions.Builder options) throws SourceException {

@@ -3,15 +3,17 @@ package io.tensorcast.dataplane.load;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.Sources;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
 import io.tensorcast.dataplane.testing.HeapRangeSink;
 import io.tensorcast.dataplane.testing.RecordingProgressListener;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,7 +60,7 @@ class ParallelRangeReaderIT {
   }
 
   private SourceOptions.Builder options() {
-    return S3MockServer.sourceOptions(proxy.endpoint()).readTimeout(Duration.ofSeconds(10));
+    return S3Options.via(proxy.endpoint()).readTimeout(Duration.ofSeconds(10));
   }
 
   @AfterEach
@@ -154,7 +156,7 @@ class ParallelRangeReaderIT {
         .isInstanceOfSatisfying(
             RangeReadException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("RangeNotHonored");
+              assertThat(e.reason()).isEqualTo(Reason.RangeNotHonored);
               assertThat(e.attempts()).isEqualTo(1);
             })
         .hasMessageContaining(MNIST)
@@ -178,14 +180,14 @@ class ParallelRangeReaderIT {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("BucketNotFound");
+                assertThat(e.reason()).isEqualTo(Reason.BucketNotFound);
                 assertThat(e.attempts()).isEqualTo(1);
               })
           .hasMessageContaining("model.safetensors");
       assertThatThrownBy(missing::list)
           .isInstanceOfSatisfying(
               io.tensorcast.dataplane.source.SourceException.class,
-              e -> assertThat(e.reason()).isEqualTo("BucketNotFound"));
+              e -> assertThat(e.reason()).isEqualTo(Reason.BucketNotFound));
     }
   }
 
@@ -206,7 +208,7 @@ class ParallelRangeReaderIT {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.reason()).isEqualTo(Reason.ObjectChanged);
                 assertThat(e.attemptsExhausted()).isFalse();
               })
           .hasMessageContaining("model.safetensors");
@@ -242,7 +244,7 @@ class ParallelRangeReaderIT {
         .isInstanceOfSatisfying(
             RangeReadException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("Throttled");
+              assertThat(e.reason()).isEqualTo(Reason.Throttled);
               assertThat(e.attempts()).isEqualTo(3);
               assertThat(e.attemptsExhausted()).isTrue();
             })

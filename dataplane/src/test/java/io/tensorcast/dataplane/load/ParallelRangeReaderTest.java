@@ -4,14 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.FileSource;
 import io.tensorcast.dataplane.source.PathFilter;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
-import io.tensorcast.dataplane.testing.Corpus;
 import io.tensorcast.dataplane.testing.HeapRangeSink;
 import io.tensorcast.dataplane.testing.RecordingProgressListener;
+import io.tensorcast.testing.Corpus;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -135,14 +136,14 @@ class ParallelRangeReaderTest {
     Files.write(tmp.resolve("a.bin"), new byte[] {1, 2, 3});
     try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
       List<SourceFile> files = source.list();
-      source.failNextOpens(2, new SourceException("Throttled", "slow down", true));
+      source.failNextOpens(2, new SourceException(Reason.Throttled, "slow down", true));
       HeapRangeSink sink = new HeapRangeSink();
       ReadResult ok =
           new ParallelRangeReader(FAST).read(source, files, sink, ReadProgressListener.NONE);
       assertThat(ok.requests()).isEqualTo(3);
       assertThat(sink.bytes("a.bin")).containsExactly(1, 2, 3);
 
-      source.failNextOpens(1, new SourceException("ObjectChanged", "etag differs", false));
+      source.failNextOpens(1, new SourceException(Reason.ObjectChanged, "etag differs", false));
       assertThatThrownBy(
               () ->
                   new ParallelRangeReader(FAST)
@@ -150,7 +151,7 @@ class ParallelRangeReaderTest {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.reason()).isEqualTo(Reason.ObjectChanged);
                 assertThat(e.attempts()).isEqualTo(1);
                 assertThat(e.attemptsExhausted()).isFalse();
               })
@@ -164,7 +165,7 @@ class ParallelRangeReaderTest {
     Files.write(tmp.resolve("w.bin"), new byte[300]);
     try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
       List<SourceFile> files = source.list();
-      source.failNextOpens(1000, new SourceException("SourceUnavailable", "HTTP 500", true));
+      source.failNextOpens(1000, new SourceException(Reason.SourceUnavailable, "HTTP 500", true));
       HeapRangeSink sink = new HeapRangeSink();
       assertThatThrownBy(
               () ->
@@ -174,7 +175,7 @@ class ParallelRangeReaderTest {
           .isInstanceOfSatisfying(
               RangeReadException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("SourceUnavailable");
+                assertThat(e.reason()).isEqualTo(Reason.SourceUnavailable);
                 assertThat(e.attempts()).isEqualTo(3);
                 assertThat(e.attemptsExhausted()).isTrue();
                 assertThat(e.file().path()).isEqualTo("w.bin");
@@ -199,7 +200,8 @@ class ParallelRangeReaderTest {
       CountDownLatch slowOpened = new CountDownLatch(1);
       CountDownLatch slowClosed = new CountDownLatch(1);
       source.hang("a-slow.bin", slowOpened, slowClosed);
-      source.failPath("b-bad.bin", slowOpened, new SourceException("AccessDenied", "403", false));
+      source.failPath(
+          "b-bad.bin", slowOpened, new SourceException(Reason.AccessDenied, "403", false));
       RangeReadException e =
           assertTimeoutPreemptively(
               Duration.ofSeconds(20),
@@ -212,7 +214,7 @@ class ParallelRangeReaderTest {
                   return expected;
                 }
               });
-      assertThat(e.reason()).isEqualTo("AccessDenied");
+      assertThat(e.reason()).isEqualTo(Reason.AccessDenied);
       assertThat(e.file().path()).isEqualTo("b-bad.bin");
       assertThat(slowClosed.await(0, TimeUnit.SECONDS)).as("hung request was closed").isTrue();
     }
@@ -253,7 +255,7 @@ class ParallelRangeReaderTest {
                   new ParallelRangeReader(FAST)
                       .read(source, source.list(), wrong, ReadProgressListener.NONE))
           .isInstanceOfSatisfying(
-              RangeReadException.class, e -> assertThat(e.reason()).isEqualTo("SinkFailed"))
+              RangeReadException.class, e -> assertThat(e.reason()).isEqualTo(Reason.SinkFailed))
           .hasMessageContaining(
               "a buffer with 4 bytes remaining instead of a writable one with exactly 3");
     }

@@ -10,9 +10,10 @@ import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -28,7 +29,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -150,7 +150,7 @@ class PeerToPeerLoadIT {
         proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
     proxy.close();
     for (Path d : dirs) {
-      deleteTree(d);
+      TestFiles.deleteTree(d);
     }
   }
 
@@ -224,7 +224,7 @@ class PeerToPeerLoadIT {
     assertThat(rogue.requests.get()).isPositive();
     assertThat(rejected)
         .as("pieces rejected; every member asks the rogue until it stops trusting it")
-        .isGreaterThanOrEqualTo(3 * PeerSwarm.MAX_FAULTS);
+        .isGreaterThanOrEqualTo(3 * SwarmPolicy.MAX_FAULTS);
     assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
   }
 
@@ -350,7 +350,7 @@ class PeerToPeerLoadIT {
         .isLessThanOrEqualTo(blockBytes(ids, "m0") + 2L * PIECE);
     assertThat(maxOutstanding.get())
         .as("requests outstanding at once across the five peers")
-        .isEqualTo(PeerSwarm.maxTotalInFlight(4))
+        .isEqualTo(SwarmPolicy.maxTotalInFlight(4))
         .isEqualTo(8);
   }
 
@@ -380,7 +380,7 @@ class PeerToPeerLoadIT {
     assertThat(proxy.maxInFlightGets())
         .as("piece reads in flight at the origin across the 4 members")
         .isGreaterThanOrEqualTo(2)
-        .isLessThanOrEqualTo(PeerSwarm.sourceReadsInFlight(8, 4) * 4)
+        .isLessThanOrEqualTo(SwarmPolicy.sourceReadsInFlight(8, 4) * 4)
         .isLessThanOrEqualTo(8);
   }
 
@@ -1168,16 +1168,5 @@ class PeerToPeerLoadIT {
     assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
     String line = lines.get(0);
     return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 }

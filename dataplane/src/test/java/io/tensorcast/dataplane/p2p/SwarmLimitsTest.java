@@ -15,27 +15,27 @@ class SwarmLimitsTest {
 
   @Test
   void theSwarmTogetherReadsWithOneLoadersConcurrencyAndAtMostTwoReadsPerPeer() {
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 1)).isEqualTo(16); // alone: the loader's own
-    assertThat(PeerSwarm.sourceReadsInFlight(8, 0)).isEqualTo(8); // alone
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 2)).isEqualTo(2); // share 8, one peer: 2
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 3)).isEqualTo(4); // share 6, two peers: 4
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 4)).isEqualTo(4); // share 4 under the cap of 6
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 8)).isEqualTo(2);
-    assertThat(PeerSwarm.sourceReadsInFlight(16, 40)).isEqualTo(1); // never 0
-    assertThat(PeerSwarm.sourceReadsInFlight(1, 4)).isEqualTo(1);
-    assertThat(PeerSwarm.sourceReadsInFlight(1, 2)).isEqualTo(1);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 1)).isEqualTo(16); // alone: the loader's own
+    assertThat(SwarmPolicy.sourceReadsInFlight(8, 0)).isEqualTo(8); // alone
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 2)).isEqualTo(2); // share 8, one peer: 2
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 3)).isEqualTo(4); // share 6, two peers: 4
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4)).isEqualTo(4); // share 4 under the cap of 6
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8)).isEqualTo(2);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 40)).isEqualTo(1); // never 0
+    assertThat(SwarmPolicy.sourceReadsInFlight(1, 4)).isEqualTo(1);
+    assertThat(SwarmPolicy.sourceReadsInFlight(1, 2)).isEqualTo(1);
   }
 
   @Test
   void requestsPerPeerShrinkAsPeersShareTheMembersTotalButNotBelowTwo() {
-    int total = PeerSwarm.maxTotalInFlight(4);
+    int total = SwarmPolicy.maxTotalInFlight(4);
     assertThat(total).isEqualTo(8);
-    assertThat(PeerSwarm.perPeerInFlight(4, total, 1)).isEqualTo(4);
-    assertThat(PeerSwarm.perPeerInFlight(4, total, 2)).isEqualTo(4);
-    assertThat(PeerSwarm.perPeerInFlight(4, total, 3)).isEqualTo(2);
-    assertThat(PeerSwarm.perPeerInFlight(4, total, 7)).isEqualTo(2);
-    assertThat(PeerSwarm.perPeerInFlight(4, total, 0)).isEqualTo(4);
-    assertThat(PeerSwarm.perPeerInFlight(1, 2, 7)).isEqualTo(1); // a limit of 1 stays 1
+    assertThat(SwarmPolicy.perPeerInFlight(4, total, 1)).isEqualTo(4);
+    assertThat(SwarmPolicy.perPeerInFlight(4, total, 2)).isEqualTo(4);
+    assertThat(SwarmPolicy.perPeerInFlight(4, total, 3)).isEqualTo(2);
+    assertThat(SwarmPolicy.perPeerInFlight(4, total, 7)).isEqualTo(2);
+    assertThat(SwarmPolicy.perPeerInFlight(4, total, 0)).isEqualTo(4);
+    assertThat(SwarmPolicy.perPeerInFlight(1, 2, 7)).isEqualTo(1); // a limit of 1 stays 1
   }
 
   @Test
@@ -47,7 +47,7 @@ class SwarmLimitsTest {
         String first =
             ids.stream()
                 .filter(p -> !p.equals(self))
-                .min(Comparator.comparingLong(p -> PeerSwarm.tieRank(self, p)))
+                .min(Comparator.comparingLong(p -> SwarmPolicy.tieRank(self, p)))
                 .orElseThrow();
         firstChoices.merge(first, 1, Integer::sum);
       }
@@ -57,6 +57,6 @@ class SwarmLimitsTest {
           .isLessThan(n - 1)
           .isLessThanOrEqualTo(Math.max(3, n / 4));
     }
-    assertThat(PeerSwarm.tieRank("a", "b")).isNotEqualTo(PeerSwarm.tieRank("b", "a"));
+    assertThat(SwarmPolicy.tieRank("a", "b")).isNotEqualTo(SwarmPolicy.tieRank("b", "a"));
   }
 }

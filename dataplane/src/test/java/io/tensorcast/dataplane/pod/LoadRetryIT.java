@@ -9,9 +9,10 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.p2p.PeerSwarm;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -23,7 +24,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -95,11 +95,7 @@ class LoadRetryIT {
   void tearDown() throws IOException {
     servers.forEach(DataPlaneServer::close);
     proxy.close();
-    try (Stream<Path> walk = Files.walk(root)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(root);
   }
 
   @Test

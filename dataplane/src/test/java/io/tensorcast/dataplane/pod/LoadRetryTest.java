@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.pod;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.load.LoadFailure;
 import java.time.Duration;
@@ -73,20 +74,20 @@ class LoadRetryTest {
 
   @Test
   void onlySourceOutagesAndThrottlingAreTransient() {
-    assertThat(new LoadFailure("SourceUnavailable", "x").isTransient()).isTrue();
-    assertThat(new LoadFailure("Throttled", "x").isTransient()).isTrue();
-    for (String permanent :
+    assertThat(new LoadFailure(Reason.SourceUnavailable, "x").isTransient()).isTrue();
+    assertThat(new LoadFailure(Reason.Throttled, "x").isTransient()).isTrue();
+    for (Reason permanent :
         List.of(
-            "BucketNotFound",
-            "AccessDenied",
-            "CredentialsNotFound",
-            "InvalidSafetensors",
-            "DigestMismatch",
-            "ObjectChanged",
-            "InsufficientMemory",
-            "Interrupted",
-            "InternalError")) {
-      assertThat(new LoadFailure(permanent, "x").isTransient()).as(permanent).isFalse();
+            Reason.BucketNotFound,
+            Reason.AccessDenied,
+            Reason.CredentialsNotFound,
+            Reason.InvalidSafetensors,
+            Reason.DigestMismatch,
+            Reason.ObjectChanged,
+            Reason.InsufficientMemory,
+            Reason.Interrupted,
+            Reason.InternalError)) {
+      assertThat(new LoadFailure(permanent, "x").isTransient()).as(permanent.name()).isFalse();
     }
   }
 }

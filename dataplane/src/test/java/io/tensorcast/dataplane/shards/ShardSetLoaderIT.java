@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.shards;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.ShardReport;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
@@ -18,9 +19,10 @@ import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.tensor.ShardManifest;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
 import io.tensorcast.dataplane.testing.ScaledModel;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -84,7 +86,7 @@ class ShardSetLoaderIT {
       List<ShardRules.Spec> rules,
       FetchPlanner.Costs costs)
       throws Exception {
-    try (ArtifactSource source = Sources.open(uri, s3.sourceOptions().build());
+    try (ArtifactSource source = Sources.open(uri, S3Options.direct(s3).build());
         PinnedStore store = new PinnedStore(root, 256L << 20, LockPolicy.BEST_EFFORT)) {
       ShardSetLoader loader =
           new ShardSetLoader(
@@ -240,7 +242,7 @@ class ShardSetLoaderIT {
                     FetchPlanner.Costs.DEFAULTS))
         .isInstanceOf(LoadFailure.class)
         .hasMessageContaining("does not split into tp 3")
-        .satisfies(e -> assertThat(((LoadFailure) e).reason()).isEqualTo("NotDivisible"));
+        .satisfies(e -> assertThat(((LoadFailure) e).reason()).isEqualTo(Reason.NotDivisible));
     assertThat(dir.resolve("tss-g1")).doesNotExist();
   }
 

@@ -5,9 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.tensor.StoredTensor;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -54,7 +55,7 @@ class ShardSetPlanTest {
   @Test
   void splitDimOutOfRangeNamesTensorRuleAndDimensions() {
     ShardPlanException e = fails(List.of(t("norm.weight", 64)), rules(split("norm", 1)), TP4);
-    assertThat(e.reason()).isEqualTo("SplitDimOutOfRange");
+    assertThat(e.reason()).isEqualTo(Reason.SplitDimOutOfRange);
     assertThat(e.getMessage())
         .contains("\"norm.weight\"")
         .contains("[64]")
@@ -67,7 +68,7 @@ class ShardSetPlanTest {
   void sizesThatDoNotDivideSayWhichTensorAndSizes() {
     ShardPlanException e =
         fails(List.of(t("w", 10, 8)), rules(split("w", 0)), new Parallelism(1, 1, 1, 3));
-    assertThat(e.reason()).isEqualTo("NotDivisible");
+    assertThat(e.reason()).isEqualTo(Reason.NotDivisible);
     assertThat(e.getMessage())
         .contains("\"w\" BF16[10, 8]")
         .contains("dimension 0 = 10")
@@ -79,7 +80,7 @@ class ShardSetPlanTest {
   void aRuleThatMatchesNoTensor() {
     ShardPlanException e =
         fails(List.of(t("w", 8, 8)), rules(split("w", 0), replicate("bias$")), TP4);
-    assertThat(e.reason()).isEqualTo("RuleMatchesNoTensor");
+    assertThat(e.reason()).isEqualTo(Reason.RuleMatchesNoTensor);
     assertThat(e.getMessage()).contains("spec.rules[1] ('bias$', replicate)");
   }
 
@@ -87,7 +88,7 @@ class ShardSetPlanTest {
   void aTensorNoExplicitRuleCovers() {
     ShardPlanException e =
         fails(List.of(t("w", 8, 8), t("extra.scale", 4)), rules(split("^w$", 0)), TP4);
-    assertThat(e.reason()).isEqualTo("TensorNotCovered");
+    assertThat(e.reason()).isEqualTo(Reason.TensorNotCovered);
     assertThat(e.getMessage()).contains("\"extra.scale\"").contains("spec.rules");
   }
 
@@ -99,7 +100,7 @@ class ShardSetPlanTest {
     }
     ShardRules r = rules(new ShardRules.Spec("experts\\.(?<expert>[0-9]+)\\.", 0, null, true));
     ShardPlanException e = fails(ts, r, new Parallelism(1, 1, 3, 1));
-    assertThat(e.reason()).isEqualTo("ExpertsNotDivisible");
+    assertThat(e.reason()).isEqualTo(Reason.ExpertsNotDivisible);
     assertThat(e.getMessage()).contains("8 experts").contains("ep 3").contains("8 = 3 × 2 + 2");
   }
 

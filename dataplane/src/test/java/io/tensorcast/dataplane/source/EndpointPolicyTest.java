@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import java.net.URI;
 import org.junit.jupiter.api.Test;
 
@@ -16,7 +17,7 @@ class EndpointPolicyTest {
             "endpoint 'http://minio.storage.svc:9000' is plain http and this source sends"
                 + " credentials")
         .extracting(e -> ((SourceException) e).reason())
-        .isEqualTo("InsecureEndpoint");
+        .isEqualTo(Reason.InsecureEndpoint);
     assertThatCode(() -> EndpointPolicy.check(http, true, true, "endpoint"))
         .doesNotThrowAnyException();
     assertThatCode(() -> EndpointPolicy.check(http, false, false, "endpoint"))
@@ -46,7 +47,7 @@ class EndpointPolicyTest {
           .hasMessageContaining("is refused: ")
           .hasMessageEndingWith("a data plane never sends requests (or credentials) there")
           .extracting(e -> ((SourceException) e).reason())
-          .isEqualTo("ForbiddenEndpoint");
+          .isEqualTo(Reason.ForbiddenEndpoint);
     }
   }
 }

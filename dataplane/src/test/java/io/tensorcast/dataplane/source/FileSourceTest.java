@@ -3,7 +3,8 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.api.Reason;
+import io.tensorcast.testing.Corpus;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,10 +28,10 @@ class FileSourceTest {
       // every manifest entry is listed with the size the manifest records
       for (Corpus.Entry entry : manifest.values()) {
         assertThat(files)
-            .as(entry.relativePath())
+            .as(entry.path())
             .anySatisfy(
                 f -> {
-                  assertThat(f.path()).isEqualTo(entry.relativePath());
+                  assertThat(f.path()).isEqualTo(entry.path());
                   assertThat(f.size()).isEqualTo(entry.bytes());
                 });
       }
@@ -94,7 +95,7 @@ class FileSourceTest {
     try (FileSource source = FileSource.open(root, PathFilter.all())) {
       assertThatThrownBy(source::list)
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("UnsafePath"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.UnsafePath))
           .hasMessageContaining("refusing 'config.json'")
           .hasMessageContaining("is a symbolic link");
     }
@@ -113,7 +114,7 @@ class FileSourceTest {
     try (FileSource source = FileSource.open(root, PathFilter.all())) {
       assertThatThrownBy(source::list)
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("UnsafePath"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.UnsafePath))
           .hasMessageContaining("refusing 'sub'");
     }
   }
@@ -129,7 +130,7 @@ class FileSourceTest {
       Files.createSymbolicLink(root.resolve("a.bin"), outside);
       assertThatThrownBy(() -> source.openRange(listed, 0, 4))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("UnsafePath"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.UnsafePath))
           .hasMessageContaining("no longer a regular file");
     }
   }
@@ -149,11 +150,11 @@ class FileSourceTest {
               Files.getLastModifiedTime(a).toMillis() + 1000));
       assertThatThrownBy(() -> source.openRange(listed, 0, 4))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectChanged"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.ObjectChanged))
           .hasMessageContaining("modified after it was listed");
       assertThatThrownBy(() -> source.checkUnchanged(listed))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectChanged"));
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.ObjectChanged));
     }
   }
 
@@ -168,11 +169,11 @@ class FileSourceTest {
       Files.delete(root.resolve("b.bin"));
       assertThatThrownBy(() -> source.openRange(files.get(0), 0, 1))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectChanged"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.ObjectChanged))
           .hasMessageContaining("a.bin is now 2 bytes but was listed with 4");
       assertThatThrownBy(() -> source.openRange(files.get(1), 0, 1))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectNotFound"));
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.ObjectNotFound));
     }
   }
 
@@ -180,12 +181,12 @@ class FileSourceTest {
   void missingOrNonDirectoryRootIsSourceNotFound() throws Exception {
     assertThatThrownBy(() -> FileSource.open(tmp.resolve("nope"), PathFilter.all()))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("SourceNotFound"))
+            SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.SourceNotFound))
         .hasMessageContaining("does not exist");
     Path file = Files.write(tmp.resolve("file.bin"), new byte[] {1});
     assertThatThrownBy(() -> FileSource.open(file, PathFilter.all()))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("SourceNotFound"))
+            SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.SourceNotFound))
         .hasMessageContaining("is not a directory");
   }
 

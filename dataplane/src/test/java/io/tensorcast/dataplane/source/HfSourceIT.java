@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
@@ -12,9 +13,10 @@ import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.HubStandIn;
-import io.tensorcast.dataplane.testing.HubStandIn.Target;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.HubStandIn;
+import io.tensorcast.testing.HubStandIn.Target;
+import io.tensorcast.testing.TestFiles;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -79,11 +81,7 @@ class HfSourceIT {
 
   @AfterEach
   void cleanStore() throws Exception {
-    try (Stream<Path> walk = Files.walk(storeRoot)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(storeRoot);
   }
 
   private static SourceOptions.Builder options() {
@@ -298,7 +296,7 @@ class HfSourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("Unauthorized");
+                assertThat(e.reason()).isEqualTo(Reason.Unauthorized);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("no token was sent: set HF_TOKEN")
@@ -313,27 +311,27 @@ class HfSourceIT {
       SourceFile f = source.list().get(0);
       assertThatThrownBy(() -> source.openRange(f, 0, 10))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("GatedRepo"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.GatedRepo))
           .hasMessageContaining("accept its conditions");
     }
     try (HfSource source =
         open("hf://jl/tiny-sharded", options().revision("no-such-branch").build())) {
       assertThatThrownBy(source::list)
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("RevisionNotFound"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.RevisionNotFound))
           .hasMessageContaining("'no-such-branch'");
     }
     try (HfSource source = open("hf://jl/does-not-exist", options().token(TOKEN).build())) {
       assertThatThrownBy(source::list)
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("RepoNotFound"));
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.RepoNotFound));
     }
     try (HfSource source = open("hf://jl/tiny-sharded", options().build())) {
       source.list();
       SourceFile ghost = new SourceFile("ghost.safetensors", 10, "", Optional.empty());
       assertThatThrownBy(() -> source.openRange(ghost, 0, 10))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("EntryNotFound"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.EntryNotFound))
           .hasMessageContaining("ghost.safetensors");
     }
   }
@@ -360,7 +358,7 @@ class HfSourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("SourceUnavailable");
+                assertThat(e.reason()).isEqualTo(Reason.SourceUnavailable);
                 assertThat(e.retryable()).isTrue();
               })
           .hasMessageContaining("HTTP 500");
@@ -377,7 +375,7 @@ class HfSourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("Throttled");
+                assertThat(e.reason()).isEqualTo(Reason.Throttled);
                 assertThat(e.retryable()).isTrue();
                 assertThat(e.retryAfter()).contains(Duration.ofSeconds(2));
               });
@@ -429,7 +427,7 @@ class HfSourceIT {
     try (HfSource source = open("hf://jl/tiny-sharded", options().build())) {
       assertThatThrownBy(() -> load(source, "hf-wrong-oid"))
           .isInstanceOfSatisfying(
-              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
+              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo(Reason.DigestMismatch))
           .hasMessageContaining("model-00004-of-00006.safetensors");
     }
   }
@@ -444,7 +442,7 @@ class HfSourceIT {
     try (HfSource source = open("hf://jl/tiny-sharded", options().build())) {
       assertThatThrownBy(() -> load(source, "hf-wrong-git-oid"))
           .isInstanceOfSatisfying(
-              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
+              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo(Reason.DigestMismatch))
           .hasMessageStartingWith(json + ": the bytes in the store have git blob sha1 ")
           .hasMessageEndingWith("(git blob sha1 (Hub oid)); the file stays incomplete");
     }
@@ -459,7 +457,7 @@ class HfSourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.reason()).isEqualTo(Reason.ObjectChanged);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("X-Linked-Etag");

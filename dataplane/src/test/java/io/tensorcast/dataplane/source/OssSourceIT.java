@@ -2,9 +2,9 @@ package io.tensorcast.dataplane.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.OssFront;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.OssFront;
+import io.tensorcast.testing.S3MockServer;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.FileStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Verification;
@@ -13,8 +14,10 @@ import io.tensorcast.dataplane.load.LoadMetrics;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -23,12 +26,10 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -80,17 +81,13 @@ class S3DigestIT {
 
   @AfterEach
   void clean() throws Exception {
-    try (Stream<Path> walk = Files.walk(storeRoot)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    TestFiles.deleteTree(storeRoot);
   }
 
   @Test
   void eachFileIsCheckedAgainstItsFullObjectChecksumOrItsSinglePartEtag() throws Exception {
     try (ArtifactSource source =
-        Sources.open("s3://" + BUCKET + "/m/", s3.sourceOptions().build())) {
+        Sources.open("s3://" + BUCKET + "/m/", S3Options.direct(s3).build())) {
       Map<String, PublishedDigest> digests =
           source.list().stream()
               .collect(Collectors.toMap(SourceFile::path, f -> digest(source, f)));
@@ -117,11 +114,12 @@ class S3DigestIT {
   void bytesAlteredBetweenTheSourceAndTheStoreFailTheLoadWithDigestMismatch() throws Exception {
     // Every read of crc64.bin comes back with one byte changed (a faulty cache or proxy on the
     // path): the ranges and sizes are right, only the full-object checksum can tell.
-    try (ArtifactSource real = Sources.open("s3://" + BUCKET + "/m/", s3.sourceOptions().build());
+    try (ArtifactSource real =
+            Sources.open("s3://" + BUCKET + "/m/", S3Options.direct(s3).build());
         ArtifactSource altered = alteringReadsOf(real, "crc64.bin")) {
       assertThatThrownBy(() -> load(altered, "altered"))
           .isInstanceOfSatisfying(
-              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo("DigestMismatch"))
+              LoadFailure.class, e -> assertThat(e.reason()).isEqualTo(Reason.DigestMismatch))
           .hasMessageStartingWith("crc64.bin: the bytes in the store have crc64nvme ")
           .hasMessageContaining("but the source publishes " + hex(crc64Bytes(weights)))
           .hasMessageEndingWith("(CRC64NVME (full-object checksum)); the file stays incomplete");
@@ -167,7 +165,7 @@ class S3DigestIT {
           b[0] = (byte) ~b[0];
           return new ByteArrayInputStream(b);
         } catch (java.io.IOException e) {
-          throw new SourceException("SourceUnavailable", e.toString(), true, e);
+          throw new SourceException(Reason.SourceUnavailable, e.toString(), true, e);
         }
       }
 

@@ -3,9 +3,11 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.api.Reason;
+import io.tensorcast.dataplane.testing.S3Options;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,7 +57,7 @@ class S3SourceIT {
   }
 
   private static ArtifactSource open(String uri) throws SourceException {
-    return Sources.open(uri, s3.sourceOptions().build());
+    return Sources.open(uri, S3Options.direct(s3).build());
   }
 
   @Test
@@ -98,7 +100,8 @@ class S3SourceIT {
       try (ArtifactSource source = Sources.open("s3://" + BUCKET + "/corpus", noCredentials)) {
         assertThatThrownBy(source::list)
             .isInstanceOfSatisfying(
-                SourceException.class, e -> assertThat(e.reason()).isEqualTo("CredentialsNotFound"))
+                SourceException.class,
+                e -> assertThat(e.reason()).isEqualTo(Reason.CredentialsNotFound))
             .hasMessageContaining("no credentials found")
             .hasMessageContaining("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
             .hasMessageContaining("spec.source.credentialsSecretRef");
@@ -118,7 +121,7 @@ class S3SourceIT {
   @Test
   void includeAndExcludeApplyToPathsRelativeToThePrefix() throws Exception {
     SourceOptions options =
-        s3.sourceOptions()
+        S3Options.direct(s3)
             .include(List.of("*.safetensors", "tiny/"))
             .exclude(List.of("hf-*", "burn__*"))
             .build();
@@ -184,7 +187,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("UnsafePath");
+                assertThat(e.reason()).isEqualTo(Reason.UnsafePath);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("refusing file " + expected);
@@ -198,7 +201,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("BucketNotFound");
+                assertThat(e.reason()).isEqualTo(Reason.BucketNotFound);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("listing s3://no-such-bucket-here/models/")
@@ -206,7 +209,7 @@ class S3SourceIT {
       SourceFile ghost = new SourceFile("model.safetensors", 10, "", Optional.empty());
       assertThatThrownBy(() -> source.openRange(ghost, 0, 10))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("BucketNotFound"));
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.BucketNotFound));
     }
   }
 
@@ -216,7 +219,7 @@ class S3SourceIT {
       SourceFile ghost = new SourceFile("gone.safetensors", 10, "", Optional.empty());
       assertThatThrownBy(() -> source.openRange(ghost, 0, 10))
           .isInstanceOfSatisfying(
-              SourceException.class, e -> assertThat(e.reason()).isEqualTo("ObjectNotFound"))
+              SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.ObjectNotFound))
           .hasMessageContaining("s3://" + BUCKET + "/corpus/gone.safetensors");
     }
   }
@@ -234,7 +237,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("ObjectChanged");
+                assertThat(e.reason()).isEqualTo(Reason.ObjectChanged);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("s3://" + BUCKET + "/changing/model.safetensors")
@@ -248,7 +251,7 @@ class S3SourceIT {
         ArtifactSource source =
             Sources.open(
                 "s3://" + BUCKET + "/corpus/",
-                S3MockServer.sourceOptions(proxy.endpoint()).listMaxAttempts(1).build())) {
+                S3Options.via(proxy.endpoint()).listMaxAttempts(1).build())) {
       SourceFile file = source.list().get(0);
 
       proxy.failRequests(403, 1, null);
@@ -256,7 +259,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("AccessDenied");
+                assertThat(e.reason()).isEqualTo(Reason.AccessDenied);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("HTTP 403");
@@ -266,7 +269,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("Throttled");
+                assertThat(e.reason()).isEqualTo(Reason.Throttled);
                 assertThat(e.retryable()).isTrue();
                 assertThat(e.retryAfter()).contains(java.time.Duration.ofSeconds(7));
               });
@@ -276,7 +279,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("SourceUnavailable");
+                assertThat(e.reason()).isEqualTo(Reason.SourceUnavailable);
                 assertThat(e.retryable()).isTrue();
               });
 
@@ -285,7 +288,7 @@ class S3SourceIT {
           .isInstanceOfSatisfying(
               SourceException.class,
               e -> {
-                assertThat(e.reason()).isEqualTo("RangeNotHonored");
+                assertThat(e.reason()).isEqualTo(Reason.RangeNotHonored);
                 assertThat(e.retryable()).isFalse();
               })
           .hasMessageContaining("asked for bytes=1-2")

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import org.junit.jupiter.api.Test;
 
 class SourcePathsTest {
@@ -35,7 +36,7 @@ class SourcePathsTest {
         .isInstanceOfSatisfying(
             SourceException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("UnsafePath");
+              assertThat(e.reason()).isEqualTo(Reason.UnsafePath);
               assertThat(e.retryable()).isFalse();
             })
         .hasMessage(

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -80,7 +81,7 @@ class SourceUriTest {
         .isInstanceOfSatisfying(
             SourceException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo("InvalidSourceUri");
+              assertThat(e.reason()).isEqualTo(Reason.InvalidSourceUri);
               assertThat(e.retryable()).isFalse();
             })
         .hasMessageContaining(expected)
@@ -101,7 +102,8 @@ class SourceUriTest {
     // without a region or endpoint an oss:// source cannot know where to go
     assertThatThrownBy(() -> Sources.open("oss://bucket-x/p/", SourceOptions.defaults()))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InvalidSourceOptions"));
+            SourceException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.InvalidSourceOptions));
   }
 
   @Test

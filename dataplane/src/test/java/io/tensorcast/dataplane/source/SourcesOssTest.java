@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.source;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import java.net.URI;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -71,11 +72,13 @@ class SourcesOssTest {
                     SourceOptions.builder().region("cn-hangzhou").pathStyle(true).build(),
                     k -> null))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InvalidSourceOptions"))
+            SourceException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.InvalidSourceOptions))
         .hasMessageContaining("SecondLevelDomainForbidden");
     assertThatThrownBy(() -> Sources.ossOptions(OSS, SourceOptions.defaults(), k -> null))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InvalidSourceOptions"))
+            SourceException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.InvalidSourceOptions))
         .hasMessageContaining("needs a region");
   }
 
@@ -104,7 +107,7 @@ class SourcesOssTest {
     assertThatThrownBy(
             () -> HfSource.open(parse("hf://org/repo"), SourceOptions.defaults(), env::get))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InsecureEndpoint"))
+            SourceException.class, e -> assertThat(e.reason()).isEqualTo(Reason.InsecureEndpoint))
         .hasMessageStartingWith("Hub endpoint 'http://mirror.internal:8080' is plain http");
     HfSource s =
         HfSource.open(
@@ -124,7 +127,8 @@ class SourcesOssTest {
                     SourceOptions.defaults(),
                     Map.of("HF_ENDPOINT", "ftp://x")::get))
         .isInstanceOfSatisfying(
-            SourceException.class, e -> assertThat(e.reason()).isEqualTo("InvalidSourceOptions"))
+            SourceException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.InvalidSourceOptions))
         .hasMessageContaining("HF_ENDPOINT");
     assertThatThrownBy(() -> SourceOptions.builder().revision(" main").build())
         .isInstanceOf(IllegalArgumentException.class)

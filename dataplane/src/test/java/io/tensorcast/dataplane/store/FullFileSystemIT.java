@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.Reason;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,7 +47,8 @@ class FullFileSystemIT {
       a.write("w.bin", 0, ByteBuffer.allocate(MIB)); // fits
       assertThatThrownBy(() -> a.writable("w.bin", 4 * MIB, 2 * MIB))
           .isInstanceOfSatisfying(
-              StoreWriteException.class, e -> assertThat(e.reason()).isEqualTo("FilesystemFull"))
+              StoreWriteException.class,
+              e -> assertThat(e.reason()).isEqualTo(Reason.FilesystemFull))
           .hasMessageContaining("bytes [4194304, 6291456) of 'w.bin'")
           .hasMessageContaining("EFAULT")
           .hasMessageContaining("is full");
@@ -62,7 +64,7 @@ class FullFileSystemIT {
             mountPoint.resolve("store"), 64 * MIB, LockPolicy.BEST_EFFORT, 4096, false)) {
       assertThatThrownBy(() -> store.allocate("m", List.of(new StoreFile("w.bin", 8 * MIB))))
           .isInstanceOfSatisfying(
-              StoreException.class, e -> assertThat(e.reason()).isEqualTo("FilesystemFull"))
+              StoreException.class, e -> assertThat(e.reason()).isEqualTo(Reason.FilesystemFull))
           .hasMessageContaining("'w.bin'");
       assertThat(store.bytesInUse()).isZero();
     }

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -55,7 +56,7 @@ class MemoryLockSupportTest {
     LockStatus s = MemoryLockSupport.failure(16L << 20, MemoryLockSupport.ENOMEM, facts);
     assertThat(s.locked()).isFalse();
     assertThat(s.lockedBytes()).isZero();
-    assertThat(s.reason()).isEqualTo("MemlockLimitTooLow");
+    assertThat(s.reason()).isEqualTo(Reason.MemlockLimitTooLow);
     assertThat(s.message())
         .contains("mlock of 16777216 bytes failed with ENOMEM")
         .contains("RLIMIT_MEMLOCK is 8388608 bytes (soft)")
@@ -68,7 +69,7 @@ class MemoryLockSupportTest {
   void failureWithTheCapabilityIsLockFailed() {
     var facts = new MemoryLockSupport.Facts(8L << 20, 8L << 20, true, 0);
     LockStatus s = MemoryLockSupport.failure(1L << 30, MemoryLockSupport.EAGAIN, facts);
-    assertThat(s.reason()).isEqualTo("LockFailed");
+    assertThat(s.reason()).isEqualTo(Reason.LockFailed);
     assertThat(s.message()).contains("failed with EAGAIN").contains("CAP_IPC_LOCK is in effect");
   }
 

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import io.tensorcast.api.Reason;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
@@ -124,7 +126,7 @@ class PinnedStoreTest {
     assertThat(a.bytesAllocated()).isEqualTo(1000 + modelSize + 9000);
     assertThat(a.lockStatus().locked()).isTrue();
     assertThat(a.lockStatus().lockedBytes()).isEqualTo(a.bytesAllocated());
-    assertThat(a.lockStatus().reason()).isEqualTo("Locked");
+    assertThat(a.lockStatus().reason()).isEqualTo(Reason.Locked);
     assertThat(a.preallocated()).isTrue();
   }
 
@@ -132,7 +134,7 @@ class PinnedStoreTest {
   void aConsumerMappingTheFileSeesTheStoresWrites() throws Exception {
     PinnedStore store = store(MIB, LockPolicy.DISABLED, PAGE);
     StoredArtifact a = store.allocate("m", List.of(new StoreFile("w.bin", 10_000)));
-    assertThat(a.lockStatus().reason()).isEqualTo("LockingDisabled");
+    assertThat(a.lockStatus().reason()).isEqualTo(Reason.LockingDisabled);
     try (FileChannel ch = FileChannel.open(a.directory().resolve("w.bin"))) {
       MappedByteBuffer consumer = ch.map(FileChannel.MapMode.READ_ONLY, 0, 10_000);
       assertThat(consumer.get(9_999)).isZero();
@@ -209,7 +211,7 @@ class PinnedStoreTest {
     assertThat(e.neededBytes()).isEqualTo(18 * PAGE);
     assertThat(e.budgetBytes()).isEqualTo(16 * PAGE);
     assertThat(e.freeBytes()).isEqualTo(16 * PAGE);
-    assertThat(e.reason()).isEqualTo("InsufficientMemory");
+    assertThat(e.reason()).isEqualTo(Reason.InsufficientMemory);
     assertThat(e.getMessage())
         .contains("artifact big needs 73728 bytes")
         .contains("budget is 65536 bytes, 0 bytes are in use")
@@ -245,7 +247,7 @@ class PinnedStoreTest {
             () ->
                 store.allocate(
                     "m", List.of(new StoreFile("ok.bin", 10), new StoreFile(escape, 10))));
-    assertThat(e.reason()).isEqualTo("InvalidPath");
+    assertThat(e.reason()).isEqualTo(Reason.InvalidPath);
     assertThat(e.getMessage()).contains("has a '..' segment");
     assertThat(ShmRoot.listTree(shm.dir)).isEqualTo(before);
     assertThat(root.resolve("m").resolve(escape).normalize()).doesNotExist();
@@ -355,7 +357,7 @@ class PinnedStoreTest {
 
     StoreException mismatch =
         catchThrowableOfType(StoreException.class, () -> a.markComplete("a.bin", bad));
-    assertThat(mismatch.reason()).isEqualTo("ChecksumMismatch");
+    assertThat(mismatch.reason()).isEqualTo(Reason.ChecksumMismatch);
     assertThat(mismatch.getMessage())
         .contains("file 'a.bin' has sha256 " + good + " but " + bad + " was expected");
     assertThat(a.isComplete("a.bin")).isFalse();
@@ -396,7 +398,7 @@ class PinnedStoreTest {
     StoreException dup =
         catchThrowableOfType(
             StoreException.class, () -> store.allocate("m", List.of(new StoreFile("x", 1))));
-    assertThat(dup.reason()).isEqualTo("ArtifactExists");
+    assertThat(dup.reason()).isEqualTo(Reason.ArtifactExists);
   }
 
   @Test
@@ -407,7 +409,7 @@ class PinnedStoreTest {
     StoreException e =
         catchThrowableOfType(
             StoreException.class, () -> store.allocate("intruder", List.of(new StoreFile("x", 1))));
-    assertThat(e.reason()).isEqualTo("ArtifactExists");
+    assertThat(e.reason()).isEqualTo(Reason.ArtifactExists);
     assertThat(e.getMessage()).contains("exists but is not held by this store");
     assertThat(root.resolve("intruder/theirs.txt")).hasContent("keep me");
     assertThat(root.resolve(".tensorcast/intruder.json")).doesNotExist();
@@ -444,7 +446,7 @@ class PinnedStoreTest {
     StoreException inUse =
         catchThrowableOfType(
             StoreException.class, () -> new PinnedStore(root, MIB, LockPolicy.DISABLED));
-    assertThat(inUse.reason()).isEqualTo("StoreInUse");
+    assertThat(inUse.reason()).isEqualTo(Reason.StoreInUse);
     assertThat(inUse.getMessage()).contains("another store holds " + root);
 
     PinnedStore other = new PinnedStore(shm.dir.resolve("other"), MIB, LockPolicy.DISABLED);
@@ -457,7 +459,7 @@ class PinnedStoreTest {
     first.close();
     StoreException closed =
         catchThrowableOfType(StoreException.class, () -> first.unload("same-id"));
-    assertThat(closed.reason()).isEqualTo("StoreClosed");
+    assertThat(closed.reason()).isEqualTo(Reason.StoreClosed);
     assertThat(root.resolve("same-id/x")).exists(); // closing keeps the files
 
     PinnedStore reopened = store(MIB, LockPolicy.DISABLED, PAGE);

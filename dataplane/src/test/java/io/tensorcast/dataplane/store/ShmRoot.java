@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,6 +37,6 @@ final class ShmRoot implements AutoCloseable {
 
   @Override
   public void close() throws IOException {
-    StoredArtifact.deleteTree(dir);
+    TestFiles.deleteTree(dir);
   }
 }

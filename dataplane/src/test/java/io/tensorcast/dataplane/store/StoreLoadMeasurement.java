@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.store;
 
+import io.tensorcast.testing.TestFiles;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,7 +81,7 @@ public final class StoreLoadMeasurement {
         }
       }
     } finally {
-      StoredArtifact.deleteTree(dir);
+      TestFiles.deleteTree(dir);
     }
   }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import io.tensorcast.api.Reason;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -43,7 +44,7 @@ class StorePathsTest {
         catchThrowableOfType(
             StoreException.class,
             () -> StorePaths.checkFiles("llama", List.of(new StoreFile(path, 1))));
-    assertThat(e.reason()).isEqualTo("InvalidPath");
+    assertThat(e.reason()).isEqualTo(Reason.InvalidPath);
     assertThat(e.getMessage()).startsWith("artifact llama: path '").contains(rule);
     // the offending text is shown escaped, never raw
     assertThat(e.getMessage()).doesNotContain("\0").doesNotContain("\n");
@@ -76,7 +77,7 @@ class StorePathsTest {
                         new StoreFile("config.json", 1),
                         new StoreFile("x", 1),
                         new StoreFile("config.json", 2))));
-    assertThat(e.reason()).isEqualTo("DuplicatePath");
+    assertThat(e.reason()).isEqualTo(Reason.DuplicatePath);
     assertThat(e.getMessage()).isEqualTo("artifact m: path 'config.json' is listed more than once");
   }
 
@@ -88,7 +89,7 @@ class StorePathsTest {
             List.of(new StoreFile("a/b/c.bin", 1), new StoreFile("a/b", 1)))) {
       StoreException e =
           catchThrowableOfType(StoreException.class, () -> StorePaths.checkFiles("m", files));
-      assertThat(e.reason()).isEqualTo("PathConflict");
+      assertThat(e.reason()).isEqualTo(Reason.PathConflict);
       assertThat(e.getMessage())
           .isEqualTo(
               "artifact m: 'a/b' is listed as a file but 'a/b/c.bin' needs it to be a directory");
@@ -110,12 +111,12 @@ class StorePathsTest {
         catchThrowableOfType(
             StoreException.class,
             () -> StorePaths.checkFiles("m", List.of(new StoreFile("x.bin", -5))));
-    assertThat(neg.reason()).isEqualTo("InvalidSize");
+    assertThat(neg.reason()).isEqualTo(Reason.InvalidSize);
     assertThat(neg.getMessage()).contains("'x.bin' has negative size -5");
 
     StoreException none =
         catchThrowableOfType(StoreException.class, () -> StorePaths.checkFiles("m", List.of()));
-    assertThat(none.reason()).isEqualTo("NoFiles");
+    assertThat(none.reason()).isEqualTo(Reason.NoFiles);
   }
 
   @ParameterizedTest
@@ -123,7 +124,7 @@ class StorePathsTest {
   void invalidArtifactIdsAreRefused(String id) {
     StoreException e =
         catchThrowableOfType(StoreException.class, () -> StorePaths.checkArtifactId(id));
-    assertThat(e.reason()).isEqualTo("InvalidArtifactId");
+    assertThat(e.reason()).isEqualTo(Reason.InvalidArtifactId);
     assertThat(e.getMessage()).contains("is not a DNS-1123 label");
   }
 

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A data plane killed with SIGKILL mid-load, then a new store on the same root: the complete
- * artifact is adopted with its bytes intact, the half-loaded one is removed (PITFALLS 5).
+ * artifact is adopted with its bytes intact, the half-loaded one is removed.
  */
 class StoreRestartIT {
   private ShmRoot shm;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
 import io.tensorcast.dataplane.tensor.ShardLayoutWriter.TensorBytes;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -227,7 +227,7 @@ class ShardLayoutGoldenTest {
   }
 
   @Test
-  void parallelismBatchesFollowTheSeedWriteTable() throws Exception {
+  void parallelismBatchesFollowTheDesignWriteTable() throws Exception {
     long[] shape = {4, 8};
     byte[] full = NaiveSlicer.data(Dtype.I32, shape, 5);
     byte[] norm = NaiveSlicer.data(Dtype.I32, new long[] {8}, 6);

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.LoadFailure;
@@ -20,9 +21,9 @@ import io.tensorcast.dataplane.store.StoredArtifact;
 import io.tensorcast.dataplane.tensor.NaiveSlicer;
 import io.tensorcast.dataplane.tensor.TensorParallelism;
 import io.tensorcast.dataplane.tensor.WriterPartition;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.HubStandIn;
-import io.tensorcast.dataplane.testing.S3MockServer;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.HubStandIn;
+import io.tensorcast.testing.S3MockServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -241,7 +242,7 @@ class SaveIT {
             .isInstanceOf(LoadFailure.class)
             .hasMessageContaining("manifest.json is missing")
             .extracting(e -> ((LoadFailure) e).reason())
-            .isEqualTo("IncompleteArtifact");
+            .isEqualTo(Reason.IncompleteArtifact);
         assertThat(store.get("half-saved")).isEmpty();
       }
 

@@ -22,7 +22,6 @@ import io.tensorcast.dataplane.pod.ServeSettings;
 import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.synthetic.SyntheticModel;
-import io.tensorcast.dataplane.testing.S3MockServer;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.InProcessContainerRuntime;
 import io.tensorcast.e2e.cluster.LocalControlPlane;
@@ -30,8 +29,9 @@ import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedKubelet;
 import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.ByteArrayInputStream;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -138,7 +138,7 @@ public final class OperatorScaleBench implements Callable<Integer> {
     require(nodes >= 1 && nodes <= 250, "--nodes must be 1..250");
     require(artifacts >= 1 && artifacts <= 4 * nodes, "--artifacts must be 1..4 x --nodes");
     workDir = workDir.toAbsolutePath();
-    deleteTree(workDir);
+    TestFiles.deleteTree(workDir);
     Files.createDirectories(workDir);
     require(Files.isRegularFile(s3mockJar), "S3Mock jar not found: " + s3mockJar);
     System.setProperty("tensorcast.s3mock.jar", s3mockJar.toAbsolutePath().toString());
@@ -567,17 +567,6 @@ public final class OperatorScaleBench implements Callable<Integer> {
   private static void require(boolean ok, String message) {
     if (!ok) {
       throw new IllegalArgumentException(message);
-    }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 

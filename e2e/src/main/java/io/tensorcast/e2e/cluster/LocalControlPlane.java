@@ -3,6 +3,7 @@ package io.tensorcast.e2e.cluster;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.tensorcast.testing.TestFiles;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -185,8 +186,8 @@ public final class LocalControlPlane implements AutoCloseable {
     Path logs = dir.resolve("logs");
     Path pki = dir.resolve("pki");
     Path etcdData = dir.resolve("etcd");
-    deleteRecursively(etcdData);
-    deleteRecursively(pki);
+    TestFiles.deleteTree(etcdData);
+    TestFiles.deleteTree(pki);
     Files.createDirectories(logs);
     Files.createDirectories(pki);
     for (String b : BINARIES) {
@@ -606,17 +607,6 @@ public final class LocalControlPlane implements AutoCloseable {
       return ctx;
     } catch (java.security.GeneralSecurityException e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  static void deleteRecursively(Path root) throws IOException {
-    if (!Files.exists(root)) {
-      return;
-    }
-    try (var walk = Files.walk(root)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 

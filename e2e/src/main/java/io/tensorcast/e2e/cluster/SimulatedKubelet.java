@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URL;
@@ -1278,7 +1279,7 @@ public final class SimulatedKubelet implements AutoCloseable {
                     PodVolumes.kubeletRoot(node.root()).resolve("pods").resolve(uid);
                 unmountEverythingUnder(kubeletPodDir);
                 try {
-                  LocalControlPlane.deleteRecursively(kubeletPodDir);
+                  TestFiles.deleteTree(kubeletPodDir);
                 } catch (IOException e) {
                   LOG.debug("cannot remove {}: {}", kubeletPodDir, e.toString());
                 }
@@ -1312,7 +1313,7 @@ public final class SimulatedKubelet implements AutoCloseable {
         }
       }
       try {
-        LocalControlPlane.deleteRecursively(podDir);
+        TestFiles.deleteTree(podDir);
       } catch (IOException e) {
         LOG.debug("cannot remove {}: {}", podDir, e.toString());
       }

@@ -14,7 +14,6 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.synthetic.SyntheticModel;
-import io.tensorcast.dataplane.testing.S3MockServer;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.LocalControlPlane;
 import io.tensorcast.e2e.cluster.NodeSpec;
@@ -22,6 +21,8 @@ import io.tensorcast.e2e.cluster.ProcessContainerRuntime;
 import io.tensorcast.e2e.cluster.SimulatedKubelet;
 import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -130,9 +131,9 @@ public final class ClusterDemo implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     workDir = workDir.toAbsolutePath();
-    deleteTree(workDir.resolve("cluster"));
+    TestFiles.deleteTree(workDir.resolve("cluster"));
     nodeRoot = nodeRoot.toAbsolutePath();
-    deleteTree(nodeRoot);
+    TestFiles.deleteTree(nodeRoot);
     Files.createDirectories(workDir);
     require(Files.isRegularFile(dataplaneJar), "data-plane jar not found: " + dataplaneJar);
     require(Files.isRegularFile(s3mockJar), "S3Mock jar not found: " + s3mockJar);
@@ -186,7 +187,7 @@ public final class ClusterDemo implements Callable<Integer> {
       }
     } finally {
       if (failures.isEmpty()) {
-        deleteTree(nodeRoot);
+        TestFiles.deleteTree(nodeRoot);
       } else {
         out.println("pod logs kept under " + nodeRoot.resolve("pods"));
       }
@@ -545,17 +546,6 @@ public final class ClusterDemo implements Callable<Integer> {
   private static void require(boolean ok, String message) {
     if (!ok) {
       throw new IllegalStateException(message);
-    }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }

@@ -20,15 +20,15 @@ import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
-import io.tensorcast.dataplane.testing.Corpus;
-import io.tensorcast.dataplane.testing.FaultInjectingProxy;
-import io.tensorcast.dataplane.testing.S3MockServer;
 import io.tensorcast.e2e.cluster.LocalClusterExtension;
 import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.PodPlan;
+import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.FaultInjectingProxy;
+import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -165,7 +165,7 @@ class ModelArtifactIT {
       assertStoreHolds(n, ready, files);
     }
 
-    // In steady state the operator writes nothing (PITFALLS 6), though it looks every 5 s.
+    // In steady state the operator writes nothing, though it looks every 5 s.
     String version = ready.getMetadata().getResourceVersion();
     await()
         .during(Duration.ofSeconds(7))
@@ -217,10 +217,10 @@ class ModelArtifactIT {
   }
 
   /**
-   * Issue 6: three nodes load one artifact as a swarm. Every byte leaves the source about once
-   * (counted by a proxy in front of the S3 server), the status says how many bytes each node got
-   * from the source and from peers, every pod applied the operator's membership, and every store is
-   * byte-identical to the source.
+   * Three nodes load one artifact as a swarm. Every byte leaves the source about once (counted by a
+   * proxy in front of the S3 server), the status says how many bytes each node got from the source
+   * and from peers, every pod applied the operator's membership, and every store is byte-identical
+   * to the source.
    */
   @Test
   void peerToPeerReadsEachByteFromTheSourceAboutOnce() throws Exception {
@@ -972,7 +972,7 @@ class ModelArtifactIT {
   }
 
   private static Path corpus(String relative) {
-    return Corpus.dir().resolve(relative);
+    return Corpus.file(relative);
   }
 
   private static long size(Path p) {

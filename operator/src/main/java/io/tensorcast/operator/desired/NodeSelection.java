@@ -5,6 +5,7 @@ import io.fabric8.kubernetes.api.model.NodeCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.Taint;
 import io.fabric8.kubernetes.api.model.Toleration;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import java.math.BigDecimal;
@@ -196,7 +197,7 @@ public final class NodeSelection {
       int replicas,
       int nodeCount,
       Map<Exclusion, List<String>> excluded,
-      String reason,
+      Reason reason,
       String message) {
 
     /** Whether {@code replicas} nodes were chosen. */
@@ -217,15 +218,6 @@ public final class NodeSelection {
       return chosen.stream().map(Candidate::name).toList();
     }
   }
-
-  /** Reason of {@link Result} when every replica got a node. */
-  public static final String REASON_NODES_SELECTED = "NodesSelected";
-
-  /** Reason of {@link Result} when too few nodes are eligible for other reasons than memory. */
-  public static final String REASON_INSUFFICIENT_NODES = "InsufficientNodes";
-
-  /** Reason of {@link Result} when too few nodes are eligible and memory excluded some. */
-  public static final String REASON_INSUFFICIENT_MEMORY = "InsufficientMemory";
 
   /**
    * Chooses up to {@code request.replicas()} nodes.
@@ -262,7 +254,7 @@ public final class NodeSelection {
           request.replicas(),
           n,
           excluded,
-          REASON_NODES_SELECTED,
+          Reason.NodesSelected,
           "chose "
               + String.join(", ", chosen.stream().map(Candidate::name).toList())
               + " ("
@@ -283,10 +275,10 @@ public final class NodeSelection {
             + request.replicas()
             + (request.replicas() == 1 ? " replica" : " replicas")
             + (causes.isEmpty() ? "" : ": " + String.join("; ", causes));
-    String reason =
+    Reason reason =
         excluded.containsKey(Exclusion.INSUFFICIENT_MEMORY)
-            ? REASON_INSUFFICIENT_MEMORY
-            : REASON_INSUFFICIENT_NODES;
+            ? Reason.InsufficientMemory
+            : Reason.InsufficientNodes;
     return new Result(chosen, request.replicas(), n, excluded, reason, message);
   }
 

@@ -2,6 +2,7 @@ package io.tensorcast.operator.desired;
 
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.ShardPlacementSpec;
 import java.util.ArrayList;
@@ -40,15 +41,15 @@ public final class RankPlacement {
    *
    * @param slots nodes with their ranks, block order
    * @param complete whether every rank has a node
-   * @param reason {@code NodesSelected}, {@code InsufficientNodes}, {@code InsufficientMemory} or
-   *     {@code ConsumersNotScheduled}
+   * @param reason {@link Reason#NodesSelected}, {@link Reason#InsufficientNodes}, {@link
+   *     Reason#InsufficientMemory} or {@link Reason#ConsumersNotScheduled}
    * @param message for people
    * @param selection the node selection made (null with consumer placement)
    */
   public record Result(
       List<Slot> slots,
       boolean complete,
-      String reason,
+      Reason reason,
       String message,
       NodeSelection.Result selection) {}
 
@@ -208,7 +209,7 @@ public final class RankPlacement {
       return new Result(
           slots,
           false,
-          NodeSelection.REASON_INSUFFICIENT_MEMORY,
+          Reason.InsufficientMemory,
           "consumer nodes with too little free allocatable memory: " + String.join("; ", tooSmall),
           null);
     }
@@ -216,7 +217,7 @@ public final class RankPlacement {
       return new Result(
           slots,
           false,
-          io.tensorcast.api.v1alpha1.Conditions.REASON_CONSUMERS_NOT_SCHEDULED,
+          Reason.ConsumersNotScheduled,
           "no scheduled consumer pod with "
               + label
               + " = "
@@ -229,7 +230,7 @@ public final class RankPlacement {
     return new Result(
         slots,
         true,
-        NodeSelection.REASON_NODES_SELECTED,
+        Reason.NodesSelected,
         "ranks follow their consumer pods onto " + String.join(", ", ranksOfNode.keySet()),
         null);
   }

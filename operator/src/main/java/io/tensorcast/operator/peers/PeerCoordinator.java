@@ -19,13 +19,13 @@ import org.slf4j.LoggerFactory;
  * {@link Membership} of its current pods and sends it ({@code PUT /v1/peers}) to each member that
  * needs it. A member needs it when it has not applied this epoch since this operator started, or
  * when its {@code /status} of this round reports another {@code peerEpoch} (it restarted, or missed
- * a change). So an operator restart re-announces membership once to every pod (PITFALLS 4), and in
- * steady state nothing is sent.
+ * a change). So an operator restart re-announces membership once to every pod, and in steady state
+ * nothing is sent.
  *
  * <p>A member that does not apply it (down, slow, refusing) is tried again on the next reconcile;
  * the caller reschedules soon while {@link Outcome#settled()} is false. Nothing here writes status:
  * membership delivery is not a fact of the artifact's bytes, and writing it would feed back into
- * the reconcile (PITFALLS 6).
+ * the reconcile.
  *
  * <p>Thread-safe: JOSDK reconciles different artifacts in parallel, one artifact at a time.
  */

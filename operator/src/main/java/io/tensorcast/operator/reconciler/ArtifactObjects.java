@@ -11,7 +11,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.fabric8.kubernetes.client.utils.Serialization;
-import io.tensorcast.api.v1alpha1.Conditions;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.ArtifactNetworkPolicy;
@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * the object's first owner reference is this ModelArtifact's uid and whose next operations replace
  * its labels and {@code data} (Secret) or {@code spec} (NetworkPolicy). The API server applies the
  * patch atomically, so an object of the same name that the artifact does not own (a user's Secret)
- * is never changed: the test fails and the artifact reports {@value #REASON_NAME_CONFLICT}.
+ * is never changed: the test fails and the artifact reports {@link Reason#NameConflict}.
  *
  * <p>What was applied is remembered per artifact (a digest of the desired objects), so in steady
  * state nothing is sent: the objects are written on the first reconcile after the operator starts,
@@ -47,11 +47,6 @@ import org.slf4j.LoggerFactory;
  */
 final class ArtifactObjects {
   private static final Logger log = LoggerFactory.getLogger(ArtifactObjects.class);
-
-  /**
-   * Reason when the artifact's Secret or NetworkPolicy name is taken by an object it does not own.
-   */
-  static final String REASON_NAME_CONFLICT = Conditions.REASON_NAME_CONFLICT;
 
   private final OperatorConfig config;
   private final ObjectMapper json = new ObjectMapper();

@@ -22,9 +22,9 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.ConsumerVolumes;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
-import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -240,7 +240,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           artifact,
           context,
           pods,
-          new Failure(Conditions.REASON_INVALID_SPEC, SpecValidator.describe(violations), true),
+          new Failure(Reason.InvalidSpec, SpecValidator.describe(violations), true),
           Optional.empty(),
           consumers);
     }
@@ -276,7 +276,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           artifact,
           context,
           pods,
-          new Failure(StatusAggregator.REASON_INSUFFICIENT_MEMORY, selection.message(), false),
+          new Failure(Reason.InsufficientMemory, selection.message(), false),
           resolution,
           consumers);
     }
@@ -291,7 +291,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           artifact,
           context,
           pods,
-          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false),
+          new Failure(Reason.NameConflict, conflict.get(), false),
           resolution,
           consumers);
     }
@@ -420,7 +420,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           artifact,
           context,
           pods,
-          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false),
+          new Failure(Reason.NameConflict, conflict.get(), false),
           Optional.empty(),
           List.of());
     }
@@ -730,8 +730,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
     // Memory fit is checked again on a timer: nodes may grow without a node event we filter in;
     // a name conflict likewise, since the operator does not watch Secrets or NetworkPolicies.
-    return StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(failure.reason())
-            || ArtifactObjects.REASON_NAME_CONFLICT.equals(failure.reason())
+    return Reason.InsufficientMemory.name().equals(failure.reason())
+            || Reason.NameConflict.name().equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
   }

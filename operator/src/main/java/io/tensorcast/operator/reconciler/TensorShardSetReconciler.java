@@ -17,6 +17,7 @@ import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
@@ -36,7 +37,6 @@ import io.tensorcast.operator.peers.Membership;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.ShardSetStatusAggregator;
 import io.tensorcast.operator.status.ShardSetStatusAggregator.Resolution;
-import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.trust.ArtifactKeys;
 import io.tensorcast.operator.trust.MasterKey;
@@ -216,7 +216,7 @@ public class TensorShardSetReconciler
           set,
           context,
           own,
-          new Failure(Conditions.REASON_INVALID_SPEC, SpecValidator.describe(violations), true));
+          new Failure(Reason.InvalidSpec, SpecValidator.describe(violations), true));
     }
     Optional<Failure> recorded = ShardSetStatusAggregator.recordedFailure(set);
     if (recorded.isPresent()) {
@@ -260,12 +260,9 @@ public class TensorShardSetReconciler
     RankPlacement.Result placement = place(set, own, resolution);
     if (resolution.isPresent()
         && placement.slots().isEmpty()
-        && StatusAggregator.REASON_INSUFFICIENT_MEMORY.equals(placement.reason())) {
+        && Reason.InsufficientMemory.equals(placement.reason())) {
       return fail(
-              set,
-              context,
-              own,
-              new Failure(StatusAggregator.REASON_INSUFFICIENT_MEMORY, placement.message(), false))
+              set, context, own, new Failure(Reason.InsufficientMemory, placement.message(), false))
           .rescheduleAfter(config.readyResync());
     }
     boolean readsCopies = set.getSpec().getArtifactRef() != null;
@@ -297,11 +294,7 @@ public class TensorShardSetReconciler
             config.networkPolicy() ? ShardSetChildren.networkPolicy(set, config) : null,
             !plan.create().isEmpty());
     if (conflict.isPresent()) {
-      return fail(
-          set,
-          context,
-          own,
-          new Failure(ArtifactObjects.REASON_NAME_CONFLICT, conflict.get(), false));
+      return fail(set, context, own, new Failure(Reason.NameConflict, conflict.get(), false));
     }
     apply(plan, client);
     boolean copiesSettled = sendCopies(plan, reports, copies, keys.adminToken());
@@ -334,7 +327,7 @@ public class TensorShardSetReconciler
     if (a == null) {
       return Optional.of(
           new Failure(
-              Conditions.REASON_ARTIFACT_NOT_FOUND,
+              Reason.ArtifactNotFound,
               "ModelArtifact "
                   + ns
                   + "/"
@@ -349,7 +342,7 @@ public class TensorShardSetReconciler
           s.getConditions().stream().filter(c -> Conditions.READY.equals(c.getType())).findFirst();
       return Optional.of(
           new Failure(
-              Conditions.REASON_ARTIFACT_FAILED,
+              Reason.ArtifactFailed,
               "ModelArtifact "
                   + ns
                   + "/"
@@ -365,7 +358,7 @@ public class TensorShardSetReconciler
         || s.getObservedGeneration() != generation) {
       return Optional.of(
           new Failure(
-              Conditions.REASON_ARTIFACT_NOT_READY,
+              Reason.ArtifactNotReady,
               "ModelArtifact "
                   + ns
                   + "/"

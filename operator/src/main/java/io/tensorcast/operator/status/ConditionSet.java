@@ -1,6 +1,7 @@
 package io.tensorcast.operator.status;
 
 import io.fabric8.kubernetes.api.model.Condition;
+import io.tensorcast.api.Reason;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -10,7 +11,7 @@ import java.util.List;
  * Builds a status's conditions the Kubernetes way: one entry per type, in a fixed order, each with
  * {@code observedGeneration}, and a {@code lastTransitionTime} that changes only when the
  * condition's {@code status} changes (the time is kept from the previous status otherwise), so that
- * an unchanged world produces an unchanged status (PITFALLS 6).
+ * an unchanged world produces an unchanged status.
  */
 final class ConditionSet {
   /** Longest message kept; longer ones are cut with an ellipsis. */
@@ -33,6 +34,14 @@ final class ConditionSet {
   }
 
   /** Adds (or replaces) the condition of {@code type}. */
+  ConditionSet set(String type, String status, Reason reason, String message) {
+    return set(type, status, reason.name(), message);
+  }
+
+  /**
+   * Adds (or replaces) the condition of {@code type} with a reason as a data-plane pod reported it
+   * (a newer data plane may report a reason this operator does not know).
+   */
   ConditionSet set(String type, String status, String reason, String message) {
     out.removeIf(c -> type.equals(c.getType()));
     String since =

@@ -2,6 +2,7 @@ package io.tensorcast.operator.status;
 
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.operator.consumers.Consumer;
@@ -47,7 +48,7 @@ public final class ConsumerStatus {
       c.set(
           Conditions.IN_USE,
           Conditions.TRUE,
-          Conditions.REASON_DELETION_WAITS_FOR_CONSUMERS,
+          Reason.DeletionWaitsForConsumers,
           "deletion waits for "
               + consumers.size()
               + " consumer pod(s) to go: "
@@ -68,7 +69,7 @@ public final class ConsumerStatus {
       c.set(
           Conditions.IN_USE,
           Conditions.TRUE,
-          Conditions.REASON_COPY_KEPT_FOR_CONSUMERS,
+          Reason.CopyKeptForConsumers,
           "copies kept for running consumers until they are gone: "
               + String.join(", ", kept)
               + "; consumer pods: "
@@ -77,13 +78,13 @@ public final class ConsumerStatus {
       c.set(
           Conditions.IN_USE,
           Conditions.TRUE,
-          Conditions.REASON_CONSUMER_PODS,
+          Reason.ConsumerPods,
           consumers.size() + " consumer pod(s): " + pods);
     } else {
       c.set(
           Conditions.IN_USE,
           Conditions.FALSE,
-          Conditions.REASON_NO_CONSUMERS,
+          Reason.NoConsumers,
           "no pod uses this artifact through a csi.tensorcast.io volume");
     }
     Condition inUse = c.build().get(0);

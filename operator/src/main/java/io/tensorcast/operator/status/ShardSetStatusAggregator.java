@@ -9,8 +9,8 @@ import static io.tensorcast.api.v1alpha1.Conditions.TRUE;
 
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
-import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ParallelismSpec;
 import io.tensorcast.api.v1alpha1.ShardRankStatus;
 import io.tensorcast.api.v1alpha1.TensorShardSet;
@@ -142,8 +142,7 @@ public final class ShardSetStatusAggregator {
       if (r == null || r.phase() != DataPlaneStatus.Phase.Failed) {
         continue;
       }
-      if (StatusAggregator.DATAPLANE_INSUFFICIENT_MEMORY.equals(r.reason())
-          && resolution.isPresent()) {
+      if (Reason.InsufficientMemory.name().equals(r.reason()) && resolution.isPresent()) {
         long need =
             ShardSetPod.ranks(p).stream().mapToLong(k -> resolution.get().fileBytes().get(k)).sum()
                 + overhead;
@@ -151,7 +150,7 @@ public final class ShardSetStatusAggregator {
           continue;
         }
       }
-      String reason = r.reason() == null ? Conditions.REASON_LOAD_FAILED : r.reason();
+      String reason = r.reason() == null ? Reason.LoadFailed.name() : r.reason();
       return Optional.of(
           new StatusAggregator.Failure(
               reason,
@@ -167,13 +166,13 @@ public final class ShardSetStatusAggregator {
   }
 
   /** Reasons the operator computes afresh on every pass (not remembered as failures). */
-  static final Set<String> RECOMPUTED =
+  static final Set<Reason> RECOMPUTED =
       Set.of(
-          Conditions.REASON_INVALID_SPEC,
-          StatusAggregator.REASON_INSUFFICIENT_MEMORY,
-          Conditions.REASON_ARTIFACT_NOT_FOUND,
-          Conditions.REASON_ARTIFACT_NOT_READY,
-          Conditions.REASON_ARTIFACT_FAILED);
+          Reason.InvalidSpec,
+          Reason.InsufficientMemory,
+          Reason.ArtifactNotFound,
+          Reason.ArtifactNotReady,
+          Reason.ArtifactFailed);
 
   /** A failure a pod reported for this generation earlier (its pods were removed since). */
   public static Optional<StatusAggregator.Failure> recordedFailure(TensorShardSet set) {
@@ -185,7 +184,7 @@ public final class ShardSetStatusAggregator {
       return Optional.empty();
     }
     Condition ready = ConditionSet.find(old.getConditions(), READY);
-    if (ready == null || RECOMPUTED.contains(ready.getReason())) {
+    if (ready == null || Reason.of(ready.getReason()).map(RECOMPUTED::contains).orElse(false)) {
       return Optional.empty();
     }
     Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
@@ -305,7 +304,7 @@ public final class ShardSetStatusAggregator {
       conditions.set(
           RESOLVED,
           res.isPresent() && !f.beforeResolve() ? TRUE : FALSE,
-          res.isPresent() && !f.beforeResolve() ? Conditions.REASON_SOURCE_RESOLVED : f.reason(),
+          res.isPresent() && !f.beforeResolve() ? Reason.SourceResolved.name() : f.reason(),
           res.isPresent() && !f.beforeResolve() ? resolvedMessage(res.get(), world) : f.message());
       conditions.set(SCHEDULED, FALSE, f.reason(), f.message());
       conditions.set(LOADED, FALSE, f.reason(), f.message());
@@ -326,13 +325,12 @@ public final class ShardSetStatusAggregator {
                   ? ArtifactPhase.Loading
                   : anyPod ? ArtifactPhase.Resolving : ArtifactPhase.Pending);
       if (res.isPresent()) {
-        conditions.set(
-            RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, resolvedMessage(res.get(), world));
+        conditions.set(RESOLVED, TRUE, Reason.SourceResolved, resolvedMessage(res.get(), world));
       } else {
         conditions.set(
             RESOLVED,
             FALSE,
-            Conditions.REASON_RESOLVING,
+            Reason.Resolving,
             "a data-plane pod lists the source, reads the tensors' headers and checks the rules"
                 + " against every rank");
       }
@@ -342,19 +340,19 @@ public final class ShardSetStatusAggregator {
         conditions.set(
             SCHEDULED,
             FALSE,
-            placement == null ? Conditions.REASON_PODS_PENDING : placement.reason(),
+            placement == null ? Reason.PodsPending : placement.reason(),
             placement == null ? "no placement yet" : placement.message());
       }
       String progress = ready + "/" + world + " ranks ready";
       conditions.set(
           LOADED,
           allReady ? TRUE : FALSE,
-          allReady ? Conditions.REASON_ALL_BYTES_LOADED : Conditions.REASON_LOADING,
+          allReady ? Reason.AllBytesLoaded : Reason.Loading,
           progress);
       conditions.set(
           READY,
           allReady ? TRUE : FALSE,
-          allReady ? Conditions.REASON_ALL_RANKS_READY : Conditions.REASON_RANKS_NOT_READY,
+          allReady ? Reason.AllRanksReady : Reason.RanksNotReady,
           allReady
               ? "every rank file is complete and verified on its node (" + progress + ")"
               : progress);

@@ -14,11 +14,11 @@ import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ArtifactVerification;
-import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
@@ -41,7 +41,7 @@ import java.util.Set;
  * Turns what the operator observed — the artifact's pods, what each pod reported on {@code GET
  * /status}, the node selection and any failure — into the ModelArtifact's status. Pure and
  * deterministic: the same observations and previous status give an equal status, so in steady state
- * the operator writes nothing (PITFALLS 6). This class owns the conditions.
+ * the operator writes nothing. This class owns the conditions.
  *
  * <p>Phase: {@code Failed} on a failure (invalid spec, no node with enough memory, a pod reporting
  * {@code Failed}); {@code Ready} when {@code replicas} up-to-date pods of the current generation
@@ -60,18 +60,9 @@ import java.util.Set;
  * reason goes on the {@code Ready=False} condition (on {@code Resolved=False} too before the size
  * is known) and the pod's node entry, with the message {@linkplain
  * DataPlaneStatus#withoutRetryCountdown without its countdown}, so the status changes once per
- * attempt, not on every poll (PITFALLS 6).
+ * attempt, not on every poll.
  */
 public final class StatusAggregator {
-
-  /** Reason for the operator's memory fit check failing (no eligible node fits the artifact). */
-  public static final String REASON_INSUFFICIENT_MEMORY = NodeSelection.REASON_INSUFFICIENT_MEMORY;
-
-  /** Reason when a pod's container cannot start because a Secret or key is missing. */
-  public static final String REASON_CREDENTIALS_NOT_FOUND = Conditions.REASON_CREDENTIALS_NOT_FOUND;
-
-  /** Reason of the data plane when a pod's budget cannot hold the artifact. */
-  static final String DATAPLANE_INSUFFICIENT_MEMORY = "InsufficientMemory";
 
   private StatusAggregator() {}
 
@@ -92,7 +83,12 @@ public final class StatusAggregator {
    * @param message for people: names the node, file, field or numbers
    * @param beforeResolve whether the failure happened before the source was resolved
    */
-  public record Failure(String reason, String message, boolean beforeResolve) {}
+  public record Failure(String reason, String message, boolean beforeResolve) {
+    /** A failure the operator found itself. */
+    public Failure(Reason reason, String message, boolean beforeResolve) {
+      this(reason.name(), message, beforeResolve);
+    }
+  }
 
   /**
    * Everything one reconcile observed.
@@ -162,13 +158,13 @@ public final class StatusAggregator {
       if (r == null || r.phase() != DataPlaneStatus.Phase.Failed) {
         continue;
       }
-      if (DATAPLANE_INSUFFICIENT_MEMORY.equals(r.reason())
+      if (Reason.InsufficientMemory.name().equals(r.reason())
           && resolution.isPresent()
           && PodPlan.memoryRequest(p) < resolution.get().totalBytes() + overheadBytes) {
         continue;
       }
       String reason =
-          r.reason() == null || r.reason().isEmpty() ? Conditions.REASON_LOAD_FAILED : r.reason();
+          r.reason() == null || r.reason().isEmpty() ? Reason.LoadFailed.name() : r.reason();
       String message =
           "node "
               + PodPlan.node(p)
@@ -197,9 +193,9 @@ public final class StatusAggregator {
     }
     Condition ready = ConditionSet.find(old.getConditions(), READY);
     if (ready == null
-        || Conditions.REASON_INVALID_SPEC.equals(ready.getReason())
-        || REASON_INSUFFICIENT_MEMORY.equals(ready.getReason())
-        || Conditions.REASON_NAME_CONFLICT.equals(ready.getReason())) {
+        || Reason.InvalidSpec.name().equals(ready.getReason())
+        || Reason.InsufficientMemory.name().equals(ready.getReason())
+        || Reason.NameConflict.name().equals(ready.getReason())) {
       return Optional.empty();
     }
     Condition resolved = ConditionSet.find(old.getConditions(), RESOLVED);
@@ -294,7 +290,7 @@ public final class StatusAggregator {
       Failure f = in.failure().get();
       s.setPhase(ArtifactPhase.Failed);
       if (res.isPresent()) {
-        c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+        c.set(RESOLVED, TRUE, Reason.SourceResolved, describe(res.get()));
       } else {
         c.set(RESOLVED, FALSE, f.reason(), f.message());
       }
@@ -323,7 +319,7 @@ public final class StatusAggregator {
 
     // Resolved
     if (res.isPresent()) {
-      c.set(RESOLVED, TRUE, Conditions.REASON_SOURCE_RESOLVED, describe(res.get()));
+      c.set(RESOLVED, TRUE, Reason.SourceResolved, describe(res.get()));
     } else if (retrying.isPresent()) {
       Pod p = retrying.get();
       DataPlaneStatus r = report(p, in.reports());
@@ -339,7 +335,7 @@ public final class StatusAggregator {
       c.set(
           RESOLVED,
           FALSE,
-          Conditions.REASON_RESOLVING,
+          Reason.Resolving,
           resolver
               .map(
                   p ->
@@ -358,7 +354,7 @@ public final class StatusAggregator {
       c.set(
           SCHEDULED,
           FALSE,
-          Conditions.REASON_PODS_PENDING,
+          Reason.PodsPending,
           "the source is resolved first"
               + (sel == null || sel.chosen().isEmpty()
                   ? ""
@@ -371,13 +367,13 @@ public final class StatusAggregator {
         c.set(
             SCHEDULED,
             TRUE,
-            Conditions.REASON_NODES_SELECTED,
+            Reason.NodesSelected,
             "nodes " + String.join(", ", upToDate.stream().map(PodPlan::node).sorted().toList()));
       } else {
         c.set(
             SCHEDULED,
             FALSE,
-            Conditions.REASON_PODS_PENDING,
+            Reason.PodsPending,
             bound + " of " + replicas + " pods bound to their node" + pendingDetail(current));
       }
     }
@@ -389,14 +385,14 @@ public final class StatusAggregator {
       c.set(
           LOADED,
           TRUE,
-          Conditions.REASON_ALL_BYTES_LOADED,
+          Reason.AllBytesLoaded,
           "every byte present and verified on " + replicas + " node(s), " + each + " each");
-      c.set(READY, TRUE, Conditions.REASON_ALL_REPLICAS_READY, readyText);
+      c.set(READY, TRUE, Reason.AllReplicasReady, readyText);
     } else {
       c.set(
           LOADED,
           FALSE,
-          Conditions.REASON_LOADING,
+          Reason.Loading,
           res.isPresent()
               ? s.getProgress()
                   + " loaded ("
@@ -418,9 +414,9 @@ public final class StatusAggregator {
             r.reason(),
             readyText + "; node " + PodPlan.node(p) + " (pod " + name(p) + "): " + retryText(r));
       } else if (sel != null && !sel.satisfied()) {
-        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText + "; " + sel.message());
+        c.set(READY, FALSE, Reason.ReplicasNotReady, readyText + "; " + sel.message());
       } else {
-        c.set(READY, FALSE, Conditions.REASON_REPLICAS_NOT_READY, readyText);
+        c.set(READY, FALSE, Reason.ReplicasNotReady, readyText);
       }
     }
 
@@ -432,10 +428,10 @@ public final class StatusAggregator {
       c.set(
           DEGRADED,
           TRUE,
-          Conditions.REASON_REPLICA_LOST,
+          Reason.ReplicaLost,
           readyText + " after all were ready; lost copies are being reloaded");
     } else {
-      c.set(DEGRADED, FALSE, Conditions.REASON_HEALTHY, "no replica lost");
+      c.set(DEGRADED, FALSE, Reason.Healthy, "no replica lost");
     }
 
     // Stalled: no progress towards Ready without a change (kstatus reads True as Failed).
@@ -447,7 +443,7 @@ public final class StatusAggregator {
       c.set(
           STALLED,
           FALSE,
-          allReady ? Conditions.REASON_ALL_REPLICAS_READY : Conditions.REASON_PROGRESSING,
+          allReady ? Reason.AllReplicasReady : Reason.Progressing,
           allReady ? readyText : readyText + "; making progress");
     }
     s.setConditions(c.build());
@@ -524,8 +520,9 @@ public final class StatusAggregator {
    *
    * @param reason CamelCase: the kubelet's or scheduler's own reason ({@code CrashLoopBackOff},
    *     {@code ImagePullBackOff}, {@code OOMKilled}, {@code Evicted}, {@code Unschedulable}, ...),
-   *     {@link #REASON_CREDENTIALS_NOT_FOUND} for a missing Secret or key, {@link
-   *     #REASON_NODE_NOT_READY} for a node that stopped reporting
+   *     {@link Reason#CredentialsNotFound} for a missing Secret or key, {@link Reason#NodeNotReady}
+   *     for a node that stopped reporting (a string, since the kubelet's own reasons pass through
+   *     as it names them)
    * @param message names pod, node and container, with the pod's own message and, after a crash,
    *     the last termination (reason, exit code, message)
    * @param stalls whether it lasts until something changes (a crash loop, an OOM kill, an image
@@ -533,9 +530,6 @@ public final class StatusAggregator {
    *     an eviction or a lost node do not stall (the scheduler retries, the pod is replaced)
    */
   public record PodTrouble(String reason, String message, boolean stalls) {}
-
-  /** Reason when a data-plane pod's node is not Ready (its kubelet stopped reporting). */
-  public static final String REASON_NODE_NOT_READY = "NodeNotReady";
 
   /** Waiting reasons of a container that cannot get its image. */
   private static final Set<String> IMAGE_REASONS =
@@ -578,7 +572,7 @@ public final class StatusAggregator {
             .contains(PodPlan.node(p))) {
       return Optional.of(
           new PodTrouble(
-              REASON_NODE_NOT_READY,
+              Reason.NodeNotReady.name(),
               where
                   + ": the node is not Ready (its kubelet stopped reporting); the copy there"
                   + " cannot be reached and is placed on another node",
@@ -598,7 +592,7 @@ public final class StatusAggregator {
           if ("CreateContainerConfigError".equals(why)) {
             return Optional.of(
                 new PodTrouble(
-                    REASON_CREDENTIALS_NOT_FOUND,
+                    Reason.CredentialsNotFound.name(),
                     "pod " + name(p) + ": " + Objects.requireNonNullElse(msg, why),
                     true));
           }

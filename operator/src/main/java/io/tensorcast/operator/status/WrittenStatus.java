@@ -1,5 +1,6 @@
 package io.tensorcast.operator.status;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
@@ -75,7 +76,7 @@ public final class WrittenStatus {
       c.set(
           Conditions.SCHEDULED,
           Conditions.TRUE,
-          Conditions.REASON_NODES_SELECTED,
+          Reason.NodesSelected,
           writerNodes.size() + " writer node(s), " + readers + " reader node(s)");
       c.set(
           Conditions.READY,
@@ -94,12 +95,12 @@ public final class WrittenStatus {
       c.set(
           Conditions.SCHEDULED,
           Conditions.TRUE,
-          Conditions.REASON_NODES_SELECTED,
+          Reason.NodesSelected,
           writerNodes.size() + " writer node(s), " + readers + " reader node(s)");
       c.set(
           Conditions.READY,
           Conditions.TRUE,
-          Conditions.REASON_ALL_REPLICAS_READY,
+          Reason.AllReplicasReady,
           (readers > 0 ? "every reader node serves a version" : "every writer node serves")
               + (versions.getServing() == null
                   ? " (not all the same one yet)"

@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.tensorcast.api.ConsumerVolumes;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
@@ -148,7 +149,7 @@ class ConsumersTest {
     assertThat(none.getConsumers()).isZero();
     assertThat(inUse(none))
         .extracting(Condition::getStatus, Condition::getReason, Condition::getLastTransitionTime)
-        .containsExactly("False", Conditions.REASON_NO_CONSUMERS, "2026-12-01T10:00:00Z");
+        .containsExactly("False", Reason.NoConsumers.name(), "2026-12-01T10:00:00Z");
 
     ModelArtifactStatus used =
         ConsumerStatus.apply(
@@ -158,7 +159,7 @@ class ConsumersTest {
         .extracting(Condition::getStatus, Condition::getReason, Condition::getMessage)
         .containsExactly(
             "True",
-            Conditions.REASON_CONSUMER_PODS,
+            Reason.ConsumerPods.name(),
             "2 consumer pod(s): serve-a (node n1), serve-b (not scheduled)");
     assertThat(inUse(used).getLastTransitionTime()).isEqualTo("2026-12-01T10:01:00Z");
 
@@ -168,7 +169,7 @@ class ConsumersTest {
     ModelArtifactStatus held =
         ConsumerStatus.apply(
             new ModelArtifactStatus(), used.getConditions(), 2, two, Map.of("n1", kept), false, t1);
-    assertThat(inUse(held).getReason()).isEqualTo(Conditions.REASON_COPY_KEPT_FOR_CONSUMERS);
+    assertThat(inUse(held).getReason()).isEqualTo(Reason.CopyKeptForConsumers.name());
     assertThat(inUse(held).getMessage())
         .isEqualTo(
             "copies kept for running consumers until they are gone: node n1 (pod "
@@ -179,8 +180,7 @@ class ConsumersTest {
     ModelArtifactStatus deleting =
         ConsumerStatus.apply(
             new ModelArtifactStatus(), used.getConditions(), 1, two, Map.of(), true, t1);
-    assertThat(inUse(deleting).getReason())
-        .isEqualTo(Conditions.REASON_DELETION_WAITS_FOR_CONSUMERS);
+    assertThat(inUse(deleting).getReason()).isEqualTo(Reason.DeletionWaitsForConsumers.name());
     assertThat(inUse(deleting).getMessage())
         .isEqualTo(
             "deletion waits for 2 consumer pod(s) to go: serve-a (node n1), serve-b (not"

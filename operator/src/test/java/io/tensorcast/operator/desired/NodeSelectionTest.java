@@ -9,6 +9,7 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Taint;
 import io.fabric8.kubernetes.api.model.Toleration;
 import io.fabric8.kubernetes.api.model.TolerationBuilder;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.operator.desired.NodeSelection.Exclusion;
 import io.tensorcast.operator.desired.NodeSelection.Request;
@@ -40,7 +41,7 @@ class NodeSelectionTest {
 
     assertThat(r.chosenNames()).containsExactly("a-rdma-resource", "c-rdma-label");
     assertThat(r.satisfied()).isTrue();
-    assertThat(r.reason()).isEqualTo("NodesSelected");
+    assertThat(r.reason()).isEqualTo(Reason.NodesSelected);
     assertThat(r.excluded()).containsOnlyKeys(Exclusion.NOT_RDMA_CAPABLE);
     assertThat(r.chosen().get(0).rdmaResource()).isTrue();
     assertThat(r.chosen().get(1).rdmaResource()).isFalse();
@@ -150,7 +151,7 @@ class NodeSelectionTest {
 
     assertThat(r.chosen()).isEmpty();
     assertThat(r.satisfied()).isFalse();
-    assertThat(r.reason()).isEqualTo("InsufficientNodes");
+    assertThat(r.reason()).isEqualTo(Reason.InsufficientNodes);
     assertThat(r.message())
         .isEqualTo(
             "0 of 3 nodes are eligible for 2 replicas: 3 not RDMA-capable (no tensorcast.io/rdma in"
@@ -225,7 +226,9 @@ class NodeSelectionTest {
     assertThat(r.message()).contains(messagePart);
     assertThat(r.reason())
         .isEqualTo(
-            expected == Exclusion.INSUFFICIENT_MEMORY ? "InsufficientMemory" : "InsufficientNodes");
+            expected == Exclusion.INSUFFICIENT_MEMORY
+                ? Reason.InsufficientMemory
+                : Reason.InsufficientNodes);
     assertThat(r.noNodeHasEnoughMemory()).isEqualTo(expected == Exclusion.INSUFFICIENT_MEMORY);
   }
 
@@ -316,7 +319,7 @@ class NodeSelectionTest {
     assertThat(r.chosenNames()).containsExactly("big");
     assertThat(r.satisfied()).isFalse();
     assertThat(r.noNodeHasEnoughMemory()).isFalse();
-    assertThat(r.reason()).isEqualTo("InsufficientMemory");
+    assertThat(r.reason()).isEqualTo(Reason.InsufficientMemory);
     assertThat(r.message())
         .startsWith("1 of 2 nodes are eligible for 2 replicas: 1 with too little");
   }

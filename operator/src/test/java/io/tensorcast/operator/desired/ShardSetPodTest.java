@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactRef;
 import io.tensorcast.api.v1alpha1.ParallelismSpec;
@@ -302,7 +303,7 @@ class ShardSetPodTest {
             Map.of(),
             Map.of());
     assertThat(waiting.complete()).isFalse();
-    assertThat(waiting.reason()).isEqualTo("ConsumersNotScheduled");
+    assertThat(waiting.reason()).isEqualTo(Reason.ConsumersNotScheduled);
     assertThat(waiting.message()).contains("worker-index = [0]");
     assertThat(waiting.slots()).extracting(s -> s.node().name()).containsExactly("c");
   }

@@ -98,26 +98,19 @@ class PeerCoordinatorIT {
   }
 
   private static DataPlaneStatus report(String peerEpoch) {
-    return new DataPlaneStatus(
-        "ns-m-g1",
-        DataPlaneStatus.Phase.Loading,
-        null,
-        null,
-        "s3://b/m/",
-        "r",
-        1,
-        0,
-        1,
-        100,
-        10,
-        10,
-        0,
-        null,
-        "/dev/shm/x",
-        null,
-        List.of(),
-        peerEpoch,
-        2);
+    return DataPlaneStatus.builder("ns-m-g1", DataPlaneStatus.Phase.Loading)
+        .source("s3://b/m/")
+        .resolvedRevision("r")
+        .files(1)
+        .tensors(1)
+        .bytesTotal(100)
+        .bytesLoaded(10)
+        .bytesFromSource(10)
+        .storeDirectory("/dev/shm/x")
+        .fileStatuses(List.of())
+        .peerEpoch(peerEpoch)
+        .peers(2)
+        .build();
   }
 
   @Test

@@ -14,9 +14,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
-import io.tensorcast.api.v1alpha1.Conditions;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
@@ -38,6 +38,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusAggregatorTest {
@@ -181,26 +182,12 @@ class StatusAggregatorTest {
   }
 
   private static DataPlaneStatus withSourceAndPeers(DataPlaneStatus r, long source, long peers) {
-    return new DataPlaneStatus(
-        r.artifactId(),
-        r.phase(),
-        r.reason(),
-        r.message(),
-        r.source(),
-        r.resolvedRevision(),
-        r.files(),
-        r.filesComplete(),
-        r.tensors(),
-        r.bytesTotal(),
-        r.bytesLoaded(),
-        source,
-        peers,
-        r.lock(),
-        r.storeDirectory(),
-        r.readyTime(),
-        r.fileStatuses(),
-        "epoch-1",
-        1);
+    return r.toBuilder()
+        .bytesFromSource(source)
+        .bytesFromPeers(peers)
+        .peerEpoch("epoch-1")
+        .peers(1)
+        .build();
   }
 
   @Test
@@ -308,24 +295,11 @@ class StatusAggregatorTest {
 
   private static DataPlaneStatus withFiles(
       DataPlaneStatus r, List<DataPlaneStatus.FileStatus> files) {
-    return new DataPlaneStatus(
-        r.artifactId(),
-        r.phase(),
-        r.reason(),
-        r.message(),
-        r.source(),
-        r.resolvedRevision(),
-        files.size(),
-        files.size(),
-        r.tensors(),
-        r.bytesTotal(),
-        r.bytesLoaded(),
-        r.bytesFromSource(),
-        r.bytesFromPeers(),
-        r.lock(),
-        r.storeDirectory(),
-        r.readyTime(),
-        files);
+    return r.toBuilder()
+        .files(files.size())
+        .filesComplete(files.size())
+        .fileStatuses(files)
+        .build();
   }
 
   @Test
@@ -439,13 +413,11 @@ class StatusAggregatorTest {
   }
 
   @ParameterizedTest
-  @ValueSource(
-      strings = {
-        Conditions.REASON_INVALID_INDEX,
-        Conditions.REASON_INVALID_TORCH_CHECKPOINT,
-        Conditions.REASON_INVALID_SAFETENSORS
-      })
-  void aFileRefusedByTheDataPlaneFailsTheArtifactWithThatReason(String reason) {
+  @EnumSource(
+      value = Reason.class,
+      names = {"InvalidIndex", "InvalidTorchCheckpoint", "InvalidSafetensors"})
+  void aFileRefusedByTheDataPlaneFailsTheArtifactWithThatReason(Reason refused) {
+    String reason = refused.name();
     Pod resolver = pod(artifact, A, OptionalLong.empty(), PodState.RUNNING);
     String message =
         "model.safetensors.index.json: is not JSON: line 3, column 1 holds the git merge-conflict"

@@ -206,23 +206,20 @@ public final class Fixtures {
       long loaded,
       String reason,
       String message) {
-    return new DataPlaneStatus(
-        DataPlanePod.artifactId(artifact),
-        phase,
-        reason,
-        message,
-        artifact.getSpec().getSource().getUri(),
-        files > 0 ? "listing-sha256:0123456789abcdef" : null,
-        files,
-        phase == DataPlaneStatus.Phase.Ready ? files : 0,
-        files * 3L,
-        total,
-        loaded,
-        loaded,
-        0,
-        null,
-        "/dev/shm/tensorcast/x/" + DataPlanePod.artifactId(artifact),
-        phase == DataPlaneStatus.Phase.Ready ? "2026-01-01T00:00:05Z" : null,
-        List.of());
+    return DataPlaneStatus.builder(DataPlanePod.artifactId(artifact), phase)
+        .reason(reason)
+        .message(message)
+        .source(artifact.getSpec().getSource().getUri())
+        .resolvedRevision(files > 0 ? "listing-sha256:0123456789abcdef" : null)
+        .files(files)
+        .filesComplete(phase == DataPlaneStatus.Phase.Ready ? files : 0)
+        .tensors(files * 3L)
+        .bytesTotal(total)
+        .bytesLoaded(loaded)
+        .bytesFromSource(loaded)
+        .storeDirectory("/dev/shm/tensorcast/x/" + DataPlanePod.artifactId(artifact))
+        .readyTime(phase == DataPlaneStatus.Phase.Ready ? "2026-01-01T00:00:05Z" : null)
+        .fileStatuses(List.of())
+        .build();
   }
 }

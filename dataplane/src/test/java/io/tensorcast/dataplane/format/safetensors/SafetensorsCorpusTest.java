@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.DynamicTest.dynamicTest;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -39,13 +40,13 @@ class SafetensorsCorpusTest {
 
   private static List<Corpus.Entry> entriesUnder(List<String> dirs) throws IOException {
     List<Corpus.Entry> entries =
-        Corpus.manifest().stream()
+        Corpus.manifest().values().stream()
             .filter(e -> e.kind().equals("safetensors"))
             .filter(e -> dirs.stream().anyMatch(d -> e.path().startsWith(d)))
             .toList();
     // Every safetensors file on disk in these folders must be in the manifest, so none escapes.
     Set<String> listed = entries.stream().map(Corpus.Entry::path).collect(Collectors.toSet());
-    Path root = Corpus.root();
+    Path root = Corpus.dir();
     for (String dir : dirs) {
       try (Stream<Path> files = Files.list(root.resolve(dir))) {
         for (Path f : files.filter(p -> p.toString().endsWith(".safetensors")).toList()) {
@@ -61,7 +62,7 @@ class SafetensorsCorpusTest {
 
   @TestFactory
   Stream<DynamicTest> everyCorpusFileParsesAsTheManifestRecords() throws IOException {
-    Path root = Corpus.root();
+    Path root = Corpus.dir();
     return entriesUnder(VALID_DIRS).stream()
         .map(e -> dynamicTest(e.path(), () -> checkAgainstNotes(root.resolve(e.path()), e)));
   }
@@ -152,7 +153,7 @@ class SafetensorsCorpusTest {
 
   @TestFactory
   Stream<DynamicTest> everyBrokenFileIsRefusedNamingFileAndRule() throws IOException {
-    Path root = Corpus.root();
+    Path root = Corpus.dir();
     return entriesUnder(List.of(BROKEN_DIR)).stream()
         .map(
             e ->
@@ -202,7 +203,7 @@ class SafetensorsCorpusTest {
   @TestFactory
   Stream<DynamicTest> rewritingACorpusFileReproducesItWhereTheWriterPadsLikeTheReference()
       throws IOException {
-    Path root = Corpus.root();
+    Path root = Corpus.dir();
     return entriesUnder(VALID_DIRS).stream()
         .map(
             e ->

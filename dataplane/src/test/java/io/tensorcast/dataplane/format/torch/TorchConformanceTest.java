@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.tensorcast.dataplane.testing.Corpus;
+import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;

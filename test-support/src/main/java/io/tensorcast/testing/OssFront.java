@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A plain HTTP/1.1 forwarding proxy on a real {@link ServerSocket} (127.0.0.1, random port) in
- * front of an upstream server, with programmable faults — the failures of PITFALLS #2 made on
+ * front of an upstream server, with programmable faults — the failures of ranged reads made on
  * demand:
  *
  * <ul>

@@ -1,4 +1,4 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;

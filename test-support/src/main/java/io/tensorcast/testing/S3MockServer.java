@@ -1,6 +1,5 @@
-package io.tensorcast.dataplane.testing;
+package io.tensorcast.testing;
 
-import io.tensorcast.dataplane.source.SourceOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
@@ -10,11 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
@@ -119,7 +115,7 @@ public final class S3MockServer implements AutoCloseable {
           last = e;
         }
       } catch (IOException e) {
-        deleteTree(root);
+        TestFiles.deleteTreeQuietly(root);
         last = new IllegalStateException("cannot start S3Mock from " + jar + ": " + e, e);
       }
     }
@@ -201,24 +197,6 @@ public final class S3MockServer implements AutoCloseable {
   /** {@code http://127.0.0.1:<port>}. */
   public URI endpoint() {
     return URI.create("http://127.0.0.1:" + port);
-  }
-
-  /** Source options that reach this server directly (path-style, test credentials). */
-  public SourceOptions.Builder sourceOptions() {
-    return sourceOptions(endpoint());
-  }
-
-  /**
-   * Source options for an endpoint in front of this server (e.g. a fault-injecting proxy): plain
-   * http on loopback, allowed explicitly as an in-cluster store would be.
-   */
-  public static SourceOptions.Builder sourceOptions(URI endpoint) {
-    return SourceOptions.builder()
-        .endpoint(endpoint)
-        .region(REGION)
-        .pathStyle(true)
-        .allowInsecureEndpoint(true)
-        .credentials(new SourceOptions.StaticCredentials(ACCESS_KEY, SECRET_KEY, Optional.empty()));
   }
 
   /** A client for seeding buckets and objects (path-style, checksums only when required). */
@@ -309,30 +287,11 @@ public final class S3MockServer implements AutoCloseable {
       process.destroyForcibly();
       Thread.currentThread().interrupt();
     }
-    deleteTree(root);
+    TestFiles.deleteTreeQuietly(root);
     try {
       Files.deleteIfExists(log);
     } catch (IOException ignored) {
       // a temp file; nothing depends on it
-    }
-  }
-
-  private static void deleteTree(Path dir) {
-    if (dir == null || !Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      walk.sorted(Comparator.reverseOrder())
-          .forEach(
-              p -> {
-                try {
-                  Files.deleteIfExists(p);
-                } catch (IOException e) {
-                  throw new UncheckedIOException(e);
-                }
-              });
-    } catch (IOException | UncheckedIOException ignored) {
-      // best effort for a temp dir
     }
   }
 }

@@ -1,0 +1,1287 @@
+package io.tensorcast.dataplane.p2p;
+
+import io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.LongSupplier;
+
+/**
+ * The rules of one swarm member: what to request from whom, which runs of pieces to read from the
+ * source, whose piece hashes to trust, whom to drop, whom to serve — and nothing else. No sockets,
+ * threads, store or wall clock: it is fed events (a peer connected, a frame arrived, a piece was
+ * verified and stored, a source read ended, the membership changed, time passed) and answers with
+ * {@link Decision}s that its mechanism carries out ({@link PeerSwarm} with the Netty transport, the
+ * source and the store; a discrete-event simulator with virtual links). Time comes from the clock
+ * given to the constructor (nanoseconds, any origin), so the same events at the same clock readings
+ * give the same decisions: no randomness, every iteration in a fixed order (peers by id).
+ *
+ * <p>Single-threaded: the owner serialises every call (one thread, or one lock held only for the
+ * call and the {@link #drain()} after it). Decisions accumulate in an outbox that {@link #drain()}
+ * empties; carry them out in order.
+ *
+ * <p>The rules (each has a test in {@code SwarmPolicyTest} or {@code SwarmSimulationTest}):
+ *
+ * <ul>
+ *   <li><b>Plan</b>: {@link SwarmPlan} over (members, live members, holdings), recomputed on every
+ *       {@link #tick()}. A member is live while connected, and for the peer timeout after it
+ *       disconnected (or, never connected, after this member's fill started or the membership
+ *       arrived, whichever is later); a member refused for faults is not live.
+ *   <li><b>Source reads</b> ({@link Decision.ReadSource}): a run is the lowest piece the plan of
+ *       the moment assigns to this member that no live peer holds or reads, plus the plan's next
+ *       pieces in the same file up to the range size. At most {@link #sourceReadsInFlight} runs
+ *       from the plan at once, and {@code concurrency} in all. Nothing from the plan until every
+ *       live member has sent its BITFIELD in this fill. Each piece of a run is announced with
+ *       READING when the run starts (renewed every half peer timeout) and with HAVE the moment it
+ *       is stored.
+ *   <li><b>Last resort</b>: a piece no usable peer offers, whose plan owner is gone, that no live
+ *       member holds usably or reads, is read from the source after it starved for the peer
+ *       timeout.
+ *   <li><b>Requests</b> ({@link Decision.Send} of a REQUEST): at most {@link #maxTotalInFlight} in
+ *       all and {@link #perPeerInFlight} per usable peer; the least-loaded peer first (ties in
+ *       {@link #tieRank} order, which differs per member), the rarest piece first ({@link
+ *       SwarmPlan#rarest}, ties rotated by a hash of this member's id).
+ *   <li><b>Stuck, busy, trickle</b>: a request older than the peer timeout is stuck — asked
+ *       elsewhere, a fault of its peer — only when that peer delivered no piece bytes at all within
+ *       the timeout ({@link #onPieceArrived} for whole pieces, {@link #onPieceProgress} for bytes
+ *       of pieces still arriving). {@value #MAX_FAULTS} faults (stuck requests, rejected pieces)
+ *       and a peer is not asked for anything again.
+ *   <li><b>Hash authority</b>: a piece's expected SHA-256 comes only from its reader ({@link
+ *       SwarmPlan#reader}) in a HAVE or BITFIELD on the reader's own connection, or from this
+ *       member's own source read. Another member's hash is a claim, neither fetched from nor
+ *       planned around, checked once the reader's hash is known (or promoted when the readers
+ *       change and it becomes the reader); a differing claim drops that member ({@link
+ *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader.
+ *   <li><b>Serving</b>: REQUESTs from members in good standing are answered with the piece ({@link
+ *       Decision.SendPiece}) or a REJECT; a peer with {@value #MAX_QUEUED_SENDS} requested pieces
+ *       still unsent is disconnected.
+ *   <li><b>Membership</b>: a new epoch is applied; members that left, or moved, are disconnected;
+ *       this member dials the members whose id sorts after its own ({@link Decision.Dial}).
+ * </ul>
+ *
+ * @param <C> the mechanism's handle of one authenticated connection, compared by identity
+ */
+public final class SwarmPolicy<C> {
+
+  /** Faults (bad piece, stuck request) after which a peer is not asked for anything any more. */
+  public static final int MAX_FAULTS = 3;
+
+  /**
+   * Pieces a peer may have asked for that are still queued to it unsent; one more request closes
+   * the connection. Far above any in-flight limit a member uses.
+   */
+  public static final int MAX_QUEUED_SENDS = 256;
+
+  /** Dropped members {@link #dropped()} remembers, at most. */
+  public static final int MAX_DROPPED_REPORTED = 16;
+
+  /**
+   * The settings the rules use.
+   *
+   * @param self this member's id
+   * @param peerTimeout the stuck, lost-member and READING-lapse timeout; positive
+   * @param maxInFlight most requests outstanding at one peer ({@link #perPeerInFlight}); ≥ 1
+   * @param membershipWait how long a fill with a transport waits for a first membership before it
+   *     loads alone; not negative
+   */
+  public record Config(
+      String self, Duration peerTimeout, int maxInFlight, Duration membershipWait) {
+    public Config {
+      Objects.requireNonNull(self, "self");
+      Objects.requireNonNull(peerTimeout, "peerTimeout");
+      Objects.requireNonNull(membershipWait, "membershipWait");
+      if (peerTimeout.isNegative() || peerTimeout.isZero()) {
+        throw new IllegalArgumentException("peerTimeout must be positive, got " + peerTimeout);
+      }
+      if (maxInFlight < 1) {
+        throw new IllegalArgumentException("maxInFlight must be >= 1, got " + maxInFlight);
+      }
+      if (membershipWait.isNegative()) {
+        throw new IllegalArgumentException("membershipWait must not be negative");
+      }
+    }
+
+    /** The rules' part of a member's peer settings. */
+    public static Config of(PeerSettings s) {
+      return new Config(s.peerId(), s.peerTimeout(), s.maxInFlight(), s.membershipWait());
+    }
+  }
+
+  /**
+   * Pieces {@code first .. first + count - 1}, contiguous in one file, read from the source with
+   * one ranged request.
+   */
+  public record Run(int first, int count) {}
+
+  /** What the mechanism does; {@link #drain()} returns them in the order they were decided. */
+  public sealed interface Decision<C> {
+    /** Send a control frame (REQUEST, READING, HAVE, BITFIELD, REJECT) on {@code to}. */
+    record Send<C>(C to, Frame frame) implements Decision<C> {}
+
+    /**
+     * Send piece {@code piece} (its bytes from the store) on {@code to}, tagged with {@code
+     * sha256}; report {@link #onPieceSent} once the bytes were handed to the network.
+     */
+    record SendPiece<C>(C to, int piece, byte[] sha256) implements Decision<C> {}
+
+    /** Close connection {@code conn}, saying why. */
+    record Close<C>(C conn, String why) implements Decision<C> {}
+
+    /**
+     * Member {@code peer} is dropped for good: close {@code conn} if not null, stop dialling it,
+     * count and report it ({@code why} names the piece and both hashes).
+     */
+    record Drop<C>(String peer, C conn, String why) implements Decision<C> {}
+
+    /** Keep a connection to {@code peer} at {@code address} (reconnecting with back-off). */
+    record Dial<C>(String peer, InetSocketAddress address) implements Decision<C> {}
+
+    /** Stop dialling {@code peer} (it left the membership). */
+    record Forget<C>(String peer) implements Decision<C> {}
+
+    /** Read {@code run} from the source; report each piece and the end of the run. */
+    record ReadSource<C>(Run run) implements Decision<C> {}
+
+    /** Something worth a log line ({@code warn}: a fault or refusal; else information). */
+    record Note<C>(boolean warn, String message) implements Decision<C> {}
+  }
+
+  private final Config config;
+  private final LongSupplier clock;
+  private final String self;
+  private final long timeout;
+  private final int salt;
+  private final List<Decision<C>> outbox = new ArrayList<>();
+
+  private Membership membership;
+  private long membershipSince;
+  private final Map<String, InetSocketAddress> dialled = new TreeMap<>();
+  private final Map<String, Peer<C>> peers = new TreeMap<>();
+  private boolean transportUp;
+
+  private PieceMap map;
+  private BitSet present;
+  private BitSet inProgress;
+  private byte[][] hashes;
+
+  /** Who set {@link #hashes}[i]: the reader's id, or this member's own id (its source read). */
+  private String[] hashFrom;
+
+  private final List<DroppedPeer> dropped = new ArrayList<>();
+  private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
+
+  /** Pieces this member is reading from the source → when READING was last sent for it. */
+  private final Map<Integer, Long> sourceReading = new TreeMap<>();
+
+  private final Map<Integer, Long> starvedSince = new HashMap<>();
+  private int sourceRuns;
+  private int concurrency = 1;
+  private long rangeSize = 1;
+  private View lastView;
+  private List<List<String>> lastReaders = List.of();
+  private boolean filling;
+  private boolean serving;
+  private long fillStarted;
+
+  /** When a fill with a transport stops waiting for a first membership; 0: not waiting. */
+  private long membershipDeadline;
+
+  private boolean closed;
+
+  private static final class Peer<C> {
+    final String id;
+
+    /** Where this peer stands among equally loaded peers for this member ({@link #tieRank}). */
+    final long rank;
+
+    C conn;
+    final BitSet has = new BitSet();
+    final BitSet bad = new BitSet();
+    final Map<Integer, Long> inFlight = new LinkedHashMap<>();
+
+    /** Pieces the peer announced it is reading from the source → when. */
+    final Map<Integer, Long> reading = new HashMap<>();
+
+    /** Hashes it announced for pieces whose reader's hash is not known yet. */
+    final Map<Integer, byte[]> claims = new HashMap<>();
+
+    /** Why it was dropped, or null. */
+    String dropped;
+
+    int faults;
+    boolean refused;
+    boolean everConnected;
+    long connectedAt;
+
+    /** Its BITFIELD arrived on the current connection. */
+    boolean synced;
+
+    /** Its BITFIELD arrived on some connection during this fill. */
+    boolean everSynced;
+
+    long downSince;
+
+    /** When the last whole PIECE arrived on the current connection; 0 for none. */
+    long lastPieceAt;
+
+    /** When bytes of a piece last arrived on the current connection; 0 for none. */
+    long progressAt;
+
+    /** The connection {@link #queuedSends} counts for. */
+    C sendsOn;
+
+    /** Pieces handed to {@link #sendsOn} to send and not yet written out. */
+    int queuedSends;
+
+    /** {@link #sendsOn} was closed for asking too much; its remaining requests are ignored. */
+    boolean sendsCut;
+
+    Peer(String id, long rank) {
+      this.id = id;
+      this.rank = rank;
+    }
+
+    boolean usable() {
+      return conn != null && !refused;
+    }
+  }
+
+  /**
+   * @param config the member's id and limits
+   * @param clock nanoseconds, monotonic, any origin ({@code System::nanoTime} in a data plane, the
+   *     virtual time in a simulator)
+   */
+  public SwarmPolicy(Config config, LongSupplier clock) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.self = config.self();
+    this.timeout = config.peerTimeout().toNanos();
+    this.salt = self.hashCode();
+  }
+
+  /** The decisions taken since the last call, in order; the outbox is empty afterwards. */
+  public List<Decision<C>> drain() {
+    if (outbox.isEmpty()) {
+      return List.of();
+    }
+    List<Decision<C>> out = List.copyOf(outbox);
+    outbox.clear();
+    return out;
+  }
+
+  // ------------------------------------------------------------------ membership
+
+  /**
+   * Applies a membership ({@code PUT /v1/peers}, {@code --peers}): connections of members that left
+   * it or whose published address changed are closed, members to dial are dialled.
+   *
+   * @return false when its epoch equals the current one (nothing changed), true when applied
+   */
+  public boolean applyMembership(Membership m) {
+    Objects.requireNonNull(m, "membership");
+    if (membership != null && membership.epoch().equals(m.epoch())) {
+      return false;
+    }
+    if (!m.ids().contains(self)) {
+      note(
+          true,
+          "membership "
+              + m.epoch()
+              + " does not list this member '"
+              + self
+              + "'; taking"
+              + " part anyway");
+    }
+    note(false, "membership " + m.epoch() + ": " + m.members().size() + " members");
+    Membership old = membership;
+    membership = m;
+    membershipSince = now();
+    lastView = null; // the next source pick plans with it, not with the last round's view
+    for (Peer<C> p : peers.values()) {
+      if (p.conn == null) {
+        continue;
+      }
+      Membership.Member member = m.member(p.id);
+      Membership.Member before = old == null ? null : old.member(p.id);
+      if (member == null || (before != null && !before.address().equals(member.address()))) {
+        emit(
+            new Decision.Close<>(
+                p.conn,
+                "not a member at the address it authenticated with in membership " + m.epoch()));
+      }
+    }
+    redial();
+    return true;
+  }
+
+  /** The membership applied last, or null. */
+  public Membership membership() {
+    return membership;
+  }
+
+  /** The epoch of the membership applied last, or null. */
+  public String epoch() {
+    return membership == null ? null : membership.epoch();
+  }
+
+  /** The transport listens now: members can be dialled, and a fill waits for a membership. */
+  public void transportStarted() {
+    transportUp = true;
+    if (filling && membership == null) {
+      membershipDeadline = now() + config.membershipWait().toNanos();
+    }
+    redial();
+  }
+
+  private void redial() {
+    if (!transportUp || membership == null) {
+      return;
+    }
+    Set<String> ids = membership.ids();
+    for (Iterator<String> it = dialled.keySet().iterator(); it.hasNext(); ) {
+      String id = it.next();
+      if (!ids.contains(id)) {
+        it.remove();
+        emit(new Decision.Forget<>(id));
+      }
+    }
+    for (Membership.Member m : membership.members()) {
+      if (m.id().compareTo(self) > 0 && !m.address().equals(dialled.get(m.id()))) {
+        dialled.put(m.id(), m.address());
+        emit(new Decision.Dial<>(m.id(), m.address()));
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ what to hold
+
+  /**
+   * Starts filling a copy of {@code map}: nothing held yet, every piece from peers or (the plan's
+   * share, and last resorts) from the source.
+   *
+   * @param concurrency source reads (runs) this member may have in flight at most, ≥ 1
+   * @param rangeSize bytes one run may span at most (runs also end at file ends), ≥ 1
+   */
+  public void startFill(PieceMap map, int concurrency, long rangeSize) {
+    hold(map);
+    this.concurrency = Math.max(1, concurrency);
+    this.rangeSize = Math.max(1, rangeSize);
+    this.filling = true;
+    this.serving = true;
+    if (transportUp && membership == null) {
+      membershipDeadline = now() + config.membershipWait().toNanos();
+    }
+  }
+
+  /**
+   * Holds a complete copy of {@code map} whose piece hashes this member computed from its own store
+   * (an adopted copy): every piece is present and served, nothing is fetched or read.
+   *
+   * @param sha256 every piece's SHA-256, by index
+   */
+  public void holdComplete(PieceMap map, byte[][] sha256) {
+    if (sha256.length != map.size()) {
+      throw new IllegalArgumentException(sha256.length + " hashes for " + map.size() + " pieces");
+    }
+    hold(map);
+    System.arraycopy(sha256, 0, hashes, 0, sha256.length);
+    Arrays.fill(hashFrom, self);
+    present.set(0, map.size());
+    serving = true;
+  }
+
+  private void hold(PieceMap pm) {
+    if (this.map != null) {
+      throw new IllegalStateException("this policy already holds a piece map");
+    }
+    this.map = pm;
+    this.present = new BitSet(pm.size());
+    this.inProgress = new BitSet(pm.size());
+    this.hashes = new byte[pm.size()][];
+    this.hashFrom = new String[pm.size()];
+    this.fillStarted = now();
+  }
+
+  /** Every piece is present. */
+  public boolean complete() {
+    return map != null && present.cardinality() == map.size();
+  }
+
+  /** Stops the fill (it failed or was closed): no more reads or requests, and nothing is served. */
+  public void stop() {
+    filling = false;
+    serving = false;
+  }
+
+  /** Closed for good: nothing is served or decided any more. */
+  public void close() {
+    closed = true;
+    stop();
+  }
+
+  // ------------------------------------------------------------------ status
+
+  /** The members dropped so far (at most {@value #MAX_DROPPED_REPORTED}, oldest first). */
+  public List<DroppedPeer> dropped() {
+    return List.copyOf(dropped);
+  }
+
+  /** Peers connected now. */
+  public int connectedPeers() {
+    int n = 0;
+    for (Peer<C> p : peers.values()) {
+      if (p.conn != null) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** The current connection of every connected peer, by peer id. */
+  public Map<String, C> connections() {
+    Map<String, C> out = new TreeMap<>();
+    for (Peer<C> p : peers.values()) {
+      if (p.conn != null) {
+        out.put(p.id, p.conn);
+      }
+    }
+    return out;
+  }
+
+  /** Pieces present (verified, in the store), a copy; empty before a fill. */
+  public BitSet present() {
+    return present == null ? new BitSet() : (BitSet) present.clone();
+  }
+
+  /** The expected SHA-256 of {@code piece}, or null while no authority announced it. */
+  public byte[] expectedHash(int piece) {
+    return hashes == null ? null : hashes[piece];
+  }
+
+  // ------------------------------------------------------------------ connections
+
+  /**
+   * A connection to {@code peer} passed the handshake. Refused (closed) when the peer was dropped
+   * or is not a member; an earlier connection of the same peer is replaced. This member's READING
+   * marks and then its BITFIELD go out on it.
+   */
+  public void onConnected(C conn, String peer) {
+    Peer<C> p = peer(peer);
+    if (p.dropped != null) {
+      emit(new Decision.Close<>(conn, "dropped earlier: " + p.dropped));
+      return;
+    }
+    if (membership == null || membership.member(peer) == null) {
+      emit(new Decision.Close<>(conn, "not a member of the current membership"));
+      return;
+    }
+    C old = p.conn;
+    if (old != null && old != conn) {
+      requeue(p);
+      emit(new Decision.Close<>(old, "replaced by a new connection from the same peer"));
+    }
+    p.conn = conn;
+    p.everConnected = true;
+    p.synced = false;
+    p.lastPieceAt = 0;
+    p.progressAt = 0;
+    p.connectedAt = now();
+    note(false, "peer " + peer + " connected");
+    if (present != null) {
+      byte[][] h = new byte[map.size()][];
+      for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
+        h[i] = hashes[i];
+      }
+      // READING first: the BITFIELD completes what the peer must know before it reads any piece
+      // from the source.
+      for (Integer piece : sourceReading.keySet()) {
+        emit(new Decision.Send<>(conn, new Frame.Reading(piece)));
+      }
+      emit(new Decision.Send<>(conn, new Frame.Bitfield(map.size(), present(), h)));
+    }
+  }
+
+  /** A connection reported by {@link #onConnected} closed; its requests are asked elsewhere. */
+  public void onDisconnected(C conn, String peer) {
+    Peer<C> p = peers.get(peer);
+    if (p == null || p.conn != conn) {
+      return;
+    }
+    p.conn = null;
+    p.synced = false;
+    p.downSince = now();
+    requeue(p);
+    note(false, "peer " + peer + " disconnected");
+  }
+
+  /**
+   * A control frame arrived on {@code conn} from {@code peer} (HAVE, BITFIELD, READING, REQUEST,
+   * REJECT; anything else closes the connection). Frames of a replaced connection are ignored.
+   */
+  public void onFrame(C conn, String peer, Frame frame) {
+    Peer<C> p = peers.get(peer);
+    if (p == null || p.conn != conn || map == null || p.dropped != null) {
+      return;
+    }
+    if (frame instanceof Frame.Have h) {
+      if (checkIndex(conn, h.piece(), "HAVE")) {
+        announced(p, h.piece(), h.sha256());
+      }
+    } else if (frame instanceof Frame.Bitfield b) {
+      if (b.pieceCount() != map.size()) {
+        emit(
+            new Decision.Close<>(
+                conn, "BITFIELD for " + b.pieceCount() + " pieces, the map has " + map.size()));
+        return;
+      }
+      for (int i = b.have().nextSetBit(0);
+          i >= 0 && p.dropped == null;
+          i = b.have().nextSetBit(i + 1)) {
+        announced(p, i, b.sha256()[i]);
+      }
+      p.synced = true;
+      p.everSynced = true;
+    } else if (frame instanceof Frame.Reading r) {
+      // Only the piece's reader keeps others from reading it: marks from anyone else would let a
+      // member hold every piece back by renewing marks for pieces it never reads.
+      if (checkIndex(conn, r.piece(), "READING")
+          && !p.has.get(r.piece())
+          && p.id.equals(readerOf(r.piece()))) {
+        p.reading.put(r.piece(), now());
+      }
+    } else if (frame instanceof Frame.Request r) {
+      if (checkIndex(conn, r.piece(), "REQUEST")) {
+        serve(p, conn, r.piece());
+      }
+    } else if (frame instanceof Frame.Reject r) {
+      if (p.inFlight.remove(r.piece()) != null) {
+        inProgress.clear(r.piece());
+        p.has.clear(r.piece());
+        note(false, "peer " + p.id + " rejected piece " + r.piece() + ": " + r.reason());
+      }
+    } else {
+      emit(
+          new Decision.Close<>(
+              conn, "unexpected " + FrameCodec.typeName(frame.type()) + " after the handshake"));
+    }
+  }
+
+  private boolean checkIndex(C conn, int piece, String what) {
+    if (piece < 0 || piece >= map.size()) {
+      emit(
+          new Decision.Close<>(
+              conn, what + " for piece " + piece + " outside 0.." + (map.size() - 1)));
+      return false;
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ pieces from peers
+
+  /**
+   * A whole PIECE arrived on {@code conn}. Counts as progress of that peer (it is busy, not stuck).
+   *
+   * @return true when this member asked that peer for it and still waits for it (then verify it
+   *     against {@link #expectedHash} and report {@link #onPieceVerified} or {@link
+   *     #onPieceRejected}); false for a late or unasked piece (release it)
+   */
+  public boolean onPieceArrived(C conn, String peer, int piece) {
+    Peer<C> p = peers.get(peer);
+    if (p != null && p.conn == conn) {
+      p.lastPieceAt = now();
+    }
+    return p != null
+        && p.conn == conn
+        && map != null
+        && piece >= 0
+        && piece < map.size()
+        && p.inFlight.remove(piece) != null;
+  }
+
+  /**
+   * Bytes of a piece from {@code peer} arrived on {@code conn} at {@code at} (this policy's clock):
+   * the peer is delivering, so its requests are not stuck.
+   */
+  public void onPieceProgress(C conn, String peer, long at) {
+    Peer<C> p = peers.get(peer);
+    if (p != null && p.conn == conn && at > p.progressAt) {
+      p.progressAt = at;
+    }
+  }
+
+  /**
+   * A piece from {@code peer} was rejected (wrong length, tag or hash): counted as a fault of that
+   * peer, which is not asked for that piece again.
+   */
+  public void onPieceRejected(String peer, int piece, String problem) {
+    abandon(piece);
+    Peer<C> p = peers.get(peer);
+    if (p != null) {
+      p.bad.set(piece);
+      fault(p, problem);
+    }
+  }
+
+  /**
+   * A piece from a peer hashed to its expected value.
+   *
+   * @return true when it should be written to the store (then report {@link #onPieceStored} or
+   *     {@link #abandon}); false when it is not wanted any more (present meanwhile, or not serving)
+   */
+  public boolean onPieceVerified(int piece) {
+    if (!serving || present == null || present.get(piece)) {
+      abandon(piece);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * A verified piece is in the store: from peer {@code from}, or (null) read from the source by
+   * this member, whose hash is then the piece's expected hash. Announced with HAVE.
+   *
+   * @return true when it was not present before (count its bytes), false for a duplicate
+   */
+  public boolean onPieceStored(String from, int piece, byte[] sha256) {
+    if (present == null || present.get(piece)) {
+      if (from == null) {
+        sourceReading.remove(piece);
+      }
+      abandon(piece);
+      return false;
+    }
+    if (from == null) {
+      if (hashes[piece] != null && !Arrays.equals(hashes[piece], sha256)) {
+        Peer<C> announcer = hashFrom[piece] == null ? null : peers.get(hashFrom[piece]);
+        if (announcer != null) {
+          drop(
+              announcer,
+              "announced piece "
+                  + piece
+                  + " with sha256 "
+                  + hex(hashes[piece])
+                  + " but the source gives "
+                  + hex(sha256)
+                  + " (read by this member)");
+        }
+      }
+      hashes[piece] = sha256;
+      hashFrom[piece] = self;
+      settleClaims(piece);
+    }
+    present.set(piece);
+    inProgress.clear(piece);
+    sourceReading.remove(piece);
+    broadcast(new Frame.Have(piece, sha256));
+    return true;
+  }
+
+  /**
+   * A piece that was on its way (requested, or being stored) will not come: it may be asked again.
+   */
+  public void abandon(int piece) {
+    if (inProgress != null && present != null && !present.get(piece)) {
+      inProgress.clear(piece);
+    }
+  }
+
+  // ------------------------------------------------------------------ source reads
+
+  /**
+   * A run decided by {@link Decision.ReadSource} ended: every piece was reported ({@code complete})
+   * or the read gave up; pieces of it not stored may be decided again.
+   */
+  public void onSourceRunEnded(Run run, boolean complete) {
+    sourceRuns--;
+    if (!complete && present != null) {
+      for (int i = run.first(); i < run.first() + run.count(); i++) {
+        if (!present.get(i)) {
+          sourceReading.remove(i);
+          inProgress.clear(i);
+        }
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ serving
+
+  private void serve(Peer<C> p, C conn, int piece) {
+    if (p.dropped != null || membership == null || membership.member(p.id) == null) {
+      emit(
+          new Decision.Close<>(
+              conn, "REQUEST from a peer that is not a member in good standing; not served"));
+      return;
+    }
+    if (p.sendsOn != conn) {
+      p.sendsOn = conn;
+      p.queuedSends = 0;
+      p.sendsCut = false;
+    }
+    if (p.sendsCut) {
+      return; // closing; frames already buffered still arrive
+    }
+    if (p.queuedSends >= MAX_QUEUED_SENDS) {
+      p.sendsCut = true;
+      // A member asks for at most its in-flight limit at a time and reads what it asked for; a
+      // peer that keeps asking without reading would grow this side's send queue without bound.
+      emit(
+          new Decision.Close<>(
+              conn,
+              "REQUEST for piece "
+                  + piece
+                  + " while "
+                  + p.queuedSends
+                  + " requested pieces are still queued unread (limit "
+                  + MAX_QUEUED_SENDS
+                  + ")"));
+      return;
+    }
+    if (!serving || !present.get(piece)) {
+      emit(new Decision.Send<>(conn, new Frame.Reject(piece, "piece not held")));
+      return;
+    }
+    p.queuedSends++;
+    emit(new Decision.SendPiece<>(conn, piece, hashes[piece]));
+  }
+
+  /** A piece decided by {@link Decision.SendPiece} on {@code conn} was handed to the network. */
+  public void onPieceSent(C conn, String peer) {
+    Peer<C> p = peers.get(peer);
+    if (p != null && p.sendsOn == conn) {
+      p.queuedSends--;
+    }
+  }
+
+  // ------------------------------------------------------------------ the scheduling round
+
+  /**
+   * One scheduling round: stuck requests, last resorts, READING renewals, peer requests, source
+   * runs. Call it after every batch of events and at least every few tens of milliseconds while a
+   * fill runs (the timeouts are only checked here); it does nothing before a fill, after it
+   * completed or stopped, and while a fill with a transport still waits for its first membership.
+   */
+  public void tick() {
+    if (map == null || !filling || closed || complete()) {
+      return;
+    }
+    long now = now();
+    if (membershipDeadline != 0) {
+      if (membership == null && now - membershipDeadline < 0) {
+        return;
+      }
+      if (membership == null) {
+        note(
+            false,
+            "no membership within "
+                + config.membershipWait()
+                + " (--membership-wait); loading from the source alone until one arrives");
+      }
+      membershipDeadline = 0;
+    }
+    schedule(now);
+    while (sourceRuns < concurrency) {
+      Run run = nextSourceRun(now);
+      if (run == null) {
+        break;
+      }
+      sourceRuns++;
+      emit(new Decision.ReadSource<>(run));
+    }
+  }
+
+  private void schedule(long now) {
+    // Stuck requests: ask elsewhere. A request is stuck when its peer has sent no piece bytes at
+    // all for the peer timeout (whole pieces or PIECE frames still arriving); a peer that keeps
+    // delivering is only busy (its queue is deep because its link or CPU is shared).
+    for (Peer<C> p : peers.values()) {
+      long progress = Math.max(p.lastPieceAt, p.conn == null ? 0 : p.progressAt);
+      if (progress != 0 && now - progress <= timeout) {
+        continue;
+      }
+      List<Integer> stuck = new ArrayList<>();
+      p.inFlight.forEach(
+          (piece, deadline) -> {
+            if (deadline - now < 0) {
+              stuck.add(piece);
+            }
+          });
+      for (Integer piece : stuck) {
+        if (p.inFlight.remove(piece) != null) {
+          inProgress.clear(piece);
+          p.bad.set(piece);
+          fault(p, "piece " + piece + " not received within " + config.peerTimeout());
+        }
+      }
+    }
+    View view = view(now);
+    lastView = view;
+    List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
+    if (!readersKey.equals(lastReaders)) {
+      lastReaders = readersKey;
+      promoteClaims(view.plan());
+    }
+    Set<String> live = view.live();
+    SwarmPlan plan = view.plan();
+    int n = map.size();
+    int[] holders = new int[n];
+    List<Peer<C>> usable = new ArrayList<>();
+    Map<Peer<C>, BitSet> candidates = new LinkedHashMap<>();
+    for (Peer<C> p : peers.values()) {
+      if (!p.usable()) {
+        continue;
+      }
+      usable.add(p);
+      BitSet c = (BitSet) p.has.clone();
+      c.andNot(p.bad);
+      for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
+        holders[i]++;
+      }
+      c.andNot(present);
+      c.andNot(inProgress);
+      candidates.put(p, c);
+    }
+    // Last resorts. The plan's own pieces are picked when a run can start (nextSourceRun), from
+    // the plan of that moment, so a membership change re-splits everything not yet started.
+    for (int i = 0; i < n; i++) {
+      if (present.get(i) || inProgress.get(i) || holders[i] > 0) {
+        continue;
+      }
+      if (plan.sourceOwner(i) != null) {
+        starvedSince.remove(i);
+        continue;
+      }
+      // A live member holds or is reading it, but no usable peer offers it to this member: when
+      // every live holder is connected and failed this piece, no live member is reading it, and no
+      // peer relayed it within the peer timeout, read it from the source (a reconnecting holder is
+      // waited for).
+      boolean starved = true;
+      for (String m : live) {
+        Peer<C> p = peers.get(m);
+        if (p != null
+            && ((p.has.get(i) && !(p.conn != null && p.bad.get(i)))
+                || fresh(p.reading.get(i), now))) {
+          starved = false;
+          break;
+        }
+      }
+      if (!starved) {
+        starvedSince.remove(i);
+        continue;
+      }
+      long since = starvedSince.computeIfAbsent(i, k -> now);
+      if (now - since > timeout) {
+        starvedSince.remove(i);
+        inProgress.set(i);
+        lastResort.add(i);
+      }
+    }
+    // Source reads in flight: renew their READING marks before they lapse at the others.
+    for (Map.Entry<Integer, Long> e : sourceReading.entrySet()) {
+      if (now - e.getValue() > timeout / 2) {
+        e.setValue(now);
+        broadcast(new Frame.Reading(e.getKey()));
+      }
+    }
+    // Peer requests: least-loaded peer first, rarest piece first.
+    boolean sent = true;
+    int total = 0;
+    for (Peer<C> p : usable) {
+      total += p.inFlight.size();
+    }
+    int maxTotal = maxTotalInFlight(config.maxInFlight());
+    int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
+    while (sent && total < maxTotal) {
+      sent = false;
+      usable.sort(
+          (a, b) ->
+              a.inFlight.size() != b.inFlight.size()
+                  ? Integer.compare(a.inFlight.size(), b.inFlight.size())
+                  : Long.compare(a.rank, b.rank));
+      for (Peer<C> p : usable) {
+        if (p.inFlight.size() >= perPeer) {
+          continue;
+        }
+        BitSet c = candidates.get(p);
+        int piece = SwarmPlan.rarest(c, holders, salt + p.inFlight.size() * 7919);
+        if (piece < 0) {
+          continue;
+        }
+        for (BitSet other : candidates.values()) {
+          other.clear(piece);
+        }
+        inProgress.set(piece);
+        p.inFlight.put(piece, now + timeout);
+        emit(new Decision.Send<>(p.conn, new Frame.Request(piece)));
+        total++;
+        sent = true;
+        break;
+      }
+    }
+  }
+
+  /** Who is live now and the plan from that. */
+  private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
+
+  private View view(long now) {
+    Set<String> members = new TreeSet<>();
+    members.add(self);
+    if (membership != null && transportUp) {
+      members.addAll(membership.ids());
+    }
+    Set<String> live = new HashSet<>();
+    Map<String, BitSet> holdings = new HashMap<>();
+    live.add(self);
+    BitSet mine = (BitSet) present.clone();
+    sourceReading.keySet().forEach(mine::set);
+    holdings.put(self, mine);
+    for (String m : members) {
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer<C> p = peers.get(m);
+      if (p != null && p.refused) {
+        continue;
+      }
+      if (p == null || p.conn == null) {
+        long since =
+            p != null && p.everConnected ? p.downSince : Math.max(fillStarted, membershipSince);
+        // A member never seen gets the same grace from when this member could first meet it:
+        // longer would let one member wait on a dead member's block that the others re-assigned.
+        if (now - since > timeout) {
+          continue;
+        }
+      }
+      live.add(m);
+      if (p != null) {
+        // Pieces a live member holds or is reading from the source are nobody's source read.
+        BitSet claimed = (BitSet) p.has.clone();
+        p.reading.forEach(
+            (piece, at) -> {
+              if (fresh(at, now)) {
+                claimed.set(piece);
+              }
+            });
+        holdings.put(m, claimed);
+      }
+    }
+    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
+    return new View(live, plan, plan.assignedTo(self));
+  }
+
+  /** A READING mark from {@code at} (or null) has not lapsed at {@code now}. */
+  private boolean fresh(Long at, long now) {
+    return at != null && now - at <= timeout;
+  }
+
+  /**
+   * The next run of pieces to read from the source, or null for none now: first a last-resort piece
+   * (a run of one); then, while fewer than {@link #sourceReadsInFlight} runs are in flight, the
+   * lowest piece the current plan assigns to this member and the pieces of the plan right after it
+   * in the same file, up to the range size: one ranged request per run keeps the source's request
+   * count that of a plain load, while each piece is announced as soon as it is in (blocks are read
+   * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
+   * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
+   * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
+   * others hold. Announces READING for each piece of the run.
+   */
+  private Run nextSourceRun(long now) {
+    Integer last = lastResort.poll();
+    if (last != null) {
+      startReading(last, now);
+      return new Run(last, 1);
+    }
+    // The plan of the last scheduling round; what changed since in the holdings and reads is
+    // checked against the current state below.
+    View v = lastView != null ? lastView : (lastView = view(now));
+    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())) {
+      return null;
+    }
+    List<Peer<C>> others = new ArrayList<>();
+    for (String m : new TreeSet<>(v.live())) {
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer<C> p = peers.get(m);
+      boolean unknown =
+          p == null
+              || (p.conn != null ? !p.synced && now - p.connectedAt <= timeout : !p.everSynced);
+      if (unknown) {
+        return null;
+      }
+      if (!p.refused) {
+        others.add(p);
+      }
+    }
+    BitSet mine = (BitSet) v.mine().clone();
+    mine.andNot(present);
+    mine.andNot(inProgress);
+    for (int i = mine.nextSetBit(0); i >= 0; i = mine.nextSetBit(i + 1)) {
+      if (claimedByOther(others, i, now)) {
+        continue;
+      }
+      PieceMap.Piece first = map.piece(i);
+      long bytes = first.length();
+      int count = 1;
+      for (int j = i + 1; j < map.size() && mine.get(j); j++) {
+        PieceMap.Piece next = map.piece(j);
+        if (!next.path().equals(first.path())
+            || bytes + next.length() > rangeSize
+            || claimedByOther(others, j, now)) {
+          break;
+        }
+        bytes += next.length();
+        count++;
+      }
+      for (int k = i; k < i + count; k++) {
+        inProgress.set(k);
+        startReading(k, now);
+      }
+      return new Run(i, count);
+    }
+    return null;
+  }
+
+  /** A live peer holds piece {@code i} or announced it is reading it. */
+  private boolean claimedByOther(List<Peer<C>> others, int i, long now) {
+    for (Peer<C> p : others) {
+      if (p.has.get(i) || fresh(p.reading.get(i), now)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void startReading(int piece, long now) {
+    sourceReading.put(piece, now);
+    broadcast(new Frame.Reading(piece));
+  }
+
+  // ------------------------------------------------------------------ limits
+
+  /**
+   * Source reads (runs) one member keeps in flight for its plan: the swarm as a whole reads with
+   * the concurrency of one loader, so each of {@code liveMembers} takes ⌈concurrency /
+   * liveMembers⌉, at least 1, and with peers at most two per peer (its ingress link carries its own
+   * source reads and one connection from each peer, shared about per flow). Last resorts are not
+   * capped by this. Measurements behind both caps: docs/DECISIONS.md.
+   */
+  public static int sourceReadsInFlight(int concurrency, int liveMembers) {
+    int members = Math.max(1, liveMembers);
+    int share = Math.max(1, (concurrency + members - 1) / members);
+    return members == 1 ? share : Math.min(share, 2 * (members - 1));
+  }
+
+  /**
+   * Most piece requests outstanding across all peers: twice the per-peer limit, since everything in
+   * flight shares this member's one ingress link.
+   */
+  public static int maxTotalInFlight(int perPeer) {
+    return 2 * perPeer;
+  }
+
+  /**
+   * Requests one member keeps outstanding at one peer: the per-peer limit while few peers share the
+   * member's total, else an even share of the total, but at least 2 (one piece on the wire, one
+   * queued behind it, so the peer's link never waits on a round trip). Every member asks every peer
+   * at once, so a holder's send queue is requesters × this.
+   */
+  public static int perPeerInFlight(int perPeerLimit, int maxTotal, int usablePeers) {
+    return Math.max(
+        Math.min(2, perPeerLimit), Math.min(perPeerLimit, maxTotal / Math.max(1, usablePeers)));
+  }
+
+  /**
+   * The order in which member {@code self} asks equally loaded peers: a hash of (self, peer)
+   * (rendezvous order), so each member has its own order and no peer is everybody's first choice.
+   */
+  public static long tieRank(String self, String peer) {
+    long h = 0x9E3779B97F4A7C15L;
+    for (int i = 0; i < self.length(); i++) {
+      h = (h ^ self.charAt(i)) * 0x100000001B3L;
+    }
+    h = (h ^ 0xFF) * 0x100000001B3L;
+    for (int i = 0; i < peer.length(); i++) {
+      h = (h ^ peer.charAt(i)) * 0x100000001B3L;
+    }
+    // SplitMix64's finaliser: every input bit moves every output bit.
+    h = (h ^ (h >>> 30)) * 0xBF58476D1CE4E5B9L;
+    h = (h ^ (h >>> 27)) * 0x94D049BB133111EBL;
+    return h ^ (h >>> 31);
+  }
+
+  // ------------------------------------------------------------------ hash authority
+
+  /**
+   * Peer {@code p} announced it holds {@code piece} with hash {@code sha} (HAVE, BITFIELD). From
+   * the piece's reader the hash becomes the expected one; from anyone else it is a holding only
+   * when it equals the expected hash, a claim while that is unknown, and a reason to drop {@code p}
+   * when it differs.
+   */
+  private void announced(Peer<C> p, int piece, byte[] sha) {
+    p.reading.remove(piece);
+    byte[] known = hashes[piece];
+    if (known != null) {
+      if (Arrays.equals(known, sha)) {
+        p.has.set(piece);
+        p.claims.remove(piece);
+      } else {
+        drop(p, differs(piece, sha));
+      }
+      return;
+    }
+    if (p.id.equals(readerOf(piece))) {
+      accept(p, piece, sha);
+    } else {
+      p.claims.put(piece, sha);
+    }
+  }
+
+  /** The reader {@code p}'s hash of {@code piece} becomes its expected hash. */
+  private void accept(Peer<C> p, int piece, byte[] sha) {
+    hashes[piece] = sha;
+    hashFrom[piece] = p.id;
+    p.has.set(piece);
+    p.claims.remove(piece);
+    settleClaims(piece);
+  }
+
+  /** Checks the other members' claims on {@code piece} against its now known hash. */
+  private void settleClaims(int piece) {
+    for (Peer<C> q : List.copyOf(peers.values())) {
+      byte[] claim = q.claims.remove(piece);
+      if (claim == null || q.dropped != null) {
+        continue;
+      }
+      if (Arrays.equals(claim, hashes[piece])) {
+        q.has.set(piece);
+      } else {
+        drop(q, differs(piece, claim));
+      }
+    }
+  }
+
+  private String differs(int piece, byte[] announced) {
+    String from = hashFrom[piece];
+    return "announced piece "
+        + piece
+        + " with sha256 "
+        + hex(announced)
+        + " but "
+        + (self.equals(from)
+            ? "this member read " + hex(hashes[piece]) + " from the source"
+            : "its reader " + from + " announced " + hex(hashes[piece]));
+  }
+
+  /** The reader of {@code piece} in the plan of the moment. */
+  private String readerOf(int piece) {
+    View v = lastView != null ? lastView : (lastView = view(now()));
+    return v.plan().reader(piece);
+  }
+
+  /**
+   * Claims of members who have become the reader of the piece since they announced it (the live set
+   * changed, e.g. a block re-split after a member was lost): their hash is now the expected one.
+   */
+  private void promoteClaims(SwarmPlan plan) {
+    for (Peer<C> p : List.copyOf(peers.values())) {
+      if (p.claims.isEmpty() || p.dropped != null || p.refused) {
+        continue;
+      }
+      for (Map.Entry<Integer, byte[]> c : new TreeMap<>(p.claims).entrySet()) {
+        int piece = c.getKey();
+        if (p.dropped == null && hashes[piece] == null && p.id.equals(plan.reader(piece))) {
+          accept(p, piece, c.getValue());
+        }
+      }
+    }
+  }
+
+  /**
+   * Drops member {@code p} for announcing a hash that is not its piece's expected hash: it is
+   * disconnected, not dialled, asked, served or trusted again while this policy lives, and
+   * reported.
+   */
+  private void drop(Peer<C> p, String why) {
+    if (p.dropped != null) {
+      return;
+    }
+    p.dropped = why;
+    p.refused = true;
+    requeue(p);
+    p.has.clear();
+    p.claims.clear();
+    p.reading.clear();
+    if (dropped.size() < MAX_DROPPED_REPORTED) {
+      dropped.add(new DroppedPeer(p.id, why));
+    }
+    emit(new Decision.Drop<>(p.id, p.conn, why));
+  }
+
+  // ------------------------------------------------------------------ bookkeeping
+
+  private void fault(Peer<C> p, String why) {
+    p.faults++;
+    note(true, "peer " + p.id + ": " + why + " (fault " + p.faults + " of " + MAX_FAULTS + ")");
+    if (p.faults >= MAX_FAULTS && !p.refused) {
+      p.refused = true;
+      note(
+          true,
+          "peer "
+              + p.id
+              + ": "
+              + p.faults
+              + " faults; not requesting anything from it any"
+              + " more");
+      requeue(p);
+    }
+  }
+
+  private void requeue(Peer<C> p) {
+    for (Integer piece : p.inFlight.keySet()) {
+      inProgress.clear(piece);
+    }
+    p.inFlight.clear();
+  }
+
+  private Peer<C> peer(String id) {
+    return peers.computeIfAbsent(id, k -> new Peer<>(k, tieRank(self, k)));
+  }
+
+  private void broadcast(Frame f) {
+    for (Peer<C> p : peers.values()) {
+      if (p.conn != null) {
+        emit(new Decision.Send<>(p.conn, f));
+      }
+    }
+  }
+
+  private void note(boolean warn, String message) {
+    emit(new Decision.Note<>(warn, message));
+  }
+
+  private void emit(Decision<C> d) {
+    outbox.add(d);
+  }
+
+  private long now() {
+    return clock.getAsLong();
+  }
+
+  private static String hex(byte[] b) {
+    return HexFormat.of().formatHex(b);
+  }
+}

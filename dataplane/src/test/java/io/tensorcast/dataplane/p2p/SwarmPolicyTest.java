@@ -1,0 +1,595 @@
+package io.tensorcast.dataplane.p2p;
+
+import static io.tensorcast.dataplane.p2p.SwarmSimulation.trueHash;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
+import io.tensorcast.dataplane.p2p.SwarmPolicy.Run;
+import io.tensorcast.dataplane.store.StoreFile;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One member's rules, fed events by hand on a fake clock. Connections are strings {@code c-<peer>};
+ * the artifact is 12 pieces of 1 KiB in two files ({@code a}: pieces 0-7, {@code b}: 8-11), so with
+ * members {a, b, c} the blocks are a 0-3, b 4-7, c 8-11.
+ */
+class SwarmPolicyTest {
+  private static final Duration TIMEOUT = Duration.ofSeconds(1);
+  private static final long T = TIMEOUT.toNanos();
+  private static final PieceMap MAP =
+      new PieceMap(List.of(new StoreFile("a", 8 * 1024), new StoreFile("b", 4 * 1024)), 1024);
+  private static final Membership ABC = SwarmSimulation.membership("abc", "a", "b", "c");
+
+  private long now = 5_000_000_000L;
+
+  private SwarmPolicy<String> member(String self, Membership m, int concurrency, long rangeSize) {
+    SwarmPolicy<String> p =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    if (m != null) {
+      p.applyMembership(m);
+    }
+    p.startFill(MAP, concurrency, rangeSize);
+    p.transportStarted();
+    p.drain();
+    return p;
+  }
+
+  /** A member without a peer transport: it loads alone at once. */
+  private SwarmPolicy<String> alone(String self, int concurrency, long rangeSize) {
+    SwarmPolicy<String> p =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    p.startFill(MAP, concurrency, rangeSize);
+    p.drain();
+    return p;
+  }
+
+  /** {@code a} of {a, b, c}, with b and c connected and their BITFIELDs in. */
+  private SwarmPolicy<String> aWithPeersHolding(int[] bHolds, int[] cHolds) {
+    SwarmPolicy<String> a = member("a", ABC, 6, 1024);
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    a.onFrame("c-b", "b", bitfield(bHolds));
+    a.onFrame("c-c", "c", bitfield(cHolds));
+    a.drain();
+    return a;
+  }
+
+  private static Frame.Bitfield bitfield(int... pieces) {
+    BitSet have = new BitSet();
+    byte[][] h = new byte[MAP.size()][];
+    for (int i : pieces) {
+      have.set(i);
+      h[i] = trueHash(i);
+    }
+    return new Frame.Bitfield(MAP.size(), have, h);
+  }
+
+  private static int[] range(int from, int to) {
+    return java.util.stream.IntStream.range(from, to).toArray();
+  }
+
+  /** REQUESTs among {@code ds}, as {@code peer:piece}. */
+  private static List<String> requests(List<Decision<String>> ds) {
+    List<String> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.Send<String> s && s.frame() instanceof Frame.Request r) {
+        out.add(s.to().substring(2) + ":" + r.piece());
+      }
+    }
+    return out;
+  }
+
+  private static List<Run> runs(List<Decision<String>> ds) {
+    List<Run> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.ReadSource<String> r) {
+        out.add(r.run());
+      }
+    }
+    return out;
+  }
+
+  private static List<Frame> framesTo(List<Decision<String>> ds, String conn) {
+    List<Frame> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.Send<String> s && s.to().equals(conn)) {
+        out.add(s.frame());
+      }
+    }
+    return out;
+  }
+
+  private static List<String> notes(List<Decision<String>> ds) {
+    List<String> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.Note<String> n) {
+        out.add(n.message());
+      }
+    }
+    return out;
+  }
+
+  private static <D> List<D> only(List<Decision<String>> ds, Class<D> type) {
+    return ds.stream().filter(type::isInstance).map(type::cast).toList();
+  }
+
+  private List<Decision<String>> tick(SwarmPolicy<String> p) {
+    p.tick();
+    return p.drain();
+  }
+
+  private void advance(long nanos) {
+    now += nanos;
+  }
+
+  // ------------------------------------------------------------------ stuck, busy, trickle
+
+  @Test
+  void aRequestItsPeerSendsNoBytesForWithinThePeerTimeoutIsAskedElsewhereAndCountsAsAFault() {
+    // b and c both hold b's block (4-7); c's hashes equal b's, the reader's.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> first = requests(tick(a));
+    String atB = first.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
+    int piece = Integer.parseInt(atB.substring(2));
+
+    advance(T - 1);
+    assertThat(requests(tick(a))).as("nothing is stuck before the timeout").isEmpty();
+    advance(2);
+    List<Decision<String>> later = tick(a);
+
+    assertThat(notes(later))
+        .anySatisfy(
+            n ->
+                assertThat(n)
+                    .isEqualTo(
+                        "peer b: piece " + piece + " not received within PT1S (fault 1 of 3)"));
+    assertThat(requests(later)).contains("c:" + piece);
+  }
+
+  @Test
+  void aPeerThatKeepsDeliveringOtherPiecesIsBusyNotStuck() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), new int[0]);
+    List<String> asked = requests(tick(a));
+    assertThat(asked).containsExactlyInAnyOrder("b:4", "b:5", "b:6", "b:7");
+
+    // b delivers one piece every 0.9 timeouts, in order; the last request waits 3 timeouts.
+    for (int k = 0; k < 3; k++) {
+      advance(T * 9 / 10);
+      int piece = 4 + k;
+      assertThat(a.onPieceArrived("c-b", "b", piece)).isTrue();
+      assertThat(a.onPieceVerified(piece)).isTrue();
+      assertThat(a.onPieceStored("b", piece, trueHash(piece))).isTrue();
+      List<Decision<String>> ds = tick(a);
+      assertThat(notes(ds)).noneMatch(n -> n.contains("not received"));
+      assertThat(requests(ds)).isEmpty();
+    }
+  }
+
+  @Test
+  void aPeerWhosePieceBytesKeepArrivingIsNotStuckBeforeAPieceIsWhole() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), new int[0]);
+    tick(a);
+    for (int k = 0; k < 5; k++) {
+      advance(T * 8 / 10);
+      a.onPieceProgress("c-b", "b", now);
+      assertThat(notes(tick(a))).noneMatch(n -> n.contains("not received"));
+    }
+    // The bytes stop: a timeout later the requests are stuck.
+    advance(T + 1);
+    assertThat(notes(tick(a))).anyMatch(n -> n.contains("not received within"));
+  }
+
+  @Test
+  void aPeerWithThreeFaultsIsNotAskedForAnythingAgain() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    tick(a);
+    for (int piece = 4; piece < 7; piece++) {
+      a.onPieceRejected("b", piece, "piece " + piece + " has sha256 00 but 11 is expected");
+    }
+    List<Decision<String>> ds = a.drain();
+    assertThat(notes(ds)).contains("peer b: 3 faults; not requesting anything from it any more");
+    for (int k = 0; k < 5; k++) {
+      advance(T / 4);
+      assertThat(requests(tick(a))).noneMatch(r -> r.startsWith("b:"));
+    }
+  }
+
+  // ------------------------------------------------------------------ limits and order
+
+  @Test
+  void atMostEightRequestsAreInFlightAcrossFivePeersAndTwoAtEach() {
+    String[] ids = {"a", "p1", "p2", "p3", "p4", "p5"};
+    SwarmPolicy<String> a = member("a", SwarmSimulation.membership("six", ids), 2, 1024);
+    for (String id : List.of(ids).subList(1, 6)) {
+      a.onConnected(("c-" + id).intern(), id);
+      a.onFrame(("c-" + id).intern(), id, bitfield(range(0, 12)));
+    }
+    a.drain();
+
+    List<String> asked = requests(tick(a));
+
+    assertThat(asked).hasSize(SwarmPolicy.maxTotalInFlight(4)).hasSize(8);
+    Map<String, Integer> perPeer = new HashMap<>();
+    asked.forEach(r -> perPeer.merge(r.substring(0, r.indexOf(':')), 1, Integer::sum));
+    assertThat(perPeer.values()).allMatch(n -> n <= SwarmPolicy.perPeerInFlight(4, 8, 5));
+    assertThat(SwarmPolicy.perPeerInFlight(4, 8, 5)).isEqualTo(2);
+    assertThat(requests(tick(a))).as("nothing more while 8 are in flight").isEmpty();
+  }
+
+  @Test
+  void equallyLoadedPeersAreAskedInThisMembersRendezvousOrderAndTheRarestPieceFirst() {
+    // b holds 4-7 (its block), c holds 4 and 8-11: piece 4 has two holders, the rest one.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), new int[] {4, 8, 9, 10, 11});
+    List<String> asked = requests(tick(a));
+
+    String first = SwarmPolicy.tieRank("a", "b") < SwarmPolicy.tieRank("a", "c") ? "b" : "c";
+    assertThat(asked).hasSize(8);
+    assertThat(asked.get(0)).startsWith(first + ":");
+    int twoHolders = asked.indexOf("b:4") >= 0 ? asked.indexOf("b:4") : asked.indexOf("c:4");
+    assertThat(twoHolders)
+        .as("piece 4 (two holders) after the six pieces with one")
+        .isGreaterThanOrEqualTo(6);
+  }
+
+  @Test
+  void aMemberReadsTheSwarmsShareOfTheSourceConcurrencyAndAloneAllOfIt() {
+    Membership four = SwarmSimulation.membership("four", "a", "b", "c", "d");
+    SwarmPolicy<String> a = member("a", four, 8, 1024);
+    for (String id : List.of("b", "c", "d")) {
+      a.onConnected(("c-" + id).intern(), id);
+      a.onFrame(("c-" + id).intern(), id, bitfield());
+    }
+    a.drain();
+    assertThat(runs(tick(a))).hasSize(SwarmPolicy.sourceReadsInFlight(8, 4)).hasSize(2);
+
+    SwarmPolicy<String> x = alone("x", 3, 1024);
+    assertThat(runs(tick(x))).containsExactly(new Run(0, 1), new Run(1, 1), new Run(2, 1));
+  }
+
+  @Test
+  void runsAreConsecutivePiecesOfOneFileUpToTheRangeSizeAndEachPieceIsAnnouncedWhenStored() {
+    SwarmPolicy<String> x =
+        new SwarmPolicy<>(new SwarmPolicy.Config("x", TIMEOUT, 4, Duration.ZERO), () -> now);
+    x.applyMembership(SwarmSimulation.membership("xy", "x", "y"));
+    x.startFill(MAP, 2, 3 * 1024);
+    x.transportStarted();
+    x.onConnected("c-y", "y");
+    x.onFrame("c-y", "y", bitfield());
+    x.drain();
+    // Alone in the plan once y is lost: x reads everything, three pieces a run, runs end at a file
+    // end (pieces 0-7 are file a).
+    advance(T + 1);
+    x.onDisconnected("c-y", "y");
+    x.drain();
+    advance(T + 1);
+    assertThat(runs(tick(x))).containsExactly(new Run(0, 3), new Run(3, 3));
+    x.onPieceStored(null, 0, trueHash(0));
+    x.onPieceStored(null, 1, trueHash(1));
+    x.onPieceStored(null, 2, trueHash(2));
+    x.onSourceRunEnded(new Run(0, 3), true);
+    x.drain();
+    assertThat(runs(tick(x))).containsExactly(new Run(6, 2));
+
+    // With a peer connected, a run's pieces are marked READING before the read, and each piece
+    // goes out with HAVE the moment it is stored, before its run ends.
+    SwarmPolicy<String> a = aWithPeersHolding(new int[0], new int[0]);
+    List<Decision<String>> ds = tick(a);
+    List<Frame> toB = framesTo(ds, "c-b");
+    assertThat(toB).first().isInstanceOf(Frame.Reading.class);
+    int firstRead = runs(ds).get(0).first();
+    a.onPieceStored(null, firstRead, trueHash(firstRead));
+    assertThat(framesTo(a.drain(), "c-b"))
+        .singleElement()
+        .isInstanceOfSatisfying(
+            Frame.Have.class, h -> assertThat(h.sha256()).isEqualTo(trueHash(firstRead)));
+  }
+
+  @Test
+  void readingMarksAreRenewedEveryHalfPeerTimeoutWhileTheReadLasts() {
+    SwarmPolicy<String> a = aWithPeersHolding(new int[0], new int[0]);
+    List<Run> started = runs(tick(a));
+    assertThat(started).isNotEmpty();
+    advance(T / 2 + 1);
+    List<Frame> renewed = framesTo(tick(a), "c-b");
+    assertThat(renewed)
+        .filteredOn(f -> f instanceof Frame.Reading)
+        .extracting(f -> ((Frame.Reading) f).piece())
+        .contains(started.get(0).first());
+  }
+
+  @Test
+  void nothingIsReadFromThePlanUntilEveryLiveMemberSentItsBitfield() {
+    SwarmPolicy<String> a = member("a", ABC, 6, 1024);
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    a.onFrame("c-b", "b", bitfield());
+    a.drain();
+    assertThat(runs(tick(a))).as("c's BITFIELD is missing").isEmpty();
+    a.onFrame("c-c", "c", bitfield());
+    a.drain();
+    assertThat(runs(tick(a))).extracting(Run::first).containsExactly(0, 1);
+  }
+
+  @Test
+  void aMemberThatNeverConnectsIsLostAfterThePeerTimeoutAndItsBlockIsReadByTheOthers() {
+    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    SwarmPolicy<String> a = member("a", ab, 12, 1024);
+    assertThat(runs(tick(a))).as("b is live and its holdings unknown").isEmpty();
+    advance(T + 1);
+    List<Run> runs = runs(tick(a));
+    BitSet read = new BitSet();
+    runs.forEach(r -> read.set(r.first(), r.first() + r.count()));
+    assertThat(read.cardinality()).isEqualTo(12);
+  }
+
+  @Test
+  void aFillWithATransportWaitsForAMembershipThenLoadsAlone() {
+    SwarmPolicy<String> a =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("a", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    a.startFill(MAP, 2, 1024);
+    a.transportStarted();
+    a.drain();
+    advance(Duration.ofSeconds(3).toNanos() - 1);
+    assertThat(tick(a)).isEmpty();
+    advance(1);
+    List<Decision<String>> ds = tick(a);
+    assertThat(notes(ds))
+        .containsExactly(
+            "no membership within PT3S (--membership-wait); loading from the source alone until"
+                + " one arrives");
+    assertThat(runs(ds)).hasSize(2);
+  }
+
+  @Test
+  void aPieceOnlyAFailedHolderOffersIsReadFromTheSourceOnceItStarvedForThePeerTimeout() {
+    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    SwarmPolicy<String> a = member("a", ab, 2, 1024);
+    a.onConnected("c-b", "b");
+    a.onFrame("c-b", "b", bitfield(range(6, 12)));
+    a.drain();
+    tick(a);
+    a.onPieceRejected("b", 6, "piece 6 has sha256 00 but 11 is expected");
+    a.drain();
+    assertThat(runs(tick(a))).doesNotContain(new Run(6, 1));
+    // b keeps delivering its other pieces' bytes (busy, not stuck), but piece 6 only it holds.
+    advance(T / 2);
+    a.onPieceProgress("c-b", "b", now);
+    assertThat(runs(tick(a))).doesNotContain(new Run(6, 1));
+    advance(T / 2 + 1);
+    a.onPieceProgress("c-b", "b", now);
+    List<Decision<String>> ds = tick(a);
+    assertThat(runs(ds)).contains(new Run(6, 1));
+    assertThat(notes(ds)).noneMatch(n -> n.contains("not received"));
+  }
+
+  // ------------------------------------------------------------------ hash authority
+
+  @Test
+  void aClaimThatDiffersFromTheReadersHashDropsItsMemberAndIsReported() {
+    SwarmPolicy<String> a = member("a", ABC, 2, 1024);
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    byte[] forged = SwarmSimulation.forgedHash(5);
+    a.onFrame("c-c", "c", new Frame.Have(5, forged)); // c is not piece 5's reader: a claim
+    assertThat(a.expectedHash(5)).isNull();
+    a.drain();
+
+    a.onFrame("c-b", "b", new Frame.Have(5, trueHash(5))); // b is its reader
+
+    List<Decision<String>> ds = a.drain();
+    String why =
+        "announced piece 5 with sha256 "
+            + java.util.HexFormat.of().formatHex(forged)
+            + " but its reader b announced "
+            + java.util.HexFormat.of().formatHex(trueHash(5));
+    assertThat(only(ds, Decision.Drop.class))
+        .singleElement()
+        .isEqualTo(new Decision.Drop<>("c", "c-c", why));
+    assertThat(a.dropped())
+        .extracting(d -> d.id() + ": " + d.reason())
+        .containsExactly("c: " + why);
+    assertThat(a.expectedHash(5)).isEqualTo(trueHash(5));
+    a.onConnected("c-c2", "c");
+    assertThat(only(a.drain(), Decision.Close.class))
+        .singleElement()
+        .isEqualTo(new Decision.Close<>("c-c2", "dropped earlier: " + why));
+  }
+
+  @Test
+  void aClaimEqualToTheReadersHashMakesItsMemberAHolder() {
+    SwarmPolicy<String> a = member("a", ABC, 2, 1024);
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    a.onFrame("c-c", "c", bitfield(4));
+    a.onFrame("c-b", "b", bitfield(4));
+    a.drain();
+    // Both hold piece 4 now: asked of one, it is asked of the other once the first is gone.
+    List<String> asked = requests(tick(a));
+    assertThat(asked).hasSize(1).allMatch(r -> r.endsWith(":4"));
+    if (asked.get(0).startsWith("b:")) {
+      a.onDisconnected("c-b", "b");
+      a.drain();
+      asked = requests(tick(a));
+    }
+    assertThat(asked).containsExactly("c:4");
+  }
+
+  @Test
+  void aClaimOfAMemberThatBecomesThePiecesReaderIsPromotedWhenTheReadersChange() {
+    SwarmPolicy<String> a = member("a", ABC, 2, 1024);
+    a.onConnected("c-c", "c");
+    // b never connects. Once it is lost its block 4-7 is re-split over {a, c}: 4, 5 to a, 6, 7 to
+    // c.
+    a.onFrame("c-c", "c", bitfield(4, 6, 8, 9, 10, 11));
+    a.drain();
+    assertThat(a.expectedHash(6)).isNull();
+    advance(T + 1);
+    tick(a);
+    assertThat(a.expectedHash(6)).isEqualTo(trueHash(6));
+    assertThat(a.expectedHash(4)).as("a reads piece 4 itself").isNull();
+  }
+
+  @Test
+  void readingMarksOfAMemberThatIsNotThePiecesReaderDoNotHoldTheReaderBack() {
+    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    SwarmPolicy<String> a = member("a", ab, 4, 1024);
+    a.onConnected("c-b", "b");
+    for (int i = 0; i < 6; i++) {
+      a.onFrame("c-b", "b", new Frame.Reading(i)); // a's own block 0-5
+    }
+    a.onFrame("c-b", "b", bitfield());
+    a.drain();
+    assertThat(runs(tick(a))).extracting(Run::first).containsExactly(0, 1);
+  }
+
+  @Test
+  void aSourceReadThatContradictsTheReadersHashDropsTheReader() {
+    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    SwarmPolicy<String> a = member("a", ab, 2, 1024);
+    a.onConnected("c-b", "b");
+    a.onFrame("c-b", "b", new Frame.Have(7, SwarmSimulation.forgedHash(7)));
+    a.drain();
+    a.onPieceStored(null, 7, trueHash(7)); // a read piece 7 itself (a last resort)
+    assertThat(only(a.drain(), Decision.Drop.class))
+        .singleElement()
+        .satisfies(
+            d -> {
+              assertThat(d.peer()).isEqualTo("b");
+              assertThat(d.why()).endsWith("(read by this member)").contains("the source gives");
+            });
+  }
+
+  // ------------------------------------------------------------------ connections and serving
+
+  @Test
+  void aNewConnectionGetsThisMembersReadingMarksAndThenItsBitfield() {
+    SwarmPolicy<String> a = aWithPeersHolding(new int[0], new int[0]);
+    List<Run> reading = runs(tick(a));
+    a.onPieceStored(null, 0, trueHash(0));
+    a.drain();
+    a.onDisconnected("c-b", "b");
+    a.onConnected("c-b2", "b");
+    List<Frame> frames = framesTo(a.drain(), "c-b2");
+    assertThat(frames.get(frames.size() - 1))
+        .isInstanceOfSatisfying(
+            Frame.Bitfield.class,
+            b -> {
+              assertThat(b.have().stream().toArray()).containsExactly(0);
+              assertThat(b.sha256()[0]).isEqualTo(trueHash(0));
+            });
+    assertThat(frames.subList(0, frames.size() - 1))
+        .allMatch(f -> f instanceof Frame.Reading)
+        .hasSize(reading.size() - 1);
+  }
+
+  @Test
+  void requestsAreServedRejectedOrRefusedAndAFloodIsCutOff() {
+    SwarmPolicy<String> a =
+        new SwarmPolicy<>(new SwarmPolicy.Config("a", TIMEOUT, 4, Duration.ZERO), () -> now);
+    a.applyMembership(ABC);
+    byte[][] h = new byte[12][];
+    for (int i = 0; i < 12; i++) {
+      h[i] = trueHash(i);
+    }
+    a.holdComplete(MAP, h);
+    a.transportStarted();
+    a.onConnected("c-b", "b");
+    a.drain();
+
+    a.onFrame("c-b", "b", new Frame.Request(3));
+    assertThat(a.drain()).containsExactly(new Decision.SendPiece<>("c-b", 3, h[3]));
+    a.onPieceSent("c-b", "b");
+    for (int k = 1; k < SwarmPolicy.MAX_QUEUED_SENDS; k++) {
+      a.onFrame("c-b", "b", new Frame.Request(3));
+    }
+    assertThat(only(a.drain(), Decision.SendPiece.class)).hasSize(255);
+    a.onFrame("c-b", "b", new Frame.Request(3));
+    assertThat(a.drain()).singleElement().isInstanceOf(Decision.SendPiece.class);
+    a.onFrame("c-b", "b", new Frame.Request(3));
+    assertThat(a.drain())
+        .containsExactly(
+            new Decision.Close<>(
+                "c-b",
+                "REQUEST for piece 3 while 256 requested pieces are still queued unread (limit"
+                    + " 256)"));
+    a.onFrame("c-b", "b", new Frame.Request(3));
+    assertThat(a.drain()).as("the cut connection's remaining requests").isEmpty();
+
+    a.onFrame("c-b", "b", new Frame.Request(12));
+    assertThat(a.drain())
+        .containsExactly(new Decision.Close<>("c-b", "REQUEST for piece 12 outside 0..11"));
+
+    a.applyMembership(SwarmSimulation.membership("ac", "a", "c"));
+    assertThat(only(a.drain(), Decision.Close.class))
+        .containsExactly(
+            new Decision.Close<>(
+                "c-b", "not a member at the address it authenticated with in membership ac"));
+  }
+
+  @Test
+  void aFillNotYetHoldingAPieceRejectsARequestForIt() {
+    SwarmPolicy<String> a = aWithPeersHolding(new int[0], new int[0]);
+    a.onFrame("c-b", "b", new Frame.Request(9));
+    assertThat(a.drain())
+        .containsExactly(new Decision.Send<>("c-b", new Frame.Reject(9, "piece not held")));
+  }
+
+  @Test
+  void aRejectedRequestIsAskedElsewhere() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> asked = requests(tick(a));
+    String atB = asked.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
+    int piece = Integer.parseInt(atB.substring(2));
+    a.onFrame("c-b", "b", new Frame.Reject(piece, "piece not held"));
+    a.drain();
+    assertThat(requests(tick(a))).contains("c:" + piece);
+  }
+
+  @Test
+  void aMembershipIsAppliedOnceDialsTheHigherIdsAndDropsWhatLeftOrMoved() {
+    SwarmPolicy<String> b =
+        new SwarmPolicy<>(new SwarmPolicy.Config("b", TIMEOUT, 4, Duration.ZERO), () -> now);
+    b.transportStarted();
+    assertThat(b.applyMembership(ABC)).isTrue();
+    List<Decision<String>> ds = b.drain();
+    assertThat(only(ds, Decision.Dial.class))
+        .containsExactly(new Decision.Dial<>("c", ABC.member("c").address()));
+    assertThat(b.applyMembership(ABC)).isFalse();
+    assertThat(b.drain()).isEmpty();
+
+    b.onConnected("c-a", "a");
+    b.onConnected("c-c", "c");
+    b.drain();
+    Membership moved =
+        new Membership(
+            "moved",
+            List.of(
+                ABC.member("a"),
+                ABC.member("b"),
+                new Membership.Member("c", InetSocketAddress.createUnresolved("10.9.9.9", 8472))));
+    b.applyMembership(moved);
+    ds = b.drain();
+    assertThat(only(ds, Decision.Close.class))
+        .containsExactly(
+            new Decision.Close<>(
+                "c-c", "not a member at the address it authenticated with in membership moved"));
+    assertThat(only(ds, Decision.Dial.class))
+        .containsExactly(new Decision.Dial<>("c", moved.member("c").address()));
+
+    b.applyMembership(SwarmSimulation.membership("ab", "a", "b"));
+    assertThat(only(b.drain(), Decision.Forget.class)).containsExactly(new Decision.Forget<>("c"));
+    b.onConnected("c-z", "z");
+    assertThat(b.drain())
+        .containsExactly(new Decision.Close<>("c-z", "not a member of the current membership"));
+  }
+}

@@ -326,7 +326,7 @@ public final class ClusterDemo implements Callable<Integer> {
     return null;
   }
 
-  private static String describe(ModelArtifactStatus s) {
+  static String describe(ModelArtifactStatus s) {
     String failed =
         s.getConditions() == null
             ? ""
@@ -339,8 +339,8 @@ public final class ClusterDemo implements Callable<Integer> {
         "phase=%-9s ready=%-4s size=%-10s progress=%-5s %s",
         s.getPhase(),
         s.getReady(),
-        s.getSize(),
-        s.getProgress(),
+        s.getSize() == null ? "unknown" : s.getSize(),
+        s.getProgress() == null ? "-" : s.getProgress(),
         s.getPhase() == ArtifactPhase.Ready ? "" : failed);
   }
 

@@ -757,7 +757,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         id(artifact),
         status.getPhase(),
         status.getReady(),
-        status.getProgress());
+        status.getProgress() == null ? "-" : status.getProgress());
     ModelArtifact fresh = new ModelArtifact();
     fresh.setMetadata(
         new ObjectMetaBuilder()

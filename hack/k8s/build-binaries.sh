@@ -6,7 +6,7 @@
 #
 # Idempotent: when all four binaries are there and run, it prints the bin dir and exits at once.
 # Needs root (apt-get) and Debian package mirrors; no Docker, no internet otherwise.
-# Facts behind each step: /work/shared/docs/TESTING.md, "A real Kubernetes control plane".
+# Each step below says why it is there (package names, build flags, the binaries kept).
 # Output: the bin dir on stdout (last line). Build log: $CACHE/build.log (tail printed on failure).
 set -euo pipefail
 

@@ -38,9 +38,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A local stand-in for the Hugging Face Hub, written from the protocol facts in TESTING.md
- * ("Hugging Face Hub"): two real HTTP servers, the Hub on 127.0.0.1 and an "LFS CDN" on 127.0.0.2,
- * each on a random port.
+ * A local stand-in for the Hugging Face Hub, speaking the Hub's download and upload protocol as
+ * listed below: two real HTTP servers, the Hub on 127.0.0.1 and an "LFS CDN" on 127.0.0.2, each on
+ * a random port.
  *
  * <p>Hub routes:
  *

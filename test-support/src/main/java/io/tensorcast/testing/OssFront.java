@@ -21,8 +21,8 @@ import java.util.concurrent.Executors;
 
 /**
  * An Alibaba OSS-shaped front for S3Mock: a real HTTP server on 127.0.0.1 that accepts only what
- * OSS accepts of the S3 API and forwards the rest to S3Mock path-style. The OSS differences
- * (TESTING.md, "A real S3-compatible server"):
+ * OSS accepts of the S3 API and forwards the rest to S3Mock path-style. The OSS differences it
+ * enforces:
  *
  * <ul>
  *   <li>virtual-hosted addressing only: a request whose {@code Host} is the bare domain

@@ -46,8 +46,7 @@ import org.slf4j.LoggerFactory;
  * {@value #BIN_ENV}, or {@code ~/.cache/tensorcast/k8s-1.20.2/bin}. The directory must hold {@code
  * etcd}, {@code kube-apiserver}, {@code kube-controller-manager} and {@code kube-scheduler}.
  *
- * <p>Set-up (the facts behind it are in {@code docs/TESTING.md}, "A real Kubernetes control
- * plane"):
+ * <p>Set-up:
  *
  * <ul>
  *   <li>Every component listens on 127.0.0.1 on free ports; no insecure ports.

@@ -64,6 +64,7 @@ public final class StoredArtifact {
   private boolean released; // guarded by guard's write lock
   private volatile LockStatus lockStatus;
   private final Map<String, String> sha256ByPath = new ConcurrentHashMap<>();
+  private final Map<String, StoredRanges> storedByPath = new ConcurrentHashMap<>();
   private final Object stateWrite = new Object();
 
   private StoredArtifact(
@@ -726,6 +727,68 @@ public final class StoredArtifact {
       }
     }
     return sha256ByPath.get(path);
+  }
+
+  /**
+   * Records that bytes {@code [offset, offset + length)} of {@code path} are in the store, read
+   * from the source object {@code version} (its ETag or other identity; null when the source has
+   * none). Ranges recorded under another version are forgotten first. A later load of the same
+   * files resumes from these ranges ({@link #storedRanges}) instead of reading them again; its
+   * digest check still covers every byte.
+   */
+  public void recordStored(String path, String version, long offset, int length) {
+    checkRange(file(path), offset, length);
+    storedByPath
+        .compute(path, (p, r) -> r == null || !r.isVersion(version) ? new StoredRanges(version) : r)
+        .add(offset, offset + length);
+  }
+
+  /**
+   * The ranges of {@code path} recorded by {@link #recordStored} under {@code version}, as sorted,
+   * disjoint {@code [start, end)} pairs; empty when none were recorded or they belong to another
+   * version of the object.
+   */
+  public List<long[]> storedRanges(String path, String version) {
+    file(path);
+    StoredRanges r = storedByPath.get(path);
+    return r == null || !r.isVersion(version) ? List.of() : r.ranges();
+  }
+
+  /**
+   * The source version the bytes of {@code path} were recorded under ({@link #recordStored}), or
+   * empty when none were recorded.
+   */
+  public Optional<String> storedVersion(String path) {
+    file(path);
+    StoredRanges r = storedByPath.get(path);
+    return r == null ? Optional.empty() : Optional.ofNullable(r.version());
+  }
+
+  /**
+   * Makes {@code path} writable again and forgets its recorded ranges: its source object changed,
+   * so the file is read again whole. The state file records it incomplete.
+   *
+   * @throws StoreException {@code StoreIoError} if the state file cannot be written
+   */
+  public void reopen(String path) throws StoreException {
+    file(path);
+    storedByPath.remove(path);
+    synchronized (stateWrite) {
+      guard.readLock().lock();
+      try {
+        checkLive();
+        if (sha256ByPath.remove(path) != null) {
+          ArtifactState.writeAtomically(stateFile, currentState());
+        }
+      } catch (IOException e) {
+        throw new StoreException(
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
+            e);
+      } finally {
+        guard.readLock().unlock();
+      }
+    }
   }
 
   /** Whether {@code path} was marked complete. */

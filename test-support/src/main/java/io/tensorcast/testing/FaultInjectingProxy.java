@@ -479,8 +479,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
           !method.equals("HEAD"));
       return;
     }
-    int n = admitOneIn;
-    if (n > 1 && stormCount.getAndIncrement() % n != 0) {
+    int oneIn = admitOneIn;
+    if (oneIn > 1 && stormCount.getAndIncrement() % oneIn != 0) {
       finished.run();
       throttled.add(recorded);
       respond(

@@ -60,6 +60,14 @@ import org.slf4j.LoggerFactory;
  * source. A {@link StoreFiller} is then told to offer the copy to others ({@link
  * StoreFiller#serveComplete}: the peer swarm announces and serves every piece).
  *
+ * <p>A load from the source alone that fails on a transient reason ({@link
+ * LoadFailure#isTransient}) leaves its copy in the store with the ranges it stored ({@link
+ * StoredArtifact#recordStored}). The next load of the same files (paths and sizes) resumes it:
+ * complete files and stored ranges of every object whose ETag is unchanged are kept (the ranges
+ * hashed again from the store), the rest is read. An object that changed under the load ({@code
+ * ObjectChanged}) fails it as the transient {@link Reason#SourceChanged}, so the next load lists
+ * again and reads only the changed files.
+ *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
@@ -331,6 +339,11 @@ public final class ArtifactLoader implements Loader {
     }
     if (stored != null && filler == null && f.isTransient()) {
       // Kept for the next load, which reads only the ranges that are missing.
+      try {
+        stored.writeStoredRanges();
+      } catch (StoreException | RuntimeException e) {
+        f.addSuppressed(e);
+      }
       state.failed(f.reason(), f.getMessage());
       log.warn(
           "artifact {} failed: {}: {}; its {} verified or stored bytes are kept for the next load",

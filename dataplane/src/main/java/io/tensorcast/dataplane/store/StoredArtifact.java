@@ -65,6 +65,12 @@ public final class StoredArtifact {
   private volatile LockStatus lockStatus;
   private final Map<String, String> sha256ByPath = new ConcurrentHashMap<>();
   private final Map<String, StoredRanges> storedByPath = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicLong rangesWrittenAt =
+      new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+
+  /** The stored ranges are written to their file at most every 20 ms while they grow. */
+  private static final long RANGES_WRITE_INTERVAL_NANOS = 20_000_000L;
+
   private final Object stateWrite = new Object();
 
   private StoredArtifact(
@@ -282,6 +288,23 @@ public final class StoredArtifact {
       long chargedBytes,
       ExecutorService pool)
       throws StoreException {
+    return adopt(state, Map.of(), directory, stateFile, windowBytes, chargedBytes, pool);
+  }
+
+  /**
+   * As {@link #adopt(ArtifactState, Path, Path, long, long, ExecutorService)}, for a copy whose
+   * incomplete files have the {@code stored} ranges a load recorded before its process ended: the
+   * complete files are re-hashed, the incomplete ones keep their ranges for the next load.
+   */
+  static StoredArtifact adopt(
+      ArtifactState state,
+      Map<String, StoredRanges> stored,
+      Path directory,
+      Path stateFile,
+      long windowBytes,
+      long chargedBytes,
+      ExecutorService pool)
+      throws StoreException {
     String id = state.artifactId();
     List<MappedFile> done = new ArrayList<>();
     List<Callable<MappedFile>> tasks = new ArrayList<>();
@@ -296,8 +319,12 @@ public final class StoredArtifact {
     }
     StoredArtifact a =
         new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes, false);
+    a.storedByPath.putAll(stored);
     List<Callable<String>> checks = new ArrayList<>();
     for (ArtifactState.FileState f : state.files()) {
+      if (!f.complete()) {
+        continue; // an incomplete copy: its stored ranges are checked by the load's digests
+      }
       checks.add(
           () -> {
             String actual = a.hash(a.mapped.get(f.path()));
@@ -482,6 +509,7 @@ public final class StoredArtifact {
       if (deleteFiles) {
         try {
           Files.deleteIfExists(stateFile);
+          Files.deleteIfExists(rangesFile());
           deleteTree(directory);
         } catch (IOException e) {
           throw new StoreException(
@@ -741,6 +769,44 @@ public final class StoredArtifact {
     storedByPath
         .compute(path, (p, r) -> r == null || !r.isVersion(version) ? new StoredRanges(version) : r)
         .add(offset, offset + length);
+    long last = rangesWrittenAt.get();
+    long now = System.nanoTime();
+    if (now - last >= RANGES_WRITE_INTERVAL_NANOS && rangesWrittenAt.compareAndSet(last, now)) {
+      try {
+        writeStoredRanges();
+      } catch (StoreException e) {
+        // Only an offer to a later process; the ranges stay recorded in memory.
+      }
+    }
+  }
+
+  /**
+   * Writes the recorded ranges to {@code <root>/.tensorcast/<artifactId>.stored}, so that a store
+   * opened after this process ends (killed included) adopts this incomplete copy and a load resumes
+   * from them. Written by {@link #recordStored} at most every 20 ms and whenever a load stops; the
+   * file only ever lists ranges whose bytes are in the store's files (it may miss the last ones).
+   *
+   * @throws StoreException {@code StoreIoError} when the file cannot be written
+   */
+  public void writeStoredRanges() throws StoreException {
+    synchronized (stateWrite) {
+      guard.readLock().lock();
+      try {
+        checkLive();
+        StoredRanges.write(rangesFile(), storedByPath);
+      } catch (IOException e) {
+        throw new StoreException(
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot write " + rangesFile() + ": " + e.getMessage(),
+            e);
+      } finally {
+        guard.readLock().unlock();
+      }
+    }
+  }
+
+  private Path rangesFile() {
+    return StoredRanges.pathFor(stateFile.getParent(), artifactId);
   }
 
   /**

@@ -135,12 +135,13 @@ class LoadRetryIT {
   }
 
   /**
-   * The source fails in the middle of the load: the partial copy is dropped, the next load (with a
-   * new peer swarm in peer-to-peer mode, on the same peer port) fills the store again.
+   * The source fails in the middle of the load: the next load (with a new peer swarm in
+   * peer-to-peer mode, on the same peer port, which fills the store again from nothing; from the
+   * source alone it resumes the copy) ends Ready with every byte accounted for once.
    */
   @ParameterizedTest
   @ValueSource(strings = {"source-only", "peer-to-peer"})
-  void aLoadThatFailsHalfwayIsLoadedAgainFromTheStart(String distribution) throws Exception {
+  void aLoadThatFailsHalfwayIsLoadedAgain(String distribution) throws Exception {
     proxy.delay(Duration.ofMillis(60));
     DataPlaneServer server =
         start("halfway-" + distribution, "s3://" + BUCKET + "/" + PREFIX, distribution);

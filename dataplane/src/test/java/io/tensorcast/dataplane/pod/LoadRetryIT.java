@@ -249,7 +249,9 @@ class LoadRetryIT {
     long smallSize = Files.size(small);
 
     proxy.delay(Duration.ofMillis(40));
-    DataPlaneServer server = start("replaced", "s3://" + BUCKET + "/" + prefix, "source-only");
+    // Waits of 0.5-1 s between loads: long enough to see the reason while the pod waits.
+    DataPlaneServer server =
+        start("replaced", "s3://" + BUCKET + "/" + prefix, "source-only", "1s", "1s");
     await("the small file complete and half the big one in the store")
         .atMost(READY)
         .pollInterval(Duration.ofMillis(5))

@@ -124,7 +124,9 @@ final class SwarmSim {
       List<NodeResult> nodes,
       double originBytes,
       long originRequests,
-      long events) {}
+      long events,
+      long rounds,
+      long roundNanos) {}
 
   private static final long TICK_EVERY = Duration.ofMillis(50).toNanos();
 
@@ -137,6 +139,11 @@ final class SwarmSim {
   private final Map<String, Node> nodes = new TreeMap<>();
   private long originNextStart;
   private long originRequests;
+
+  /** Scheduling rounds run, and the wall time they took (a measure of the policy's CPU cost). */
+  private long rounds;
+
+  private long roundNanos;
   private int epoch;
 
   final class Node {
@@ -244,7 +251,8 @@ final class SwarmSim {
           new NodeResult(
               n.id, n.startAt, n.readyAt, n.left, n.spec.downBps(), n.sourceBytes, n.peerBytes));
     }
-    return new Result(finished, loop.now(), out, originUp.bytes, originRequests, loop.events());
+    return new Result(
+        finished, loop.now(), out, originUp.bytes, originRequests, loop.events(), rounds, roundNanos);
   }
 
   private boolean allReady() {
@@ -365,7 +373,10 @@ final class SwarmSim {
         n.policy.onPieceProgress(c.other, c.owner.id, now);
       }
     }
+    long t0 = System.nanoTime();
     n.policy.tick();
+    roundNanos += System.nanoTime() - t0;
+    rounds++;
     carryOut(n);
   }
 

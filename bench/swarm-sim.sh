@@ -6,7 +6,7 @@
 # the calibration against bench/p2p-netns.sh (N = 2 and 4 at 100 Mbit/s) and then, per N and
 # scenario, p50 and last node's time / bound and origin bytes / S. See bench/README.md.
 #
-#   bench/swarm-sim.sh [--nodes "8 64"] [--scenarios "uniform hetero slow churn"] [--seed 1]
+#   bench/swarm-sim.sh [--nodes "8"] [--scenarios "uniform hetero slow churn"] [--seed 1]
 #                      [--size BYTES] [--calibrate-only] [--skip-calibration]
 #
 # Larger swarms take longer: every node runs the policy's scheduling round (its cost grows with

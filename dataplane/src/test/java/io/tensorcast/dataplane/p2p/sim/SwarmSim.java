@@ -252,7 +252,14 @@ final class SwarmSim {
               n.id, n.startAt, n.readyAt, n.left, n.spec.downBps(), n.sourceBytes, n.peerBytes));
     }
     return new Result(
-        finished, loop.now(), out, originUp.bytes, originRequests, loop.events(), rounds, roundNanos);
+        finished,
+        loop.now(),
+        out,
+        originUp.bytes,
+        originRequests,
+        loop.events(),
+        rounds,
+        roundNanos);
   }
 
   private boolean allReady() {

@@ -17,7 +17,7 @@ import java.util.Random;
  * one table; every time is a ratio to the bound S/B + (N−1)·piece/B of the node's own link.
  *
  * <pre>
- *   SwarmSimBench [--nodes "8 64 256 1000"] [--scenarios "uniform hetero slow churn"]
+ *   SwarmSimBench [--nodes "8"] [--scenarios "uniform hetero slow churn"]
  *                 [--size BYTES] [--seed N] [--calibrate-only] [--skip-calibration]
  * </pre>
  */
@@ -45,7 +45,7 @@ public final class SwarmSimBench {
   private SwarmSimBench() {}
 
   public static void main(String[] args) {
-    List<Integer> sizes = List.of(8, 64);
+    List<Integer> sizes = List.of(8);
     List<String> scenarios = List.of("uniform", "hetero", "slow", "churn");
     long size = ARTIFACT;
     long seed = 1;

@@ -147,7 +147,6 @@ public final class SwarmSimBench {
       if (nr.left()) {
         continue;
       }
-      double bps = Math.min(nr.downBps(), B) / GOODPUT;
       double bound = bound(size, n, Math.min(nr.downBps() / GOODPUT, B));
       ratios.add(nr.time() < 0 ? Double.POSITIVE_INFINITY : nr.time() / 1e9 / bound);
     }

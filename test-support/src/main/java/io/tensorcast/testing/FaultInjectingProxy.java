@@ -136,6 +136,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private volatile Duration delay = Duration.ZERO;
   private volatile java.util.function.Predicate<RecordedRequest> counted = r -> true;
   private volatile java.util.function.BiPredicate<String, String> failWhich = (m, t) -> true;
+  private volatile java.util.function.Predicate<RecordedRequest> failWhere = r -> true;
 
   /** Starts forwarding {@code 127.0.0.1:<port()>} to {@code upstream} (an http:// URI). */
   public FaultInjectingProxy(URI upstream) throws IOException {
@@ -197,6 +198,18 @@ public final class FaultInjectingProxy implements AutoCloseable {
   public FaultInjectingProxy failRequestsMatching(
       java.util.function.BiPredicate<String, String> which, int status, int count) {
     failWhich = which;
+    failWhere = r -> true;
+    return failRequests(status, count, null);
+  }
+
+  /**
+   * As {@link #failRequests}, but only requests {@code which} accepts (it sees the method, target
+   * and {@code Range}) are failed (and counted); the others are forwarded.
+   */
+  public FaultInjectingProxy failRequestsWhere(
+      java.util.function.Predicate<RecordedRequest> which, int status, int count) {
+    failWhere = which;
+    failWhich = (m, t) -> true;
     return failRequests(status, count, null);
   }
 
@@ -300,6 +313,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
     cutsLeft.set(0);
     failuresLeft.set(0);
     failWhich = (m, t) -> true;
+    failWhere = r -> true;
     ignoreRange = false;
     down = false;
     admitOneIn = 0;
@@ -459,7 +473,11 @@ public final class FaultInjectingProxy implements AutoCloseable {
         return;
       }
     }
-    if (failWhich.test(method, requestLine[1]) && takeOne(failuresLeft)) {
+    if (failWhich.test(method, requestLine[1])
+        && failWhere.test(
+            new RecordedRequest(
+                method, requestLine[1], header(headers, "range"), header(headers, "if-match")))
+        && takeOne(failuresLeft)) {
       finished.run();
       int status = failureStatus.get();
       String code =

@@ -209,6 +209,11 @@ public final class DataPlaneServer implements AutoCloseable {
         return;
       } catch (LoadFailure e) {
         if (!e.isTransient() || stopping) {
+          PeerSwarm p = swarm;
+          if (p != null && !stopping) {
+            // Its share would stall every other member: hand it over and close the peer port.
+            p.leave("its load failed for good: " + e.reason() + ": " + e.getMessage());
+          }
           return; // reported on /status; the server stays up so the operator can read why
         }
         failures++;

@@ -760,6 +760,10 @@ class ModelArtifactIT {
     assertThat(names).noneMatch(n -> n.startsWith("operator_sdk"));
     assertThat(series)
         .filteredOn(l -> l.startsWith("tensorcast_operator_reconciliations_started_total{"))
+        .anyMatch(l -> l.contains("kind=\"ModelArtifact\""));
+    assertThat(series)
+        .filteredOn(
+            l -> l.startsWith("tensorcast_operator_controllers_execution_reconcile_seconds_count{"))
         .anyMatch(l -> l.contains("controller=\"modelartifact\""));
     assertThat(series)
         .filteredOn(l -> l.startsWith("tensorcast_operator_time_to_ready_seconds_count{"))
@@ -787,6 +791,40 @@ class ModelArtifactIT {
         .collect(
             Collectors.toMap(
                 e -> e.getMetadata().getName(), io.fabric8.kubernetes.api.model.Event::getCount));
+  }
+
+  /**
+   * A URI of another scheme is refused by the API server (1.20, no CEL) with a short message that
+   * names the field and the schemes allowed, not the whole URI rule; a URI with a bad bucket passes
+   * the schema there and the operator refuses it ({@code InvalidSpec}) saying what is allowed.
+   */
+  @Test
+  void aBadUriIsRefusedWithAShortMessageSayingWhatIsAllowed() {
+    ModelArtifact ftp = artifact("ftp", "ftp://models/llama/", 1, RdmaPolicy.Disabled);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> create(ftp))
+        .isInstanceOf(io.fabric8.kubernetes.client.KubernetesClientException.class)
+        .satisfies(
+            e -> {
+              var ex = (io.fabric8.kubernetes.client.KubernetesClientException) e;
+              assertThat(ex.getCode()).isEqualTo(422);
+              String message = ex.getStatus().getMessage();
+              assertThat(message)
+                  .contains("spec.source.uri")
+                  .contains("ftp://models/llama/")
+                  .contains("should match '^(s3|oss|hf|file)://\\S+$'")
+                  .doesNotContain("[a-z0-9][a-z0-9.-]");
+              assertThat(message.length()).as(message).isLessThan(300);
+            });
+
+    create(artifact("badbucket", "s3://My_Bucket/model/", 1, RdmaPolicy.Disabled));
+    ModelArtifact failed = awaitPhase("badbucket", ArtifactPhase.Failed);
+    Condition ready = condition(failed, "Ready");
+    assertThat(ready.getReason()).isEqualTo("InvalidSpec");
+    assertThat(ready.getMessage())
+        .startsWith(
+            "invalid spec: spec.source.uri: 's3://My_Bucket/model/' is not one of"
+                + " s3://bucket/prefix/");
+    assertThat(pods()).isEmpty();
   }
 
   /**

@@ -30,12 +30,12 @@ import java.util.Optional;
  * tensorcast_operator_} in Prometheus):
  *
  * <ul>
- *   <li>JOSDK's reconcile meters ({@link MicrometerMetrics}, per controller, not per resource:
- *       counts of events, reconciliations started, succeeded, failed and retried, and the duration
- *       of each reconcile and cleanup), renamed from {@code operator.sdk.*} to {@code
+ *   <li>JOSDK's reconcile meters ({@link MicrometerMetrics}, per kind, not per resource: counts of
+ *       events, reconciliations started, succeeded, failed and retried, and the duration of each
+ *       reconcile and cleanup), renamed from {@code operator.sdk.*} to {@code
  *       tensorcast.operator.*} by a {@link MeterFilter} — e.g. {@code
- *       tensorcast_operator_reconciliations_started_total{controller="modelartifact"}}, {@code
- *       tensorcast_operator_controllers_execution_reconcile_seconds_count};
+ *       tensorcast_operator_reconciliations_started_total{kind="ModelArtifact"}}, {@code
+ *       tensorcast_operator_controllers_execution_reconcile_seconds_count{controller="modelartifact"}};
  *   <li>{@value #TIME_TO_READY}: seconds from the moment an object's {@code Ready} condition went
  *       {@code False} (its creation, or the spec change that replaced its copies) until its phase
  *       became {@code Ready}, a histogram per {@code kind} ({@code ModelArtifact}, {@code

@@ -84,11 +84,24 @@ public final class StatusAggregator {
    * @param reason CamelCase reason, e.g. {@code BucketNotFound}, {@code InvalidSpec}
    * @param message for people: names the node, file, field or numbers
    * @param beforeResolve whether the failure happened before the source was resolved
+   * @param retry when the operator loads the artifact again by itself, for people (e.g. {@code
+   *     loading again at 2026-12-01T22:00:30Z, attempt 2}), or null when only a spec change helps
+   *     ({@code Stalled=True})
    */
-  public record Failure(String reason, String message, boolean beforeResolve) {
+  public record Failure(String reason, String message, boolean beforeResolve, String retry) {
+    /** A failure that only a spec change (or a new retry request) gets past. */
+    public Failure(String reason, String message, boolean beforeResolve) {
+      this(reason, message, beforeResolve, null);
+    }
+
     /** A failure the operator found itself. */
     public Failure(Reason reason, String message, boolean beforeResolve) {
-      this(reason.name(), message, beforeResolve);
+      this(reason.name(), message, beforeResolve, null);
+    }
+
+    /** This failure, retried by the operator as {@code retry} says. */
+    public Failure retrying(String retry) {
+      return new Failure(reason, message, beforeResolve, retry);
     }
   }
 
@@ -306,7 +319,11 @@ public final class StatusAggregator {
       c.set(LOADED, FALSE, f.reason(), f.message());
       c.set(READY, FALSE, f.reason(), f.message());
       c.set(DEGRADED, FALSE, f.reason(), "the artifact failed; see the Ready condition");
-      c.set(STALLED, TRUE, f.reason(), f.message());
+      if (f.retry() == null) {
+        c.set(STALLED, TRUE, f.reason(), f.message());
+      } else {
+        c.set(STALLED, FALSE, f.reason(), f.message() + "; " + f.retry());
+      }
       s.setConditions(c.build());
       return s;
     }

@@ -78,6 +78,11 @@ public class ModelArtifactStatus {
           + " SourceOnly about replicas x totalBytes.")
   private Long bytesFromSource;
 
+  @JsonPropertyDescription(
+      "Every byte the artifact's current pods received from the source, summed over nodes (each"
+          + " node's bytesFromSourceOnWire): bytesFromSource plus what faults and re-reads cost.")
+  private Long bytesFromSourceOnWire;
+
   @JsonPropertyDescription("One entry per node chosen to hold a copy.")
   private List<ArtifactNodeStatus> nodes = new ArrayList<>();
 
@@ -224,6 +229,14 @@ public class ModelArtifactStatus {
     this.size = size;
   }
 
+  public Long getBytesFromSourceOnWire() {
+    return bytesFromSourceOnWire;
+  }
+
+  public void setBytesFromSourceOnWire(Long bytesFromSourceOnWire) {
+    this.bytesFromSourceOnWire = bytesFromSourceOnWire;
+  }
+
   public Long getBytesFromSource() {
     return bytesFromSource;
   }
@@ -303,6 +316,7 @@ public class ModelArtifactStatus {
         && Objects.equals(totalBytes, that.totalBytes)
         && Objects.equals(size, that.size)
         && Objects.equals(bytesFromSource, that.bytesFromSource)
+        && Objects.equals(bytesFromSourceOnWire, that.bytesFromSourceOnWire)
         && Objects.equals(nodes, that.nodes)
         && Objects.equals(replicas, that.replicas)
         && Objects.equals(readyReplicas, that.readyReplicas)
@@ -329,6 +343,7 @@ public class ModelArtifactStatus {
         totalBytes,
         size,
         bytesFromSource,
+        bytesFromSourceOnWire,
         nodes,
         replicas,
         readyReplicas,

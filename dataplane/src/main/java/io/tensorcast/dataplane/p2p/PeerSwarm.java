@@ -768,7 +768,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (problem != null) {
         piecesRejected.increment();
         synchronized (this) {
-          policy.onPieceRejected(peer, piece, problem);
+          if (actual != null && expected != null && conn.authentic(f, actual)) {
+            policy.onPieceHashMismatch(peer, piece, actual);
+          } else {
+            policy.onPieceRejected(peer, piece, problem);
+          }
           act();
           wake();
         }
@@ -801,6 +805,30 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   // ------------------------------------------------------------------ lifecycle
+
+  /**
+   * This member's load failed for good: tells every peer that its share is handed over (a HANDOVER
+   * naming itself), then closes the peer port, so the others re-plan at once instead of waiting on
+   * a member that will never read its share or serve a piece.
+   *
+   * @param why the failure, as the peers log it
+   */
+  public void leave(String why) {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      policy.leave(why);
+      act();
+    }
+    log.warn("artifact {}: leaving the swarm and closing the peer port: {}", artifactId, why);
+    close();
+  }
+
+  /** Members whose share was handed over during this fill → why. */
+  public synchronized Map<String, String> handedOver() {
+    return policy.handedOver();
+  }
 
   /** Stops serving and receiving, closes the transport. Idempotent. */
   @Override

@@ -51,8 +51,10 @@ import java.util.Set;
  * <p>Numbers come only from pods' reports: {@code progress} is the bytes up-to-date pods report as
  * loaded (each capped at {@code totalBytes}) over {@code replicas × totalBytes}, rounded down;
  * {@code bytesFromSource} is the sum of the current generation's node entries' {@code
- * bytesFromSource} (absent when no entry has one). When a pod cannot be reached for one round, its
- * last entry is kept while the pod is still running.
+ * bytesFromSource} (absent when no entry has one), {@code bytesFromSourceOnWire} likewise of their
+ * {@code bytesFromSourceOnWire} (every byte received from the source, what faults cost included).
+ * When a pod cannot be reached for one round, its last entry is kept while the pod is still
+ * running.
  *
  * <p>A pod waiting to load again after a transient source failure reports {@code Pending} with the
  * failure's reason ({@code SourceUnavailable}, {@code Throttled}) and a message ending in {@code ";
@@ -273,6 +275,12 @@ public final class StatusAggregator {
             .filter(Objects::nonNull)
             .reduce(Long::sum)
             .orElse(null));
+    s.setBytesFromSourceOnWire(
+        entries.stream()
+            .map(ArtifactNodeStatus::getBytesFromSourceOnWire)
+            .filter(Objects::nonNull)
+            .reduce(Long::sum)
+            .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
     s.setVerification(verification(current, in.reports(), in.upToDate(), old, copy.generation()));
@@ -464,6 +472,8 @@ public final class StatusAggregator {
       e.setPhase(phase(r.phase()));
       e.setBytesLoaded(r.bytesLoaded());
       e.setBytesFromSource(r.bytesFromSource());
+      // 0: a data plane that does not count them (older) or has received nothing yet.
+      e.setBytesFromSourceOnWire(r.bytesFromSourceOnWire() == 0 ? null : r.bytesFromSourceOnWire());
       e.setBytesFromPeers(r.bytesFromPeers());
       e.setReadyTime(r.phase() == DataPlaneStatus.Phase.Ready ? r.readyTime() : null);
       if (r.phase() == DataPlaneStatus.Phase.Failed) {
@@ -487,6 +497,7 @@ public final class StatusAggregator {
       e.setPhase(prev.getPhase());
       e.setBytesLoaded(prev.getBytesLoaded());
       e.setBytesFromSource(prev.getBytesFromSource());
+      e.setBytesFromSourceOnWire(prev.getBytesFromSourceOnWire());
       e.setBytesFromPeers(prev.getBytesFromPeers());
       e.setReadyTime(prev.getReadyTime());
       e.setMessage(prev.getMessage());

@@ -474,9 +474,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
       }
     }
     if (failWhich.test(method, requestLine[1])
-        && failWhere.test(
-            new RecordedRequest(
-                method, requestLine[1], header(headers, "range"), header(headers, "if-match")))
+        && failWhere.test(recorded)
         && takeOne(failuresLeft)) {
       finished.run();
       int status = failureStatus.get();

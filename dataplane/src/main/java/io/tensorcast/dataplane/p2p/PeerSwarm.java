@@ -88,12 +88,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   // ---- guarded by this
   private final SwarmPolicy<PeerTransport.PeerConnection> policy;
-  private PieceMap map;
-  private Map<String, SourceFile> sourceFiles;
-  private StoredArtifact stored;
+  private volatile PieceMap map;
+  private volatile Map<String, SourceFile> sourceFiles;
+  private volatile StoredArtifact stored;
   private ArtifactSource source;
   private ReadOptions read;
-  private FillProgress progress;
+  private volatile FillProgress progress;
 
   /** The transport's piece-progress stamp last reported to the policy, per connection. */
   private final Map<PeerTransport.PeerConnection, Long> progressSeen = new IdentityHashMap<>();
@@ -717,8 +717,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       pm = map;
     }
     try {
+      if (v == null) {
+        throw new RejectedExecutionException("the swarm is closed");
+      }
       v.execute(() -> verifyAndStore(pm, conn, f, expected));
-    } catch (RejectedExecutionException | NullPointerException e) {
+    } catch (RejectedExecutionException e) {
       f.payload().release();
       synchronized (this) {
         policy.abandon(f.piece());

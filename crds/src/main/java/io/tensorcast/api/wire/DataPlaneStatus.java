@@ -6,6 +6,7 @@ import io.tensorcast.api.Reason;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -49,6 +50,9 @@ import java.util.regex.Pattern;
  * @param peers number of peers this pod is connected to over the peer transport now
  * @param droppedPeers members this pod dropped for announcing a piece hash that differs from the
  *     piece's reader's (at most 16), or null
+ * @param handedOverPeers members whose share of the source reads this pod's swarm handed over to
+ *     the others, by member id, with the reason (its load failed for good, or it announced no piece
+ *     of its block within the deadline); null when none
  * @param shards a TensorShardSet pod's plan and ranks; {@code null} for a ModelArtifact's pod
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -75,6 +79,7 @@ public record DataPlaneStatus(
     String peerEpoch,
     int peers,
     List<DroppedPeer> droppedPeers,
+    Map<String, String> handedOverPeers,
     ShardReport shards) {
 
   /**
@@ -108,6 +113,7 @@ public record DataPlaneStatus(
         .peerEpoch(peerEpoch)
         .peers(peers)
         .droppedPeers(droppedPeers)
+        .handedOverPeers(handedOverPeers)
         .shards(shards);
   }
 
@@ -143,6 +149,7 @@ public record DataPlaneStatus(
     private String peerEpoch;
     private int peers;
     private List<DroppedPeer> droppedPeers;
+    private Map<String, String> handedOverPeers;
     private ShardReport shards;
 
     private Builder() {}
@@ -259,6 +266,15 @@ public record DataPlaneStatus(
       return this;
     }
 
+    /** Hand-overs by member id, with the reason; an empty map is stored as null. */
+    public Builder handedOverPeers(Map<String, String> v) {
+      handedOverPeers =
+          v == null || v.isEmpty()
+              ? null
+              : java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(v));
+      return this;
+    }
+
     /** A TensorShardSet pod's plan and ranks; null for a ModelArtifact's pod. */
     public Builder shards(ShardReport v) {
       shards = v;
@@ -288,6 +304,7 @@ public record DataPlaneStatus(
           peerEpoch,
           peers,
           droppedPeers,
+          handedOverPeers,
           shards);
     }
   }

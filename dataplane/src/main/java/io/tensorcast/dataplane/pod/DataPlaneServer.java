@@ -408,6 +408,7 @@ public final class DataPlaneServer implements AutoCloseable {
           .peerEpoch(copies.epoch())
           .peers(copies.members().size())
           .droppedPeers(null)
+          .handedOverPeers(null)
           .build();
     }
     if (p == null) {
@@ -417,6 +418,7 @@ public final class DataPlaneServer implements AutoCloseable {
         .peerEpoch(p.epoch())
         .peers(p.connectedPeers())
         .droppedPeers(p.dropped())
+        .handedOverPeers(p.handedOver())
         .build();
   }
 

@@ -350,6 +350,13 @@ class PeerTrustIT {
           .as("hand-overs at %s", s.status().artifactId())
           .containsOnlyKeys("m2");
       assertThat(s.swarm().handedOver().get("m2")).startsWith("its load failed for good: ");
+      DataPlaneStatus honest = s.status();
+      assertThat(honest.handedOverPeers())
+          .as("/status handedOverPeers at %s", honest.artifactId())
+          .containsOnlyKeys("m2");
+      assertThat(honest.handedOverPeers().get("m2"))
+          .startsWith("its load failed for good: ")
+          .contains("AccessDenied");
     }
     assertThat(denying.requests()).as("m2 was refused a piece read").isNotEmpty();
   }
@@ -383,6 +390,12 @@ class PeerTrustIT {
       assertThat(s.swarm().handedOver())
           .as("hand-overs at %s", s.status().artifactId())
           .containsOnlyKeys("zz-idle");
+      DataPlaneStatus honest = s.status();
+      assertThat(honest.handedOverPeers())
+          .as("/status handedOverPeers at %s", honest.artifactId())
+          .containsOnlyKeys("zz-idle");
+      assertThat(honest.handedOverPeers().get("zz-idle"))
+          .matches("announced none of the [0-9]+ pieces it reads from the source within PT3S");
     }
     assertThat(messages())
         .anyMatch(

@@ -15,7 +15,8 @@
 # byte, verification) and its ratio to the bound S/B + (N-1)*piece/B; for p2p the swarm window (the
 # last member's peer transport up to the last node Ready: without the seconds N JVMs on a small VM
 # take to allocate and mlock N copies one after another) and its ratio to the bound; and source bytes / S, counted twice: by the nodes' /status
-# bytesFromSource and by the origin link's tx byte counter (includes HTTP/TCP overhead).
+# bytesFromSourceOnWire (every byte received from the source, re-reads included) and by the origin
+# link's tx byte counter (includes HTTP/TCP overhead).
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
@@ -270,7 +271,7 @@ run() {
   local src=0 b
   for k in $(seq 1 "$n"); do
     b=$(ip netns exec "tcb-n$k" curl -sf -H "Authorization: Bearer $read_token" \
-      "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSource)
+      "http://10.231.0.$((10 + k)):8471/status" | jq .bytesFromSourceOnWire)
     src=$(( src + b ))
   done
   local tx1

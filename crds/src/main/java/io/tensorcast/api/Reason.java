@@ -68,6 +68,12 @@ public enum Reason {
   Throttled(true),
   /** The object is no longer the one listed (ETag or size differ); resolve again. */
   ObjectChanged,
+  /**
+   * An object changed at the source while it was being loaded; the load is loaded again against a
+   * new listing, keeping the bytes of the files that did not change and reading the changed ones
+   * whole. Transient: the artifact converges on the new version once the source is stable.
+   */
+  SourceChanged(true),
   /** A ranged read was answered with other bytes than asked (200 with the whole object, ...). */
   RangeNotHonored,
   /** The source answered with something other than the protocol promises. */

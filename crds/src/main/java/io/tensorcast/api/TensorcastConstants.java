@@ -49,6 +49,13 @@ public final class TensorcastConstants {
   public static final String FINALIZER = "tensorcast.io/finalizer";
 
   /**
+   * Annotation on a ModelArtifact: any new value makes the operator load a Failed artifact again
+   * now, without waiting for its next retry and without a spec change. Its value is recorded in
+   * {@code status.retryRequest}; a value seen while the artifact is not Failed does nothing.
+   */
+  public static final String ANNOTATION_RETRY = "tensorcast.io/retry";
+
+  /**
    * Suffix, before {@code .yml}, of the generated CRD files without CEL ({@code
    * x-kubernetes-validations}) rules, for Kubernetes before 1.25: {@code
    * META-INF/fabric8/<crd>-v1-below-1.25.yml} next to {@code <crd>-v1.yml}.

@@ -10,10 +10,13 @@ import org.junit.jupiter.api.Test;
 
 class ReasonTest {
   @Test
-  void onlySourceOutagesAndThrottlingAreTransient() {
+  void onlySourceOutagesThrottlingAndChangesAreTransient() {
     assertThat(Arrays.stream(Reason.values()).filter(Reason::isTransient))
         .containsExactlyInAnyOrder(
-            Reason.SourceUnavailable, Reason.Throttled, Reason.IncompleteArtifact);
+            Reason.SourceUnavailable,
+            Reason.Throttled,
+            Reason.IncompleteArtifact,
+            Reason.SourceChanged);
   }
 
   @Test

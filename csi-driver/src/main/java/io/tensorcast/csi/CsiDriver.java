@@ -62,7 +62,11 @@ public final class CsiDriver implements AutoCloseable {
       throw new IOException(
           "unix socket path " + abs + " is longer than 107 bytes; choose a shorter --endpoint");
     }
-    Files.createDirectories(abs.getParent());
+    Path dir = abs.getParent();
+    if (dir == null) {
+      throw new IOException("unix socket path " + abs + " names no file; give --endpoint a file");
+    }
+    Files.createDirectories(dir);
     Files.deleteIfExists(abs);
     EventLoopGroup group = new EpollEventLoopGroup(2, new DefaultThreadFactory("csi-uds", true));
     try {

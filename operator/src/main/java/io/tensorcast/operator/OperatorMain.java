@@ -12,6 +12,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.health.HealthServer;
 import io.tensorcast.operator.metrics.MetricsServer;
+import io.tensorcast.operator.metrics.OperatorMetrics;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
 import io.tensorcast.operator.trust.MasterKey;
 import java.io.IOException;
@@ -33,9 +34,9 @@ import org.slf4j.LoggerFactory;
  * pods' blocking owner references); {@code pods} get/list/watch/create/delete (list/watch over all
  * pods also finds the artifacts' consumers); {@code nodes} get/list/watch/patch (patch: the
  * per-artifact ready labels only); {@code secrets} and {@code networkpolicies} create/patch (each
- * artifact's own); with leader election {@code coordination.k8s.io} {@code leases}
- * get/create/update in the Lease's namespace (JOSDK checks them with a SelfSubjectRulesReview at
- * start). It reads no Secret.
+ * artifact's own); {@code events} create/get/patch (status events, deduplicated by count); with
+ * leader election {@code coordination.k8s.io} {@code leases} get/create/update in the Lease's
+ * namespace (JOSDK checks them with a SelfSubjectRulesReview at start). It reads no Secret.
  */
 public final class OperatorMain {
   private static final Logger log = LoggerFactory.getLogger(OperatorMain.class);
@@ -52,6 +53,7 @@ public final class OperatorMain {
       return;
     }
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    OperatorMetrics.bind(registry);
     if (config.metricsPort() != 0) {
       try {
         MetricsServer.start(config.metricsPort(), registry);
@@ -71,7 +73,8 @@ public final class OperatorMain {
       return;
     }
     KubernetesClient client = new KubernetesClientBuilder().build();
-    Operator operator = create(client, config, Metrics.NOOP, registry, key, true);
+    Operator operator =
+        create(client, config, OperatorMetrics.josdk(registry), registry, key, true);
     if (config.healthPort() != 0) {
       try {
         HealthServer.start(config.healthPort(), operator);
@@ -174,7 +177,8 @@ public final class OperatorMain {
             });
     operator.register(new ModelArtifactReconciler(config, masterKey, registry));
     operator.register(
-        new io.tensorcast.operator.reconciler.TensorShardSetReconciler(config, masterKey));
+        new io.tensorcast.operator.reconciler.TensorShardSetReconciler(
+            config, masterKey, registry));
     return operator;
   }
 

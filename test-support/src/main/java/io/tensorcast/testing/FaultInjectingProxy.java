@@ -56,9 +56,22 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class FaultInjectingProxy implements AutoCloseable {
 
-  /** One request as the proxy received it. */
+  /**
+   * One request as the proxy received it.
+   *
+   * @param receivedNanos {@link System#nanoTime()} when its head was read
+   */
   public record RecordedRequest(
-      String method, String target, Optional<String> range, Optional<String> ifMatch) {
+      String method,
+      String target,
+      Optional<String> range,
+      Optional<String> ifMatch,
+      long receivedNanos) {
+
+    /** The same request: method, target and {@code Range} equal. */
+    public boolean sameAs(RecordedRequest o) {
+      return method.equals(o.method) && target.equals(o.target) && range.equals(o.range);
+    }
 
     /** The target without its query string. */
     public String path() {
@@ -115,9 +128,15 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicReference<Duration> failureRetryAfter = new AtomicReference<>();
   private final AtomicLong bodyBytesForwarded = new AtomicLong();
   private volatile boolean ignoreRange;
+  private volatile boolean down;
+  private volatile int admitOneIn;
+  private volatile Duration stormRetryAfter;
+  private final AtomicLong stormCount = new AtomicLong();
+  private final List<RecordedRequest> throttled = new CopyOnWriteArrayList<>();
   private volatile Duration delay = Duration.ZERO;
   private volatile java.util.function.Predicate<RecordedRequest> counted = r -> true;
   private volatile java.util.function.BiPredicate<String, String> failWhich = (m, t) -> true;
+  private volatile java.util.function.Predicate<RecordedRequest> failWhere = r -> true;
 
   /** Starts forwarding {@code 127.0.0.1:<port()>} to {@code upstream} (an http:// URI). */
   public FaultInjectingProxy(URI upstream) throws IOException {
@@ -179,7 +198,51 @@ public final class FaultInjectingProxy implements AutoCloseable {
   public FaultInjectingProxy failRequestsMatching(
       java.util.function.BiPredicate<String, String> which, int status, int count) {
     failWhich = which;
+    failWhere = r -> true;
     return failRequests(status, count, null);
+  }
+
+  /**
+   * As {@link #failRequests}, but only requests {@code which} accepts (it sees the method, target
+   * and {@code Range}) are failed (and counted); the others are forwarded.
+   */
+  public FaultInjectingProxy failRequestsWhere(
+      java.util.function.Predicate<RecordedRequest> which, int status, int count) {
+    failWhere = which;
+    failWhich = (m, t) -> true;
+    return failRequests(status, count, null);
+  }
+
+  /**
+   * Takes the source down as a restart of its process does: on {@code true} every open connection
+   * is closed at once (responses cut mid-body) and every new one is closed as soon as it is
+   * accepted, until called with {@code false}.
+   */
+  public FaultInjectingProxy down(boolean on) {
+    this.down = on;
+    if (on) {
+      for (Socket s : open) {
+        closeQuietly(s);
+      }
+    }
+    return this;
+  }
+
+  /**
+   * A throttling storm: of every {@code n} requests only the first is forwarded, the others are
+   * answered {@code 429 Too Many Requests} ({@code SlowDown}) with {@code Retry-After} in whole
+   * seconds; {@code n <= 1} ends it. {@link #throttled()} lists the refused requests.
+   */
+  public FaultInjectingProxy admitOneIn(int n, Duration retryAfter) {
+    this.stormRetryAfter = retryAfter;
+    stormCount.set(0);
+    this.admitOneIn = n;
+    return this;
+  }
+
+  /** Requests refused by {@link #admitOneIn} since the last {@link #reset}, in arrival order. */
+  public List<RecordedRequest> throttled() {
+    return List.copyOf(throttled);
   }
 
   /** Forwards GETs without their {@code Range} header while on. */
@@ -250,7 +313,11 @@ public final class FaultInjectingProxy implements AutoCloseable {
     cutsLeft.set(0);
     failuresLeft.set(0);
     failWhich = (m, t) -> true;
+    failWhere = r -> true;
     ignoreRange = false;
+    down = false;
+    admitOneIn = 0;
+    throttled.clear();
     delay = Duration.ZERO;
     bodyBytesPerSecond = 0;
     totalBytesPerSecond = 0;
@@ -305,6 +372,10 @@ public final class FaultInjectingProxy implements AutoCloseable {
       } catch (IOException e) {
         return; // closed
       }
+      if (down) {
+        closeQuietly(socket); // a source that is restarting: the connection is reset at once
+        continue;
+      }
       open.add(socket);
       max(maxConnections, connections.incrementAndGet());
       try {
@@ -333,7 +404,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
       List<String> headers = new ArrayList<>(head.subList(1, head.size()));
       Optional<String> range = header(headers, "range");
       RecordedRequest recorded =
-          new RecordedRequest(method, requestLine[1], range, header(headers, "if-match"));
+          new RecordedRequest(
+              method, requestLine[1], range, header(headers, "if-match"), System.nanoTime());
       requests.add(recorded);
       boolean isGet = method.equals("GET");
       boolean countedGet = isGet && counted.test(recorded);
@@ -358,7 +430,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
         max(maxInFlightGets, inFlight);
       }
       try {
-        forward(method, requestLine, headers, in, out, isGet, finished);
+        forward(recorded, method, requestLine, headers, in, out, isGet, finished);
       } finally {
         finished.run();
       }
@@ -371,6 +443,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   }
 
   private void forward(
+      RecordedRequest recorded,
       String method,
       String[] requestLine,
       List<String> headers,
@@ -400,7 +473,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
         return;
       }
     }
-    if (failWhich.test(method, requestLine[1]) && takeOne(failuresLeft)) {
+    if (failWhich.test(method, requestLine[1])
+        && failWhere.test(recorded)
+        && takeOne(failuresLeft)) {
       finished.run();
       int status = failureStatus.get();
       String code =
@@ -417,6 +492,19 @@ public final class FaultInjectingProxy implements AutoCloseable {
           code,
           "fault injected by the test proxy (" + code + ")",
           failureRetryAfter.get(),
+          !method.equals("HEAD"));
+      return;
+    }
+    int oneIn = admitOneIn;
+    if (oneIn > 1 && stormCount.getAndIncrement() % oneIn != 0) {
+      finished.run();
+      throttled.add(recorded);
+      respond(
+          out,
+          429,
+          "SlowDown",
+          "fault injected by the test proxy (throttling storm)",
+          stormRetryAfter,
           !method.equals("HEAD"));
       return;
     }

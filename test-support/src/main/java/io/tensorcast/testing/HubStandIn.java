@@ -249,7 +249,8 @@ public final class HubStandIn implements AutoCloseable {
   private final AtomicLong bodyBytes = new AtomicLong();
   private final AtomicLong uploadedBytes = new AtomicLong();
   private final Map<String, Map<Integer, byte[]>> parts = new ConcurrentHashMap<>();
-  private final String signature = Long.toHexString(new java.util.Random().nextLong());
+  private final String signature =
+      Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong());
   private volatile long multipartThreshold = 16L << 20;
   private volatile long chunkSize = 8L << 20;
   private volatile int pageSize = 3;

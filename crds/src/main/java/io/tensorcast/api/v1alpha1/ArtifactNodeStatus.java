@@ -31,6 +31,12 @@ public class ArtifactNodeStatus {
   @JsonPropertyDescription("Of those, bytes this pod received from peers.")
   private Long bytesFromPeers;
 
+  @JsonPropertyDescription(
+      "Every byte this pod received from the source since it started, whatever became of it"
+          + " (header reads, bytes discarded by a failed load, bytes read again after a retry,"
+          + " reads for peers); bytesFromSource counts only the bytes in the store.")
+  private Long bytesFromSourceOnWire;
+
   @JsonPropertyDescription("When this copy became Ready (RFC 3339, UTC); absent while not Ready.")
   private String readyTime;
 
@@ -77,6 +83,14 @@ public class ArtifactNodeStatus {
     this.bytesFromSource = bytesFromSource;
   }
 
+  public Long getBytesFromSourceOnWire() {
+    return bytesFromSourceOnWire;
+  }
+
+  public void setBytesFromSourceOnWire(Long bytesFromSourceOnWire) {
+    this.bytesFromSourceOnWire = bytesFromSourceOnWire;
+  }
+
   public Long getBytesFromPeers() {
     return bytesFromPeers;
   }
@@ -109,6 +123,7 @@ public class ArtifactNodeStatus {
         && phase == that.phase
         && Objects.equals(bytesLoaded, that.bytesLoaded)
         && Objects.equals(bytesFromSource, that.bytesFromSource)
+        && Objects.equals(bytesFromSourceOnWire, that.bytesFromSourceOnWire)
         && Objects.equals(bytesFromPeers, that.bytesFromPeers)
         && Objects.equals(readyTime, that.readyTime)
         && Objects.equals(message, that.message);
@@ -117,6 +132,14 @@ public class ArtifactNodeStatus {
   @Override
   public int hashCode() {
     return Objects.hash(
-        node, pod, phase, bytesLoaded, bytesFromSource, bytesFromPeers, readyTime, message);
+        node,
+        pod,
+        phase,
+        bytesLoaded,
+        bytesFromSource,
+        bytesFromSourceOnWire,
+        bytesFromPeers,
+        readyTime,
+        message);
   }
 }

@@ -78,6 +78,11 @@ public class ModelArtifactStatus {
           + " SourceOnly about replicas x totalBytes.")
   private Long bytesFromSource;
 
+  @JsonPropertyDescription(
+      "Every byte the artifact's current pods received from the source, summed over nodes (each"
+          + " node's bytesFromSourceOnWire): bytesFromSource plus what faults and re-reads cost.")
+  private Long bytesFromSourceOnWire;
+
   @JsonPropertyDescription("One entry per node chosen to hold a copy.")
   private List<ArtifactNodeStatus> nodes = new ArrayList<>();
 
@@ -127,6 +132,45 @@ public class ModelArtifactStatus {
   @JsonPropertyDescription(
       "For a written artifact (source.writers): its versions, as its data-plane pods report them.")
   private WrittenVersionsStatus versions;
+
+  @JsonPropertyDescription(
+      "Failed attempts of this generation whose cause may go away without a spec change (a"
+          + " missing bucket or prefix, refused credentials); reset once the artifact is Ready.")
+  private Integer retryAttempts;
+
+  @JsonPropertyDescription(
+      "When the operator loads a Failed artifact again by itself (RFC 3339, UTC): after 30 s,"
+          + " doubling per attempt up to 10 min. Absent when the failure needs a spec change.")
+  private String nextRetryTime;
+
+  @JsonPropertyDescription(
+      "The last value of annotation tensorcast.io/retry the operator acted on; a new value"
+          + " retries a Failed artifact now.")
+  private String retryRequest;
+
+  public Integer getRetryAttempts() {
+    return retryAttempts;
+  }
+
+  public void setRetryAttempts(Integer retryAttempts) {
+    this.retryAttempts = retryAttempts;
+  }
+
+  public String getNextRetryTime() {
+    return nextRetryTime;
+  }
+
+  public void setNextRetryTime(String nextRetryTime) {
+    this.nextRetryTime = nextRetryTime;
+  }
+
+  public String getRetryRequest() {
+    return retryRequest;
+  }
+
+  public void setRetryRequest(String retryRequest) {
+    this.retryRequest = retryRequest;
+  }
 
   public WrittenVersionsStatus getVersions() {
     return versions;
@@ -224,6 +268,14 @@ public class ModelArtifactStatus {
     this.size = size;
   }
 
+  public Long getBytesFromSourceOnWire() {
+    return bytesFromSourceOnWire;
+  }
+
+  public void setBytesFromSourceOnWire(Long bytesFromSourceOnWire) {
+    this.bytesFromSourceOnWire = bytesFromSourceOnWire;
+  }
+
   public Long getBytesFromSource() {
     return bytesFromSource;
   }
@@ -303,6 +355,7 @@ public class ModelArtifactStatus {
         && Objects.equals(totalBytes, that.totalBytes)
         && Objects.equals(size, that.size)
         && Objects.equals(bytesFromSource, that.bytesFromSource)
+        && Objects.equals(bytesFromSourceOnWire, that.bytesFromSourceOnWire)
         && Objects.equals(nodes, that.nodes)
         && Objects.equals(replicas, that.replicas)
         && Objects.equals(readyReplicas, that.readyReplicas)
@@ -311,7 +364,10 @@ public class ModelArtifactStatus {
         && Objects.equals(consumers, that.consumers)
         && Objects.equals(progress, that.progress)
         && Objects.equals(verification, that.verification)
-        && Objects.equals(versions, that.versions);
+        && Objects.equals(versions, that.versions)
+        && Objects.equals(retryAttempts, that.retryAttempts)
+        && Objects.equals(nextRetryTime, that.nextRetryTime)
+        && Objects.equals(retryRequest, that.retryRequest);
   }
 
   @Override
@@ -329,6 +385,7 @@ public class ModelArtifactStatus {
         totalBytes,
         size,
         bytesFromSource,
+        bytesFromSourceOnWire,
         nodes,
         replicas,
         readyReplicas,
@@ -337,6 +394,9 @@ public class ModelArtifactStatus {
         consumers,
         progress,
         verification,
-        versions);
+        versions,
+        retryAttempts,
+        nextRetryTime,
+        retryRequest);
   }
 }

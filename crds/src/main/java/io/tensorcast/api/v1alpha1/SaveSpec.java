@@ -18,7 +18,7 @@ import java.util.Objects;
 public class SaveSpec {
 
   @Required
-  @Pattern(SourceSpec.URI_PATTERN)
+  @Pattern(SourceSpec.URI_SCHEME_PATTERN)
   @JsonPropertyDescription(
       "Directory the versions are saved under: s3://bucket/prefix/, oss://bucket/prefix/,"
           + " hf://org/repo[/subdir] or file:///path (on the saving node).")

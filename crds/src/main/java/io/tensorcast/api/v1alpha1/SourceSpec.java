@@ -14,8 +14,10 @@ import java.util.Objects;
  *
  * <p>The URI schemes and their meaning are those of the unified artifact IO design: {@code
  * s3://bucket/prefix/}, {@code oss://bucket/prefix/}, {@code hf://org/repo[/subdir]} and {@code
- * file:///path} (a directory on the node). The CRD schema enforces {@link #URI_PATTERN}; the data
- * plane still checks every listed path (no {@code ..}, no absolute keys).
+ * file:///path} (a directory on the node). The CRD schema enforces {@link #URI_SCHEME_PATTERN} and,
+ * on Kubernetes 1.25 and later, CEL rules with one message per rule of {@link #URI_PATTERN}; the
+ * operator enforces {@link #URI_PATTERN}; the data plane still checks every listed path (no {@code
+ * ..}, no absolute keys).
  *
  * <p>Exactly one of {@code uri} (the artifact is loaded) and {@code writers} (pods write it): a CEL
  * rule on Kubernetes 1.25 and later, and the operator's check ({@code WrittenRules}) everywhere.
@@ -71,6 +73,16 @@ public class SourceSpec {
           + SEGMENT
           + ")+/?)$";
 
+  /**
+   * The rule the CRD schema gives {@code uri} on every Kubernetes version: one of the four schemes
+   * and no white space. Short, so that the API server's refusal ({@code spec.source.uri in body
+   * should match '...'}) says what is allowed. The bucket, repository and segment rules of {@link
+   * #URI_PATTERN} are CEL rules on {@code uri}, one message each, where the server runs CEL
+   * (Kubernetes 1.25 and later); the operator checks the whole of {@link #URI_PATTERN} ({@code
+   * InvalidSpec}) on every version.
+   */
+  public static final String URI_SCHEME_PATTERN = "^(s3|oss|hf|file)://\\S+$";
+
   /** An http(s) URL with a host and an optional path, no query or fragment. */
   public static final String ENDPOINT_PATTERN = "^https?://[^/\\s?#]+(?:/[^\\s?#]*)?$";
 
@@ -89,8 +101,27 @@ public class SourceSpec {
   /** Longest pattern in {@code include} or {@code exclude}. */
   public static final int MAX_GLOB_LENGTH = 1024;
 
-  @Pattern(URI_PATTERN)
+  @Pattern(URI_SCHEME_PATTERN)
   @Size(max = MAX_URI_LENGTH)
+  @ValidationRule(
+      value =
+          "!self.startsWith('s3://') || self.matches('^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/|$)')",
+      message =
+          "the bucket of an s3:// uri has 3-63 characters: a-z, 0-9, '.' and '-', first and last"
+              + " a letter or digit")
+  @ValidationRule(
+      value =
+          "!self.startsWith('oss://') || self.matches('^oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](/|$)')",
+      message =
+          "the bucket of an oss:// uri has 3-63 characters: a-z, 0-9 and '-', first and last a"
+              + " letter or digit")
+  @ValidationRule(
+      value =
+          "!self.startsWith('hf://') || self.matches('^hf://[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(/|$)')",
+      message = "an hf:// uri is hf://org/repo or hf://org/repo/subdir")
+  @ValidationRule(
+      value = "!self.matches('^[a-z0-9]+://.+//') && !self.matches('/[.][.]?(/|$)')",
+      message = "the path of a uri has no empty, '.' or '..' segments")
   @JsonPropertyDescription(
       "Where the artifact lives: s3://bucket/prefix/, oss://bucket/prefix/, hf://org/repo[/subdir]"
           + " or file:///path (a directory on the node). Everything under the prefix or directory"

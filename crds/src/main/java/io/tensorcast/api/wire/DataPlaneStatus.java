@@ -36,6 +36,10 @@ import java.util.regex.Pattern;
  * @param bytesLoaded bytes written to the store and accounted for (≤ bytesTotal)
  * @param bytesFromSource bytes received from the artifact's source
  * @param bytesFromPeers bytes received from peer data-plane pods
+ * @param bytesFromSourceOnWire every byte the pod received from the source's response bodies since
+ *     it started, whatever became of it: header reads, ranges kept, ranges discarded by a failed
+ *     load, bytes read again after a retry, reads for peers. {@code bytesFromSource} counts only
+ *     the bytes in the store; the two differ by what faults and re-reads cost. 0 when not counted
  * @param lock page-locking outcome
  * @param storeDirectory directory on the node holding the artifact's files as-is
  * @param readyTime RFC 3339 time the artifact became Ready on this node, or {@code null}
@@ -63,6 +67,7 @@ public record DataPlaneStatus(
     long bytesLoaded,
     long bytesFromSource,
     long bytesFromPeers,
+    long bytesFromSourceOnWire,
     LockInfo lock,
     String storeDirectory,
     String readyTime,
@@ -95,6 +100,7 @@ public record DataPlaneStatus(
         .bytesLoaded(bytesLoaded)
         .bytesFromSource(bytesFromSource)
         .bytesFromPeers(bytesFromPeers)
+        .bytesFromSourceOnWire(bytesFromSourceOnWire)
         .lock(lock)
         .storeDirectory(storeDirectory)
         .readyTime(readyTime)
@@ -129,6 +135,7 @@ public record DataPlaneStatus(
     private long bytesLoaded;
     private long bytesFromSource;
     private long bytesFromPeers;
+    private long bytesFromSourceOnWire;
     private LockInfo lock;
     private String storeDirectory;
     private String readyTime;
@@ -211,6 +218,11 @@ public record DataPlaneStatus(
       return this;
     }
 
+    public Builder bytesFromSourceOnWire(long v) {
+      bytesFromSourceOnWire = v;
+      return this;
+    }
+
     public Builder lock(LockInfo v) {
       lock = v;
       return this;
@@ -268,6 +280,7 @@ public record DataPlaneStatus(
           bytesLoaded,
           bytesFromSource,
           bytesFromPeers,
+          bytesFromSourceOnWire,
           lock,
           storeDirectory,
           readyTime,

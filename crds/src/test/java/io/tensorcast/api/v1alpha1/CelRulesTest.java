@@ -62,7 +62,7 @@ class CelRulesTest {
 
   @Test
   void everyRuleCompilesToABoolean() throws Exception {
-    assertThat(rules).hasSize(5);
+    assertThat(rules).hasSize(9);
     for (PlacedRule r : rules) {
       CelAbstractSyntaxTree ast = CEL.compile(r.rule().getRule()).getAst();
       assertThat(ast.getResultType()).as(r.rule().getRule()).isIn(SimpleType.BOOL, SimpleType.DYN);
@@ -129,8 +129,48 @@ class CelRulesTest {
         .startsWith(rule);
   }
 
+  static Stream<Arguments> uris() {
+    String s3Bucket = "the bucket of an s3:// uri has 3-63 characters";
+    String ossBucket = "the bucket of an oss:// uri has 3-63 characters";
+    String segments = "the path of a uri has no empty, '.' or '..' segments";
+    String hf = "an hf:// uri is hf://org/repo or hf://org/repo/subdir";
+    return Stream.of(
+        Arguments.of("s3://models/llama/", null),
+        Arguments.of("s3://my.bucket-1", null),
+        Arguments.of("s3://bkt/.cache/x", null),
+        Arguments.of("oss://models/x/", null),
+        Arguments.of("hf://meta-llama/Llama-3.1-8B", null),
+        Arguments.of("hf://org/repo/sub/dir/", null),
+        Arguments.of("file:///models/llama/", null),
+        Arguments.of("s3://My_Bucket/x", s3Bucket),
+        Arguments.of("s3://ab/x", s3Bucket),
+        Arguments.of("s3://-bucket/x", s3Bucket),
+        Arguments.of("oss://my.bucket/x", ossBucket),
+        Arguments.of("hf://org", hf),
+        Arguments.of("hf://-org/repo", hf),
+        Arguments.of("s3://models//x", segments),
+        Arguments.of("s3://models/../x", segments),
+        Arguments.of("file:///models/./x", segments),
+        Arguments.of("hf://org/repo/..", segments));
+  }
+
+  /** One short message per broken rule of a source URI, and none for the URIs the rules allow. */
+  @ParameterizedTest
+  @MethodSource("uris")
+  void uriRules(String uri, String refusedWith) throws Exception {
+    List<String> failed = failures(".spec.source.uri", uri);
+    if (refusedWith == null) {
+      assertThat(failed).as(uri).isEmpty();
+      assertThat(GoRegex.accepts(SourceSpec.URI_PATTERN, uri)).as(uri).isTrue();
+    } else {
+      assertThat(failed).as(uri).singleElement().asString().startsWith(refusedWith);
+      assertThat(failed.get(0).length()).as("message length").isLessThan(120);
+      assertThat(GoRegex.accepts(SourceSpec.URI_PATTERN, uri)).as(uri).isFalse();
+    }
+  }
+
   /** Messages of the rules at {@code path} that {@code self} fails (in the CRD's order). */
-  private static List<String> failures(String path, Map<String, Object> self) throws Exception {
+  private static List<String> failures(String path, Object self) throws Exception {
     List<String> out = new ArrayList<>();
     Map<String, Object> vars = new LinkedHashMap<>();
     vars.put("self", self);

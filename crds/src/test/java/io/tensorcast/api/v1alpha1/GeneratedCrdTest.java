@@ -175,8 +175,9 @@ class GeneratedCrdTest {
     assertThat(source.getRequired()).isNullOrEmpty();
     assertThat(source.getProperties().get("writers").getRequired()).containsExactly("podSelector");
     assertThat(spec.getProperties().get("save").getProperties().get("uri").getPattern())
-        .isEqualTo(SourceSpec.URI_PATTERN);
-    assertThat(source.getProperties().get("uri").getPattern()).isEqualTo(SourceSpec.URI_PATTERN);
+        .isEqualTo(SourceSpec.URI_SCHEME_PATTERN);
+    assertThat(source.getProperties().get("uri").getPattern())
+        .isEqualTo(SourceSpec.URI_SCHEME_PATTERN);
     assertThat(source.getProperties().get("endpoint").getPattern())
         .isEqualTo(SourceSpec.ENDPOINT_PATTERN);
     JSONSchemaProps secretRef = source.getProperties().get("credentialsSecretRef");

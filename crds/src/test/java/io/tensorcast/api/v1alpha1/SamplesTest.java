@@ -114,7 +114,7 @@ class SamplesTest {
           name: bad
         spec:
           source:
-            uri: s3://models/../x
+            uri: ftp://models/x
           placement:
             replica: 2
             replicas: 0
@@ -127,7 +127,7 @@ class SamplesTest {
         .hasMessageContaining("\"replica\"");
     assertThat(SchemaCheck.violations(tree.get("spec"), schema.getProperties().get("spec"), "spec"))
         .containsExactlyInAnyOrder(
-            "spec.source.uri: 's3://models/../x' does not match " + SourceSpec.URI_PATTERN,
+            "spec.source.uri: 'ftp://models/x' does not match " + SourceSpec.URI_SCHEME_PATTERN,
             "spec.placement.replica: unknown field (the API server would drop it)",
             "spec.placement.replicas: 0 is below the minimum 1.0",
             "spec.placement.rdma: 'Maybe' is not one of [\"Disabled\", \"Preferred\", \"Required\"]");

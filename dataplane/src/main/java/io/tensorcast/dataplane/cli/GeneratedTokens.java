@@ -39,6 +39,9 @@ final class GeneratedTokens {
         return f;
       }
       Path dir = target.toAbsolutePath().getParent();
+      if (dir == null) {
+        throw new IllegalArgumentException("token file " + target + " names no file");
+      }
       Path tmp =
           Files.createTempFile(
               dir, ".tokens-", ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));

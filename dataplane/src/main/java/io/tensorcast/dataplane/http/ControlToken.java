@@ -78,7 +78,7 @@ public final class ControlToken {
     }
   }
 
-  private void set(String v, String where) {
+  private synchronized void set(String v, String where) {
     if (v.length() < MIN_LENGTH) {
       throw new IllegalArgumentException(
           "control token in "

@@ -60,6 +60,14 @@ import org.slf4j.LoggerFactory;
  * source. A {@link StoreFiller} is then told to offer the copy to others ({@link
  * StoreFiller#serveComplete}: the peer swarm announces and serves every piece).
  *
+ * <p>A load from the source alone that fails on a transient reason ({@link
+ * LoadFailure#isTransient}) leaves its copy in the store with the ranges it stored ({@link
+ * StoredArtifact#recordStored}). The next load of the same files (paths and sizes) resumes it:
+ * complete files and stored ranges of every object whose ETag is unchanged are kept (the ranges
+ * hashed again from the store), the rest is read. An object that changed under the load ({@code
+ * ObjectChanged}) fails it as the transient {@link Reason#SourceChanged}, so the next load lists
+ * again and reads only the changed files.
+ *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
@@ -170,9 +178,14 @@ public final class ArtifactLoader implements Loader {
 
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
-      discardStaleCopy();
       long allocating = System.nanoTime();
-      stored = allocate(files);
+      StoredArtifact resumed = filler == null ? resumableCopy(files) : null;
+      if (resumed != null) {
+        stored = resumed;
+      } else {
+        discardStaleCopy();
+        stored = allocate(files);
+      }
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
           "artifact {}: {} files listed, their headers and digests read in {} ms; {} bytes"
@@ -188,10 +201,11 @@ public final class ArtifactLoader implements Loader {
       long loading = System.nanoTime();
       verification = new Verification(stored, files, resolved);
       if (filler != null) {
+        verification.trackAll();
         fillWith(filler, stored, files);
         verification.allStored();
       } else {
-        readAll(files, verification);
+        readAll(verification.resume(), verification);
       }
       long lastByte = System.nanoTime();
       state.phase(Phase.Verifying);
@@ -208,8 +222,9 @@ public final class ArtifactLoader implements Loader {
           (System.nanoTime() - lastByte) / 1_000_000);
       return state.snapshot();
     } catch (LoadFailure f) {
-      fail(stored, verification, f);
-      throw f;
+      LoadFailure g = sourceChanged(f);
+      fail(stored, verification, g);
+      throw g;
     } catch (RuntimeException e) {
       LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
       fail(stored, verification, f);
@@ -264,9 +279,43 @@ public final class ArtifactLoader implements Loader {
     }
   }
 
-  private void readAll(List<SourceFile> files, Verification sink) throws LoadFailure {
+  /**
+   * An object changed under a source-only load ({@code ObjectChanged}): the load is loaded again
+   * ({@link Reason#SourceChanged}, transient) against a new listing; files that did not change keep
+   * their bytes, the changed ones are read again whole. Under a filler the failure stays as it is.
+   */
+  private LoadFailure sourceChanged(LoadFailure f) {
+    if (filler != null || f.reason() != Reason.ObjectChanged) {
+      return f;
+    }
+    return new LoadFailure(
+        Reason.SourceChanged,
+        f.getMessage()
+            + "; loading again from a new listing: files that did not change keep their bytes",
+        f);
+  }
+
+  /**
+   * An incomplete copy of exactly these files (paths and sizes) that an earlier load of this
+   * artifact left in the store after a transient failure, to resume; or null.
+   */
+  private StoredArtifact resumableCopy(List<SourceFile> files) {
+    StoredArtifact a = store.get(options.artifactId()).orElse(null);
+    if (a == null || a.isComplete()) {
+      return null;
+    }
+    List<StoreFile> wanted = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
+    return a.files().equals(wanted) ? a : null;
+  }
+
+  private void readAll(List<ParallelRangeReader.FileRange> ranges, Verification sink)
+      throws LoadFailure {
+    if (ranges.isEmpty()) {
+      return;
+    }
     try {
-      ReadResult r = new ParallelRangeReader(options.read()).read(source, files, sink, state);
+      ReadResult r =
+          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state);
       log.info(
           "read {} bytes in {} ranges with {} requests ({} retries) in {}",
           r.bytes(),
@@ -287,6 +336,22 @@ public final class ArtifactLoader implements Loader {
   private void fail(StoredArtifact stored, Verification verification, LoadFailure f) {
     if (verification != null) {
       verification.close(); // no digest reads the store once it is unloaded
+    }
+    if (stored != null && filler == null && f.isTransient()) {
+      // Kept for the next load, which reads only the ranges that are missing.
+      try {
+        stored.writeStoredRanges();
+      } catch (StoreException | RuntimeException e) {
+        f.addSuppressed(e);
+      }
+      state.failed(f.reason(), f.getMessage());
+      log.warn(
+          "artifact {} failed: {}: {}; its {} verified or stored bytes are kept for the next load",
+          options.artifactId(),
+          f.reason(),
+          f.getMessage(),
+          state.bytesLoaded());
+      return;
     }
     if (stored != null) {
       try {
@@ -669,13 +734,89 @@ public final class ArtifactLoader implements Loader {
                       e instanceof IllegalStateException
                           ? new LoadFailure(Reason.Interrupted, f.path() + ": " + e.getMessage(), e)
                           : new LoadFailure(Reason.InternalError, f.path() + ": " + e, e)));
+    }
+
+    private void track(SourceFile f) {
+      PublishedDigest d = resolved.digests().get(f.path());
+      digester.track(
+          f,
+          d.present()
+              ? java.util.EnumSet.of(d.algorithm())
+              : java.util.EnumSet.noneOf(PublishedDigest.Algorithm.class));
+    }
+
+    /** Tracks every file: a {@link StoreFiller} fills them all. */
+    void trackAll() {
+      files.forEach(this::track);
+    }
+
+    /**
+     * Takes what the store already holds of each file under the listed version (left by an earlier
+     * load of the same files that failed on a transient error): a complete file of that version
+     * stays complete; the stored ranges of an incomplete one are hashed from the store like new
+     * ones. A file whose bytes belong to another version of its object is made writable again and
+     * read whole. Returns the ranges still to read, at most {@link ReadOptions#rangeSize()} each,
+     * in file then offset order.
+     */
+    List<ParallelRangeReader.FileRange> resume() throws LoadFailure {
+      List<ParallelRangeReader.FileRange> missing = new ArrayList<>();
+      long kept = 0;
+      List<String> changed = new ArrayList<>();
       for (SourceFile f : files) {
-        PublishedDigest d = resolved.digests().get(f.path());
-        digester.track(
-            f,
-            d.present()
-                ? java.util.EnumSet.of(d.algorithm())
-                : java.util.EnumSet.noneOf(PublishedDigest.Algorithm.class));
+        String version = f.etag();
+        Optional<String> storedVersion = stored.storedVersion(f.path());
+        boolean otherVersion = storedVersion.isPresent() && !storedVersion.get().equals(version);
+        if (stored.isComplete(f.path())) {
+          if (!otherVersion && storedVersion.isPresent()) {
+            state.fileComplete(
+                f.path(),
+                stored.completedSha256(f.path()).orElseThrow(),
+                resolved.digests().get(f.path()));
+            checked.get(f.path()).complete(null);
+            kept += f.size();
+            continue;
+          }
+          reopen(f);
+        }
+        if (otherVersion) {
+          changed.add(f.path());
+        }
+        track(f);
+        long at = 0;
+        for (long[] r : stored.storedRanges(f.path(), version)) {
+          addMissing(missing, f, at, r[0]);
+          digester.stored(f, r[0], r[1] - r[0]);
+          kept += r[1] - r[0];
+          at = r[1];
+        }
+        addMissing(missing, f, at, f.size());
+      }
+      if (kept > 0 || !changed.isEmpty()) {
+        log.info(
+            "artifact {}: resuming with {} bytes kept from the earlier load; {} bytes to read;"
+                + " changed at the source and read again: {}",
+            options.artifactId(),
+            kept,
+            missing.stream().mapToLong(ParallelRangeReader.FileRange::length).sum(),
+            changed.isEmpty() ? "none" : changed);
+      }
+      state.kept(kept);
+      return missing;
+    }
+
+    private void reopen(SourceFile f) throws LoadFailure {
+      try {
+        stored.reopen(f.path());
+      } catch (StoreException e) {
+        throw new LoadFailure(e.reason(), e.getMessage(), e);
+      }
+    }
+
+    private void addMissing(
+        List<ParallelRangeReader.FileRange> out, SourceFile f, long from, long to) {
+      long size = options.read().rangeSize();
+      for (long at = from; at < to; at += size) {
+        out.add(new ParallelRangeReader.FileRange(f, at, (int) Math.min(size, to - at)));
       }
     }
 
@@ -690,6 +831,7 @@ public final class ArtifactLoader implements Loader {
 
     @Override
     public void rangeCompleted(SourceFile file, long offset, int length) {
+      stored.recordStored(file.path(), file.etag(), offset, length);
       digester.stored(file, offset, length);
     }
 
@@ -730,6 +872,12 @@ public final class ArtifactLoader implements Loader {
     }
 
     private void failed(SourceFile file, LoadFailure f) {
+      // Its bytes failed a check: the next load reads the file whole.
+      try {
+        stored.reopen(file.path());
+      } catch (StoreException | RuntimeException e) {
+        f.addSuppressed(e);
+      }
       failure.compareAndSet(null, f);
       checked.get(file.path()).completeExceptionally(f);
     }

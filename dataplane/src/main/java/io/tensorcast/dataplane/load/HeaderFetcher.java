@@ -10,11 +10,10 @@ import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
 import io.tensorcast.dataplane.format.torch.TorchFormatException;
 import io.tensorcast.dataplane.format.torch.TorchLimits;
 import io.tensorcast.dataplane.source.ArtifactSource;
-import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
@@ -157,6 +156,11 @@ public final class HeaderFetcher {
     }
   }
 
+  /**
+   * Reads exactly {@code length} bytes at {@code offset} with the one resumable range read of the
+   * data plane ({@link ParallelRangeReader}): retried with its back-off, which honours the server's
+   * {@code Retry-After}, and resumed after the last byte received.
+   */
   private static byte[] read(
       ArtifactSource source,
       SourceFile f,
@@ -165,48 +169,39 @@ public final class HeaderFetcher {
       int maxAttempts,
       Runnable onRetry)
       throws LoadFailure {
-    SourceException last = null;
-    for (int attempt = 1; attempt <= maxAttempts; attempt++) {
-      if (attempt > 1) {
-        onRetry.run();
-        backoff(attempt);
-      }
-      try (InputStream in = source.openRange(f, offset, length)) {
-        byte[] b = in.readNBytes(length);
-        if (b.length == length) {
-          return b;
-        }
-        last =
-            new SourceException(
-                Reason.TruncatedResponse,
-                "got " + b.length + " of " + length + " bytes at offset " + offset,
-                true);
-      } catch (SourceException e) {
-        if (!e.retryable()) {
-          throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
-        }
-        last = e;
-      } catch (IOException e) {
-        last = new SourceException(Reason.SourceUnavailable, e.toString(), true, e);
-      }
+    byte[] out = new byte[length];
+    if (length == 0) {
+      return out;
     }
-    throw new LoadFailure(
-        last.reason(),
-        f.path()
-            + ": reading "
-            + length
-            + " bytes at offset "
-            + offset
-            + " failed after "
-            + maxAttempts
-            + " attempts: "
-            + last.getMessage(),
-        last);
-  }
+    ReadOptions options =
+        ReadOptions.DEFAULTS.withConcurrency(1).withMaxAttempts(maxAttempts).withRangeSize(length);
+    RangeSink sink =
+        new RangeSink() {
+          @Override
+          public ByteBuffer target(SourceFile file, long at, int n) {
+            return ByteBuffer.wrap(out);
+          }
 
-  private static void backoff(int attempt) throws LoadFailure {
+          @Override
+          public void rangeCompleted(SourceFile file, long at, int n) {}
+        };
+    ReadProgressListener listener =
+        new ReadProgressListener() {
+          @Override
+          public void retrying(RetryEvent event) {
+            onRetry.run();
+          }
+        };
     try {
-      Thread.sleep(Math.min(5_000L, 100L << Math.min(attempt, 6)));
+      new ParallelRangeReader(options)
+          .readRanges(
+              source,
+              List.of(new ParallelRangeReader.FileRange(f, offset, length)),
+              sink,
+              listener);
+      return out;
+    } catch (RangeReadException e) {
+      throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while reading a header", e);

@@ -124,6 +124,11 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     adopted = true;
   }
 
+  /** Bytes an earlier load left in the store, which this one keeps instead of reading again. */
+  void kept(long bytes) {
+    bytesLoaded.addAndGet(bytes);
+  }
+
   /** A header read was retried. */
   void retried() {
     retries.incrementAndGet();

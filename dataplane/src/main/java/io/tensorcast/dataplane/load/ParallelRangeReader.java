@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.load;
 
 import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.StoreWriteException;
@@ -20,7 +21,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -41,14 +41,17 @@ import java.util.concurrent.atomic.LongAdder;
  *       {@code concurrency × stagingBufferSize}, checked against {@link
  *       ReadOptions#stagingBudget()} when the reader is constructed.
  *   <li>An I/O error, a body that ends early or a retryable {@link SourceException} is retried
- *       after an exponential back-off with jitter ({@code base × 2^(attempt-1)}, capped, drawn
- *       between half and all of it; a server's {@code Retry-After} raises it up to the cap). The
- *       retry <em>resumes</em>: it asks only for the bytes from the first one not yet received, and
- *       bytes already in the sink are neither requested nor reported again.
+ *       after the data plane's {@link Backoff} (exponential with jitter, never shorter than a
+ *       server's {@code Retry-After}; a range whose server asks to wait longer than the cap is
+ *       failed at once, as {@code Throttled} or {@code SourceUnavailable}, for the load to wait).
+ *       The retry <em>resumes</em>: it asks only for the bytes from the first one not yet received,
+ *       and bytes already in the sink are neither requested nor reported again.
  *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
  *       listener failure fails the whole read: no new range starts, open requests are closed,
  *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
- *       file, range, attempts and last cause. Only complete ranges are reported to the sink.
+ *       file, range, attempts and last cause. Complete ranges are reported to the sink, and so is
+ *       the received part of a range that stopped early (as a shorter range at the same offset), so
+ *       that a later read can resume after it.
  * </ul>
  *
  * <p>A reader holds only its options; each {@link #read} call has its own workers and state, so one
@@ -59,12 +62,14 @@ public final class ParallelRangeReader {
   private static final long WORKER_STOP_TIMEOUT_SECONDS = 10;
 
   private final ReadOptions options;
+  private final Backoff backoff;
 
   /**
    * @throws IllegalArgumentException when the staging buffers exceed the budget, with the numbers
    */
   public ParallelRangeReader(ReadOptions options) {
     this.options = Objects.requireNonNull(options, "options");
+    this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
     options.requireStagingWithinBudget();
   }
 
@@ -352,11 +357,47 @@ public final class ParallelRangeReader {
               false,
               null);
         }
+        long[] got = {0};
+        boolean whole = false;
+        try {
+          whole = readInto(r, target, got);
+        } finally {
+          if (!whole) {
+            keepPrefix(r, got[0]);
+          }
+        }
+        if (whole) {
+          sink.rangeCompleted(r.file(), r.offset(), r.length());
+          listener.rangeCompleted(r.file(), r.offset(), r.length());
+        }
+      }
+
+      /**
+       * A range that stops early (failed, or the read was cancelled) leaves its first {@code
+       * received} bytes in the sink's buffer: they are reported to the sink as a range of their
+       * own, so a later read of the same file need not ask for them again.
+       */
+      private void keepPrefix(Range r, long received) {
+        if (received <= 0) {
+          return;
+        }
+        try {
+          sink.rangeCompleted(r.file(), r.offset(), (int) received);
+        } catch (RuntimeException ignored) {
+          // Only an offer to a later read; the failure that stopped this one is what counts.
+        }
+      }
+
+      /**
+       * Reads the range with retries, keeping the count of bytes received in {@code got[0]}; true
+       * when all of them were, false when the read was cancelled first.
+       */
+      private boolean readInto(Range r, ByteBuffer target, long[] got) throws RangeReadException {
         long received = 0;
         int attempt = 0;
         while (true) {
           if (isCancelled()) {
-            return;
+            return false;
           }
           attempt++;
           requests.increment();
@@ -366,7 +407,7 @@ public final class ParallelRangeReader {
             in = source.openRange(r.file(), r.offset() + received, r.length() - received);
             if (!open(in)) {
               closeQuietly(in);
-              return;
+              return false;
             }
             while (received < r.length()) {
               int want = (int) Math.min(staging.length, r.length() - received);
@@ -380,6 +421,7 @@ public final class ParallelRangeReader {
               target.put(staging, 0, n);
               long at = r.offset() + received;
               received += n;
+              got[0] = received;
               bytes.add(n);
               listener.bytesDelivered(r.file(), at, n);
             }
@@ -400,34 +442,46 @@ public final class ParallelRangeReader {
             cause = e;
           } catch (IOException e) {
             if (isCancelled()) {
-              return;
+              return false;
             }
             cause = e;
           } finally {
             clearCurrent();
             closeQuietly(in);
           }
-          if (attempt >= options.maxAttempts()) {
+          Duration retryAfter = retryAfter(cause);
+          if (attempt >= options.maxAttempts() || !backoff.honours(retryAfter)) {
             Reason reason =
                 cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
-            throw failure(r, reason, null, attempt, received, true, cause);
+            throw failure(
+                r,
+                reason,
+                attempt < options.maxAttempts()
+                    ? "the source asked to wait "
+                        + retryAfter
+                        + " (Retry-After), longer than the back-off cap of "
+                        + options.backoffCap()
+                    : null,
+                attempt,
+                received,
+                true,
+                cause);
           }
-          Duration delay = backoff(attempt, cause);
+          Duration delay = backoff.delay(attempt, retryAfter);
           retries.increment();
           listener.retrying(
               new ReadProgressListener.RetryEvent(
                   r.file(), r.offset(), r.length(), attempt, r.offset() + received, delay, cause));
           try {
             if (cancelled.await(delay.toNanos(), TimeUnit.NANOSECONDS)) {
-              return;
+              return false;
             }
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return;
+            return false;
           }
         }
-        sink.rangeCompleted(r.file(), r.offset(), r.length());
-        listener.rangeCompleted(r.file(), r.offset(), r.length());
+        return true;
       }
 
       private RangeReadException failure(
@@ -500,20 +554,8 @@ public final class ParallelRangeReader {
     }
   }
 
-  /** {@code base × 2^(attempt-1)}, capped, with jitter; at least the server's Retry-After. */
-  private Duration backoff(int failedAttempt, Throwable cause) {
-    long cap = options.backoffCap().toNanos();
-    long delay = options.backoffBase().toNanos();
-    for (int i = 1; i < failedAttempt && delay < cap; i++) {
-      delay *= 2;
-    }
-    delay = Math.min(delay, cap);
-    long jittered =
-        delay <= 1 ? delay : delay / 2 + ThreadLocalRandom.current().nextLong(delay / 2 + 1);
-    if (cause instanceof SourceException se && se.retryAfter().isPresent()) {
-      jittered = Math.max(jittered, Math.min(se.retryAfter().get().toNanos(), cap));
-    }
-    return Duration.ofNanos(jittered);
+  private static Duration retryAfter(Throwable cause) {
+    return cause instanceof SourceException se ? se.retryAfter().orElse(null) : null;
   }
 
   private static void closeQuietly(InputStream in) {

@@ -227,6 +227,20 @@ public sealed interface Frame {
     }
   }
 
+  /**
+   * Member {@code member}'s share of the source reads is handed over to the other members: it made
+   * no progress on it for the share-stall timeout, or its own load failed for good (then it names
+   * itself). Every member that receives it leaves {@code member} out of the source-read plan for
+   * the rest of its fill (it may still hold, serve and fetch pieces), and sends it on every
+   * connection it opens afterwards, so the members converge on the same set (since version 4).
+   */
+  record Handover(String member, String why) implements Frame {
+    @Override
+    public byte type() {
+      return FrameCodec.HANDOVER;
+    }
+  }
+
   /** Nothing; keeps an idle connection from timing out. */
   record KeepAlive() implements Frame {
     @Override

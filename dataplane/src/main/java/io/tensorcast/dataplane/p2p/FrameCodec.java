@@ -27,6 +27,8 @@ import java.util.List;
  *   <li>KEEPALIVE (7): empty
  *   <li>READING (8): {@code u32 piece} (since version 2)
  *   <li>AUTH (9): {@code 32B tag} (since version 3; {@link Frame.Auth})
+ *   <li>HANDOVER (10): {@code str member | str why} (since version 4; {@link Frame.Handover}), each
+ *       string at most {@value #MAX_HELLO_STRING} bytes
  * </ul>
  *
  * <p>Authentication (version 3): each side sends HELLO, then AUTH; before its AUTH nothing else is
@@ -41,9 +43,9 @@ import java.util.List;
 public final class FrameCodec {
   /**
    * Protocol version; 2 added READING, 3 the authenticated handshake (epoch and nonce in HELLO,
-   * AUTH, sealed frames). Members of different versions refuse each other.
+   * AUTH, sealed frames), 4 HANDOVER. Members of different versions refuse each other.
    */
-  public static final int VERSION = 3;
+  public static final int VERSION = 4;
 
   /**
    * Longest frame accepted before the peer has authenticated (HELLO, AUTH, REJECT): a few hundred
@@ -64,6 +66,7 @@ public final class FrameCodec {
   public static final byte KEEPALIVE = 7;
   public static final byte READING = 8;
   public static final byte AUTH = 9;
+  public static final byte HANDOVER = 10;
 
   /** Bytes of {@code u32 length | u8 type | u32 piece} before an unsealed PIECE payload. */
   public static final int PIECE_HEADER_BYTES = 9;
@@ -89,6 +92,7 @@ public final class FrameCodec {
       case KEEPALIVE -> "KEEPALIVE";
       case READING -> "READING";
       case AUTH -> "AUTH";
+      case HANDOVER -> "HANDOVER";
       default -> "type " + type;
     };
   }
@@ -146,6 +150,9 @@ public final class FrameCodec {
     } else if (f instanceof Frame.Reject r) {
       b.writeInt(r.piece());
       writeString(b, r.reason());
+    } else if (f instanceof Frame.Handover h) {
+      writeString(b, h.member());
+      writeString(b, h.why());
     }
     b.setInt(0, b.readableBytes() - 4);
     return b;
@@ -352,12 +359,28 @@ public final class FrameCodec {
               exact(frame, 4, name, "u32 piece");
               yield new Frame.Reading(frame.readInt());
             }
+            case HANDOVER -> {
+              String member = readString(frame, name, "member");
+              String why = readString(frame, name, "why");
+              if (member.isEmpty()
+                  || member.getBytes(StandardCharsets.UTF_8).length > MAX_HELLO_STRING
+                  || why.getBytes(StandardCharsets.UTF_8).length > MAX_HELLO_STRING) {
+                throw new FrameException(
+                    name
+                        + " frame: member must be 1.."
+                        + MAX_HELLO_STRING
+                        + " bytes and why at most "
+                        + MAX_HELLO_STRING
+                        + " bytes of UTF-8");
+              }
+              yield new Frame.Handover(member, why);
+            }
             default ->
                 throw new FrameException(
                     "unknown frame type "
                         + type
                         + " (known: 1 HELLO, 2 BITFIELD, 3 HAVE, 4 REQUEST,"
-                        + " 5 PIECE, 6 REJECT, 7 KEEPALIVE, 8 READING, 9 AUTH)");
+                        + " 5 PIECE, 6 REJECT, 7 KEEPALIVE, 8 READING, 9 AUTH, 10 HANDOVER)");
           };
       if (!keep && frame.isReadable()) {
         throw new FrameException(

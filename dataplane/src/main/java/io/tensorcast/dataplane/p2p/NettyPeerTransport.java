@@ -105,7 +105,7 @@ public final class NettyPeerTransport implements PeerTransport {
   private final Map<String, AtomicLong> refusalsSince = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
-  private final class Dial {
+  private static final class Dial {
     final String peerId;
     final InetSocketAddress address;
     volatile Channel channel;

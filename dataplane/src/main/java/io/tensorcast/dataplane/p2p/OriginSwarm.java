@@ -809,8 +809,11 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
       v = verifier;
     }
     try {
+      if (v == null) {
+        throw new RejectedExecutionException("the swarm is closed");
+      }
       v.execute(() -> verifyAndStore(p, conn, f));
-    } catch (RejectedExecutionException | NullPointerException e) {
+    } catch (RejectedExecutionException e) {
       f.payload().release();
       synchronized (this) {
         inProgress.clear(f.piece());

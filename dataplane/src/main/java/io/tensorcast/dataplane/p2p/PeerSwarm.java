@@ -88,12 +88,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   // ---- guarded by this
   private final SwarmPolicy<PeerTransport.PeerConnection> policy;
-  private PieceMap map;
-  private Map<String, SourceFile> sourceFiles;
-  private StoredArtifact stored;
+  private volatile PieceMap map;
+  private volatile Map<String, SourceFile> sourceFiles;
+  private volatile StoredArtifact stored;
   private ArtifactSource source;
   private ReadOptions read;
-  private FillProgress progress;
+  private volatile FillProgress progress;
 
   /** The transport's piece-progress stamp last reported to the policy, per connection. */
   private final Map<PeerTransport.PeerConnection, Long> progressSeen = new IdentityHashMap<>();
@@ -717,8 +717,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       pm = map;
     }
     try {
+      if (v == null) {
+        throw new RejectedExecutionException("the swarm is closed");
+      }
       v.execute(() -> verifyAndStore(pm, conn, f, expected));
-    } catch (RejectedExecutionException | NullPointerException e) {
+    } catch (RejectedExecutionException e) {
       f.payload().release();
       synchronized (this) {
         policy.abandon(f.piece());
@@ -765,7 +768,11 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (problem != null) {
         piecesRejected.increment();
         synchronized (this) {
-          policy.onPieceRejected(peer, piece, problem);
+          if (actual != null && expected != null && conn.authentic(f, actual)) {
+            policy.onPieceHashMismatch(peer, piece, actual);
+          } else {
+            policy.onPieceRejected(peer, piece, problem);
+          }
           act();
           wake();
         }
@@ -798,6 +805,30 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   }
 
   // ------------------------------------------------------------------ lifecycle
+
+  /**
+   * This member's load failed for good: tells every peer that its share is handed over (a HANDOVER
+   * naming itself), then closes the peer port, so the others re-plan at once instead of waiting on
+   * a member that will never read its share or serve a piece.
+   *
+   * @param why the failure, as the peers log it
+   */
+  public void leave(String why) {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      policy.leave(why);
+      act();
+    }
+    log.warn("artifact {}: leaving the swarm and closing the peer port: {}", artifactId, why);
+    close();
+  }
+
+  /** Members whose share was handed over during this fill → why. */
+  public synchronized Map<String, String> handedOver() {
+    return policy.handedOver();
+  }
 
   /** Stops serving and receiving, closes the transport. Idempotent. */
   @Override

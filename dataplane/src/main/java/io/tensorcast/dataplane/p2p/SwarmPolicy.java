@@ -66,6 +66,23 @@ import java.util.function.LongSupplier;
  *       planned around, checked once the reader's hash is known (or promoted when the readers
  *       change and it becomes the reader); a differing claim drops that member ({@link
  *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader.
+ *   <li><b>Backing</b>: a piece from the peer whose own announcement is the piece's expected hash
+ *       that does not hash to it drops that peer at once: it announced a hash it cannot back. The
+ *       hashes a dropped or refused peer set are withdrawn for every piece not yet present here, so
+ *       the next reader's hash takes their place (the piece is read from the source once, by its
+ *       new reader, and fetched from it by the others). A differing hash from another member is a
+ *       claim while the expected hash is only a peer's announcement and the piece is not in this
+ *       member's store; it is settled (the claimer dropped or believed) once the piece is.
+ *   <li><b>Hand-over</b> ({@link Frame.Handover}): a connected member that is the reader of pieces
+ *       nobody live holds and announced none of them for {@link #SHARE_STALL_TIMEOUTS} × the peer
+ *       timeout (counted from its connection, its last such HAVE, this fill's start or the
+ *       membership, whichever is latest) loses its share: it is left out of the plan's live
+ *       members, and a HANDOVER naming it goes to every peer, which do the same. Only while this
+ *       member's own source reads are not stalled as well (a source outage stalls everyone and must
+ *       not make every member read everything). A member whose load failed for good hands over
+ *       itself ({@link #leave}). The handed-over set only grows during a fill and is sent on every
+ *       new connection, so the members converge on it; a handed-over member still holds, serves and
+ *       fetches pieces, and one that learns it was handed over reads nothing more for the plan.
  *   <li><b>Serving</b>: REQUESTs from members in good standing are answered with the piece ({@link
  *       Decision.SendPiece}) or a REJECT; a peer with {@value #MAX_QUEUED_SENDS} requested pieces
  *       still unsent is disconnected.
@@ -85,6 +102,14 @@ public final class SwarmPolicy<C> {
    * the connection. Far above any in-flight limit a member uses.
    */
   public static final int MAX_QUEUED_SENDS = 256;
+
+  /**
+   * Peer timeouts without progress on its share after which a member's share is handed over: long
+   * enough that a member reading its share announces a piece well within it (one piece of at most
+   * 64 MiB every 3 × 10 s by default), short enough that an idle member holds the others back for
+   * seconds, not minutes.
+   */
+  public static final int SHARE_STALL_TIMEOUTS = 3;
 
   /** Dropped members {@link #dropped()} remembers, at most. */
   public static final int MAX_DROPPED_REPORTED = 16;
@@ -182,6 +207,13 @@ public final class SwarmPolicy<C> {
   private String[] hashFrom;
 
   private final List<DroppedPeer> dropped = new ArrayList<>();
+
+  /** Members whose share was handed over during this fill, with why. */
+  private final Map<String, String> handedOver = new TreeMap<>();
+
+  /** When this member last stored a piece it read from the source, or started a run; 0: never. */
+  private long sourceProgressAt;
+
   private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
@@ -240,6 +272,9 @@ public final class SwarmPolicy<C> {
 
     /** When bytes of a piece last arrived on the current connection; 0 for none. */
     long progressAt;
+
+    /** When it first connected during this policy's life, or last announced a piece it reads. */
+    long shareProgressAt;
 
     /** The connection {@link #queuedSends} counts for. */
     C sendsOn;
@@ -440,6 +475,25 @@ public final class SwarmPolicy<C> {
     return List.copyOf(dropped);
   }
 
+  /** Members whose share of the source reads was handed over in this fill → why; by id. */
+  public Map<String, String> handedOver() {
+    return new TreeMap<>(handedOver);
+  }
+
+  /**
+   * This member's load failed for good: its share is handed over (a HANDOVER naming itself goes to
+   * every peer, so they re-plan at once rather than after the peer timeout) and nothing is read,
+   * requested or served any more. The mechanism closes the peer transport next.
+   *
+   * @param why the failure, sent to the peers (cut to {@value FrameCodec#MAX_HELLO_STRING} bytes)
+   */
+  public void leave(String why) {
+    if (!handedOver.containsKey(self)) {
+      handOver(self, why, self);
+    }
+    stop();
+  }
+
   /** Peers connected now. */
   public int connectedPeers() {
     int n = 0;
@@ -500,7 +554,13 @@ public final class SwarmPolicy<C> {
     p.lastPieceAt = 0;
     p.progressAt = 0;
     p.connectedAt = now();
+    if (p.shareProgressAt == 0) {
+      p.shareProgressAt = p.connectedAt;
+    }
     note(false, "peer " + peer + " connected");
+    for (Map.Entry<String, String> h : handedOver.entrySet()) {
+      emit(new Decision.Send<>(conn, new Frame.Handover(h.getKey(), h.getValue())));
+    }
     if (present != null) {
       byte[][] h = new byte[map.size()][];
       for (int i = present.nextSetBit(0); i >= 0; i = present.nextSetBit(i + 1)) {
@@ -566,6 +626,10 @@ public final class SwarmPolicy<C> {
     } else if (frame instanceof Frame.Request r) {
       if (checkIndex(conn, r.piece(), "REQUEST")) {
         serve(p, conn, r.piece());
+      }
+    } else if (frame instanceof Frame.Handover h) {
+      if (!p.refused && membership != null && membership.member(h.member()) != null) {
+        handOver(h.member(), h.why(), p.id);
       }
     } else if (frame instanceof Frame.Reject r) {
       if (p.inFlight.remove(r.piece()) != null) {
@@ -637,6 +701,44 @@ public final class SwarmPolicy<C> {
   }
 
   /**
+   * A piece from {@code peer} of the right length, authentic on its stream, hashed to {@code
+   * actual}, not to the hash it was checked against. When the piece's expected hash is {@code
+   * peer}'s own announcement, {@code peer} announced a hash it cannot back and is dropped at once
+   * ({@link Decision.Drop}); otherwise it is a fault, as {@link #onPieceRejected}.
+   *
+   * @param actual the SHA-256 of the bytes received (32 bytes)
+   */
+  public void onPieceHashMismatch(String peer, int piece, byte[] actual) {
+    Peer<C> p = peers.get(peer);
+    if (p != null
+        && hashes != null
+        && peer.equals(hashFrom[piece])
+        && !Arrays.equals(hashes[piece], actual)) {
+      abandon(piece);
+      p.bad.set(piece);
+      drop(
+          p,
+          "announced piece "
+              + piece
+              + " with sha256 "
+              + hex(hashes[piece])
+              + " but sent bytes with sha256 "
+              + hex(actual));
+      return;
+    }
+    onPieceRejected(
+        peer,
+        piece,
+        "piece "
+            + piece
+            + " has sha256 "
+            + hex(actual)
+            + " but "
+            + (hashes == null || hashes[piece] == null ? "none" : hex(hashes[piece]))
+            + " is expected; dropped");
+  }
+
+  /**
    * A piece from a peer hashed to its expected value.
    *
    * @return true when it should be written to the store (then report {@link #onPieceStored} or
@@ -654,13 +756,19 @@ public final class SwarmPolicy<C> {
    * A verified piece is in the store: from peer {@code from}, or (null) read from the source by
    * this member, whose hash is then the piece's expected hash. Announced with HAVE.
    *
-   * @return true when it was not present before (count its bytes), false for a duplicate
+   * @return true when it was not present before (count its bytes), false for a duplicate or for a
+   *     piece from a peer whose hash is not the expected one any more (its announcer was dropped)
    */
   public boolean onPieceStored(String from, int piece, byte[] sha256) {
     if (present == null || present.get(piece)) {
       if (from == null) {
         sourceReading.remove(piece);
       }
+      abandon(piece);
+      return false;
+    }
+    if (from != null && !Arrays.equals(hashes[piece], sha256)) {
+      // Verified against a hash withdrawn (its announcer dropped) while the piece was on its way.
       abandon(piece);
       return false;
     }
@@ -681,9 +789,10 @@ public final class SwarmPolicy<C> {
       }
       hashes[piece] = sha256;
       hashFrom[piece] = self;
-      settleClaims(piece);
+      sourceProgressAt = now();
     }
     present.set(piece);
+    settleClaims(piece);
     inProgress.clear(piece);
     sourceReading.remove(piece);
     broadcast(new Frame.Have(piece, sha256));
@@ -828,6 +937,9 @@ public final class SwarmPolicy<C> {
       }
     }
     View view = view(now);
+    if (handOverStalled(view, now)) {
+      view = view(now);
+    }
     lastView = view;
     List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
     if (!readersKey.equals(lastReaders)) {
@@ -933,6 +1045,84 @@ public final class SwarmPolicy<C> {
     }
   }
 
+  /**
+   * Hands over the share of every connected member that is the reader of pieces nobody live holds
+   * and announced none of them for {@link #SHARE_STALL_TIMEOUTS} peer timeouts, unless this
+   * member's own source reads are stalled too.
+   *
+   * @return whether a share was handed over (the view is stale then)
+   */
+  private boolean handOverStalled(View view, long now) {
+    long stall = SHARE_STALL_TIMEOUTS * timeout;
+    if (!sourceReading.isEmpty() && now - sourceProgressAt > stall) {
+      return false; // the source may be down for everyone
+    }
+    long since = Math.max(fillStarted, membershipSince);
+    boolean any = false;
+    for (Peer<C> p : peers.values()) {
+      if (p.conn == null
+          || p.refused
+          || handedOver.containsKey(p.id)
+          || !view.live().contains(p.id)
+          || now - Math.max(since, p.shareProgressAt) <= stall) {
+        continue;
+      }
+      int waiting = 0;
+      for (int i = 0; i < map.size(); i++) {
+        if (!present.get(i) && p.id.equals(view.plan().reader(i)) && !heldByLive(view, i)) {
+          waiting++;
+        }
+      }
+      if (waiting > 0) {
+        handOver(
+            p.id,
+            "announced none of the "
+                + waiting
+                + " pieces it reads from the source within "
+                + config.peerTimeout().multipliedBy(SHARE_STALL_TIMEOUTS),
+            self);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /** A live member other than the piece's reader holds it (announced with the expected hash). */
+  private boolean heldByLive(View view, int piece) {
+    for (String m : view.live()) {
+      Peer<C> q = peers.get(m);
+      if (q != null && q.has.get(piece)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Member {@code member}'s share is handed over (told by {@code by}, or decided here when {@code
+   * by} is this member): it is left out of the plan's live members for the rest of this fill, and
+   * every peer is told.
+   */
+  private void handOver(String member, String why, String by) {
+    if (handedOver.containsKey(member)) {
+      return;
+    }
+    String reason =
+        why.length() > FrameCodec.MAX_HELLO_STRING / 2
+            ? why.substring(0, FrameCodec.MAX_HELLO_STRING / 2)
+            : why;
+    handedOver.put(member, reason);
+    lastView = null;
+    note(
+        true,
+        (member.equals(self) ? "this member's" : "member " + member + "'s")
+            + " share of the source reads is handed over to the others"
+            + (by.equals(self) ? "" : " (told by " + by + ")")
+            + ": "
+            + reason);
+    broadcast(new Frame.Handover(member, reason));
+  }
+
   /** Who is live now and the plan from that. */
   private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
 
@@ -953,7 +1143,7 @@ public final class SwarmPolicy<C> {
         continue;
       }
       Peer<C> p = peers.get(m);
-      if (p != null && p.refused) {
+      if ((p != null && p.refused) || handedOver.containsKey(m)) {
         continue;
       }
       if (p == null || p.conn == null) {
@@ -977,6 +1167,9 @@ public final class SwarmPolicy<C> {
             });
         holdings.put(m, claimed);
       }
+    }
+    if (handedOver.containsKey(self) && live.size() > 1) {
+      live.remove(self); // its share went to the others; alone, it reads everything itself
     }
     SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
     return new View(live, plan, plan.assignedTo(self));
@@ -1066,6 +1259,9 @@ public final class SwarmPolicy<C> {
   }
 
   private void startReading(int piece, long now) {
+    if (sourceReading.isEmpty()) {
+      sourceProgressAt = now;
+    }
     sourceReading.put(piece, now);
     broadcast(new Frame.Reading(piece));
   }
@@ -1133,13 +1329,20 @@ public final class SwarmPolicy<C> {
    */
   private void announced(Peer<C> p, int piece, byte[] sha) {
     p.reading.remove(piece);
+    if (p.id.equals(readerOf(piece))) {
+      p.shareProgressAt = now();
+    }
     byte[] known = hashes[piece];
     if (known != null) {
       if (Arrays.equals(known, sha)) {
         p.has.set(piece);
         p.claims.remove(piece);
-      } else {
+      } else if (self.equals(hashFrom[piece]) || present.get(piece)) {
         drop(p, differs(piece, sha));
+      } else {
+        // Two members disagree and neither hash is backed by bytes here yet: settled when the
+        // piece is in the store, or when the expected hash is withdrawn with its announcer.
+        p.claims.put(piece, sha);
       }
       return;
     }
@@ -1225,6 +1428,7 @@ public final class SwarmPolicy<C> {
     p.has.clear();
     p.claims.clear();
     p.reading.clear();
+    withdrawHashes(p);
     if (dropped.size() < MAX_DROPPED_REPORTED) {
       dropped.add(new DroppedPeer(p.id, why));
     }
@@ -1247,7 +1451,33 @@ public final class SwarmPolicy<C> {
               + " faults; not requesting anything from it any"
               + " more");
       requeue(p);
+      withdrawHashes(p);
     }
+  }
+
+  /**
+   * The expected hashes {@code p} set for pieces not present here are withdrawn: it is no authority
+   * any more, and pieces others hold must not be checked against a hash it may not be able to back.
+   */
+  private void withdrawHashes(Peer<C> p) {
+    if (hashes == null) {
+      return;
+    }
+    for (int i = 0; i < hashes.length; i++) {
+      if (p.id.equals(hashFrom[i]) && !present.get(i)) {
+        byte[] was = hashes[i];
+        hashes[i] = null;
+        hashFrom[i] = null;
+        for (Peer<C> q : peers.values()) {
+          if (q != p && q.dropped == null && q.has.get(i)) {
+            // It announced the same hash: a claim again, settled against the next authority.
+            q.has.clear(i);
+            q.claims.put(i, was);
+          }
+        }
+      }
+    }
+    lastReaders = List.of(); // the next round promotes the new readers' claims
   }
 
   private void requeue(Peer<C> p) {

@@ -78,6 +78,7 @@ public final class DataPlaneServer implements AutoCloseable {
   private final Object closeLock = new Object();
   private ControlServer server;
   private ArtifactSource source;
+  private volatile io.tensorcast.dataplane.source.WireCountingSource wire;
   private volatile PinnedStore store;
   private Thread loading;
   private boolean closing;
@@ -208,10 +209,15 @@ public final class DataPlaneServer implements AutoCloseable {
         return;
       } catch (LoadFailure e) {
         if (!e.isTransient() || stopping) {
+          PeerSwarm p = swarm;
+          if (p != null && !stopping) {
+            // Its share would stall every other member: hand it over and close the peer port.
+            p.leave("its load failed for good: " + e.reason() + ": " + e.getMessage());
+          }
           return; // reported on /status; the server stays up so the operator can read why
         }
         failures++;
-        Duration delay = settings.loadRetry().delay(failures);
+        Duration delay = settings.loadRetry().delay(failures, retryAfter(e));
         waiting.set(
             new RetryWait(
                 e.reason(), e.getMessage(), failures + 1, System.nanoTime() + delay.toNanos()));
@@ -234,6 +240,18 @@ public final class DataPlaneServer implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** The longest {@code Retry-After} a source sent among the causes of {@code e}, or null. */
+  private static Duration retryAfter(Throwable e) {
+    Duration longest = null;
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof SourceException se && se.retryAfter().isPresent()) {
+        Duration d = se.retryAfter().get();
+        longest = longest == null || d.compareTo(longest) > 0 ? d : longest;
+      }
+    }
+    return longest;
   }
 
   /**
@@ -378,6 +396,10 @@ public final class DataPlaneServer implements AutoCloseable {
       }
     } else {
       s = early.get();
+    }
+    io.tensorcast.dataplane.source.WireCountingSource counted = wire;
+    if (counted != null) {
+      s = s.toBuilder().bytesFromSourceOnWire(counted.wireBytes()).build();
     }
     PeerSwarm p = swarm;
     Membership copies = lastMembership.get();
@@ -548,7 +570,20 @@ public final class DataPlaneServer implements AutoCloseable {
         b.region(settings.region());
       }
       settings.credentials().ifPresent(b::credentials);
-      return Sources.open(settings.uri(), b.build());
+      wire =
+          new io.tensorcast.dataplane.source.WireCountingSource(
+              Sources.open(settings.uri(), b.build()));
+      io.micrometer.core.instrument.FunctionCounter.builder(
+              "tensorcast.dataplane.source.wire.bytes",
+              wire,
+              io.tensorcast.dataplane.source.WireCountingSource::wireBytes)
+          .tags(Tags.of("artifact", settings.artifactId()))
+          .description(
+              "Bytes received from the source's response bodies, whatever became of them"
+                  + " (kept, discarded by a failed load, read again after a retry)")
+          .baseUnit("bytes")
+          .register(registry);
+      return wire;
     } catch (Exception e) {
       Reason reason = e instanceof SourceException s ? s.reason() : Reason.InvalidSource;
       early.set(pending(DataPlaneStatus.Phase.Failed, reason, e.getMessage()));

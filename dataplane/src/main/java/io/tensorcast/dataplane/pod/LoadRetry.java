@@ -1,14 +1,15 @@
 package io.tensorcast.dataplane.pod;
 
+import io.tensorcast.dataplane.source.Backoff;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * How {@link DataPlaneServer} waits before loading again after a load failed on a transient source
- * error ({@link io.tensorcast.dataplane.load.LoadFailure#isTransient()}): exponential back-off as
- * Kubernetes does for CrashLoopBackOff and ImagePullBackOff, without a limit on the number of
- * attempts while the pod lives.
+ * error ({@link io.tensorcast.dataplane.load.LoadFailure#isTransient()}): the data plane's {@link
+ * Backoff}, at least the source's {@code Retry-After}; exponential as Kubernetes does for
+ * CrashLoopBackOff and ImagePullBackOff, without a limit on the number of attempts while the pod
+ * lives.
  *
  * <p>The wait after the {@code n}-th failed load is {@code backoff × 2^(n-1)}, at most {@code
  * maxBackoff}, then jittered to a uniformly random value in {@code [d/2, d]} so that the pods of
@@ -50,12 +51,11 @@ public record LoadRetry(Duration backoff, Duration maxBackoff) {
     if (failures < 1) {
       throw new IllegalArgumentException("failures must be at least 1, got " + failures);
     }
-    long cap = maxBackoff.toNanos();
-    long d = backoff.toNanos();
-    for (int i = 1; i < failures && d < cap; i++) {
-      d = d > cap / 2 ? cap : d * 2;
-    }
-    return Duration.ofNanos(Math.min(d, cap));
+    return schedule().ceiling(failures);
+  }
+
+  private Backoff schedule() {
+    return new Backoff(backoff, maxBackoff);
   }
 
   /**
@@ -64,7 +64,16 @@ public record LoadRetry(Duration backoff, Duration maxBackoff) {
    * @param failures failed loads so far (≥ 1)
    */
   public Duration delay(int failures) {
-    long d = ceiling(failures).toNanos();
-    return Duration.ofNanos(d / 2 + ThreadLocalRandom.current().nextLong(d - d / 2 + 1));
+    return schedule().delay(failures);
+  }
+
+  /**
+   * The jittered wait, never shorter than the {@code Retry-After} the source sent with the failure
+   * (however long: the load waits as the server asked).
+   *
+   * @param retryAfter the source's {@code Retry-After}, or null
+   */
+  public Duration delay(int failures, Duration retryAfter) {
+    return schedule().delay(failures, retryAfter);
   }
 }

@@ -19,9 +19,6 @@ import java.net.http.HttpResponse.BodySubscribers;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -88,9 +85,11 @@ public final class HfSource implements ArtifactSource {
   public static final int MAX_REDIRECTS = 5;
 
   private static final int MAX_PAGES = 100_000;
-  private static final Duration BACKOFF_BASE = Duration.ofMillis(200);
-  private static final Duration BACKOFF_CAP = Duration.ofSeconds(10);
-  private static final Duration MAX_RETRY_AFTER = Duration.ofSeconds(60);
+
+  /** Hub API calls: from 200 ms; a {@code Retry-After} up to 60 s is waited for in place. */
+  private static final Backoff BACKOFF =
+      new Backoff(Duration.ofMillis(200), Duration.ofSeconds(60));
+
   private static final Pattern SHA1 = Pattern.compile("[0-9a-f]{40}");
   private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
   private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
@@ -658,10 +657,11 @@ public final class HfSource implements ArtifactSource {
       if (!failure.retryable() || attempt >= listMaxAttempts) {
         throw failure;
       }
-      Duration wait = backoff(attempt, failure.retryAfter().orElse(null));
-      if (wait == null) {
+      Duration retryAfter = failure.retryAfter().orElse(null);
+      if (!BACKOFF.honours(retryAfter)) {
         throw failure; // the server asked for a longer wait than a listing call may take
       }
+      Duration wait = BACKOFF.delay(attempt, retryAfter);
       try {
         Thread.sleep(wait.toMillis());
       } catch (InterruptedException e) {
@@ -669,18 +669,6 @@ public final class HfSource implements ArtifactSource {
         throw new SourceException(Reason.Interrupted, what + ": interrupted", false, e);
       }
     }
-  }
-
-  /** {@code base × 2^(attempt-1)} capped, at least Retry-After; null if Retry-After is too long. */
-  private static Duration backoff(int failedAttempt, Duration retryAfter) {
-    if (retryAfter != null && retryAfter.compareTo(MAX_RETRY_AFTER) > 0) {
-      return null;
-    }
-    Duration d = BACKOFF_BASE.multipliedBy(1L << Math.min(failedAttempt - 1, 10));
-    if (d.compareTo(BACKOFF_CAP) > 0) {
-      d = BACKOFF_CAP;
-    }
-    return retryAfter != null && retryAfter.compareTo(d) > 0 ? retryAfter : d;
   }
 
   private SourceException transport(String what, IOException e) {
@@ -779,25 +767,9 @@ public final class HfSource implements ArtifactSource {
     return new SourceException(Reason.SourceRequestRejected, what + ": rejected" + detail, false);
   }
 
-  /** {@code Retry-After} as delta-seconds or an HTTP-date (RFC 9110 §10.2.3); null if absent. */
+  /** {@code Retry-After} as delta-seconds or an HTTP-date ({@link Backoff#parseRetryAfter}). */
   static Duration retryAfter(HttpHeaders h) {
-    Optional<String> v = h.firstValue("retry-after");
-    if (v.isEmpty()) {
-      return null;
-    }
-    String s = v.get().strip();
-    try {
-      long seconds = Long.parseLong(s);
-      return seconds >= 0 ? Duration.ofSeconds(seconds) : null;
-    } catch (NumberFormatException notSeconds) {
-      try {
-        ZonedDateTime at = ZonedDateTime.parse(s, DateTimeFormatter.RFC_1123_DATE_TIME);
-        Duration d = Duration.between(ZonedDateTime.now(at.getZone()), at);
-        return d.isNegative() ? Duration.ZERO : d;
-      } catch (DateTimeParseException e) {
-        return null;
-      }
-    }
+    return h.firstValue("retry-after").flatMap(Backoff::parseRetryAfter).orElse(null);
   }
 
   static boolean sameOrigin(URI a, URI b) {

@@ -106,9 +106,10 @@ public final class S3Source implements ArtifactSource {
             .build();
     this.credentials = credentialsProvider(options);
     RetryStrategy listRetries =
-        AwsRetryStrategy.standardRetryStrategy().toBuilder()
-            .maxAttempts(options.listMaxAttempts())
-            .build();
+        new RetryAfterStrategy(
+            AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                .maxAttempts(options.listMaxAttempts())
+                .build());
     this.listClient = client(options, listRetries);
     this.getClient = client(options, AwsRetryStrategy.doNotRetry());
   }
@@ -415,21 +416,16 @@ public final class S3Source implements ArtifactSource {
     return false;
   }
 
-  private static Duration retryAfter(AwsServiceException e) {
+  /** The {@code Retry-After} of an error response (seconds or HTTP-date), or null. */
+  static Duration retryAfter(AwsServiceException e) {
     if (e.awsErrorDetails() == null || e.awsErrorDetails().sdkHttpResponse() == null) {
       return null;
     }
-    Optional<String> header =
-        e.awsErrorDetails().sdkHttpResponse().firstMatchingHeader("Retry-After");
-    if (header.isEmpty()) {
-      return null;
-    }
-    try {
-      long seconds = Long.parseLong(header.get().strip());
-      return seconds >= 0 ? Duration.ofSeconds(seconds) : null;
-    } catch (NumberFormatException notSeconds) {
-      return null; // an HTTP-date; the back-off schedule applies
-    }
+    return e.awsErrorDetails()
+        .sdkHttpResponse()
+        .firstMatchingHeader("Retry-After")
+        .flatMap(Backoff::parseRetryAfter)
+        .orElse(null);
   }
 
   static String unquote(String etag) {

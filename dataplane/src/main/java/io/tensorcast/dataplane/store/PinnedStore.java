@@ -61,12 +61,15 @@ import org.slf4j.LoggerFactory;
  * locked per the policy, charged to the budget — only if its state file is readable, every file in
  * it is complete, and the directory holds exactly those files (regular files, same sizes, nothing
  * else). Adopting saves reloading a model after a data-plane restart: tmpfs pages outlive the
- * process. Everything else that is the store's is removed: directories named like an artifact id
- * without a state file or with any incomplete file, state files without a directory, temporary
- * state files, artifacts whose bytes changed, artifacts that cannot be locked under {@link
- * LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer fit, adopted in id
- * order. Entries that are not directories named like an artifact id are left alone and reported.
- * {@link #recovery()} lists every decision.
+ * process. An artifact with incomplete files is adopted too when a load recorded its stored ranges
+ * ({@code .tensorcast/<id>.stored}, see {@link StoredArtifact#writeStoredRanges}): its complete
+ * files are re-hashed, the incomplete ones keep those ranges, and the next load resumes from them
+ * ({@code Resumable}). Everything else that is the store's is removed: directories named like an
+ * artifact id without a state file or with incomplete files and no stored ranges, state files
+ * without a directory, temporary state files, artifacts whose bytes changed, artifacts that cannot
+ * be locked under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer
+ * fit, adopted in id order. Entries that are not directories named like an artifact id are left
+ * alone and reported. {@link #recovery()} lists every decision.
  *
  * <p><b>Memory accounting.</b> tmpfs pages are charged to the memory cgroup of the process that
  * first touches them and outlive it, and deleting a file that is still mapped frees nothing; so
@@ -278,8 +281,16 @@ public final class PinnedStore implements AutoCloseable {
           continue;
         }
         String id = name.endsWith(".json") ? name.substring(0, name.length() - 5) : null;
+        String rangesOf =
+            name.endsWith(StoredRanges.SUFFIX)
+                ? name.substring(0, name.length() - StoredRanges.SUFFIX.length())
+                : null;
         if (id != null && StorePaths.isValidArtifactId(id) && Files.isRegularFile(p)) {
           states.put(id, p);
+        } else if (rangesOf != null
+            && StorePaths.isValidArtifactId(rangesOf)
+            && Files.isRegularFile(p)) {
+          continue; // the stored ranges of an incomplete copy: kept or removed with it below
         } else {
           StoredArtifact.deleteTree(p);
           actions.add(removed(name, "StrayStateFile", "removed " + p + ": not a state file"));
@@ -332,7 +343,11 @@ public final class PinnedStore implements AutoCloseable {
         continue;
       }
       long incomplete = state.files().stream().filter(f -> !f.complete()).count();
-      if (incomplete > 0) {
+      Map<String, Long> sizes = new HashMap<>();
+      state.files().forEach(f -> sizes.put(f.path(), f.size()));
+      Map<String, StoredRanges> stored =
+          StoredRanges.read(StoredRanges.pathFor(stateDir, id), sizes);
+      if (incomplete > 0 && stored.isEmpty()) {
         removeArtifactFiles(id);
         actions.add(
             removed(
@@ -352,7 +367,10 @@ public final class PinnedStore implements AutoCloseable {
         actions.add(removed(id, "FilesChanged", difference + "; removed"));
         continue;
       }
-      actions.add(adopt(state, budget));
+      actions.add(adopt(state, stored, budget));
+    }
+    for (String id : rangesFilesWithoutArtifact()) {
+      Files.deleteIfExists(StoredRanges.pathFor(stateDir, id));
     }
     for (RecoveryAction a : actions) {
       log.info("store {}: {} {} ({}): {}", root, a.action(), a.name(), a.reason(), a.message());
@@ -360,7 +378,26 @@ public final class PinnedStore implements AutoCloseable {
     return actions;
   }
 
-  private RecoveryAction adopt(ArtifactState state, OptionalLong budget) throws IOException {
+  /** Ranges files whose artifact was not adopted. */
+  private List<String> rangesFilesWithoutArtifact() throws IOException {
+    List<String> out = new ArrayList<>();
+    try (Stream<Path> entries = Files.list(stateDir)) {
+      for (Path p : (Iterable<Path>) entries::iterator) {
+        String name = p.getFileName().toString();
+        if (name.endsWith(StoredRanges.SUFFIX)) {
+          String id = name.substring(0, name.length() - StoredRanges.SUFFIX.length());
+          if (!artifacts.containsKey(id)) {
+            out.add(id);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  private RecoveryAction adopt(
+      ArtifactState state, Map<String, StoredRanges> stored, OptionalLong budget)
+      throws IOException {
     String id = state.artifactId();
     List<StoreFile> files =
         state.files().stream().map(f -> new StoreFile(f.path(), f.size())).toList();
@@ -389,6 +426,7 @@ public final class PinnedStore implements AutoCloseable {
       a =
           StoredArtifact.adopt(
               state,
+              stored,
               root.resolve(id),
               ArtifactState.pathFor(stateDir, id),
               windowBytes,
@@ -410,15 +448,19 @@ public final class PinnedStore implements AutoCloseable {
     a.setLockStatus(status);
     artifacts.put(id, a);
     inUseBytes += charged;
+    boolean complete = a.isComplete();
     return new RecoveryAction(
         id,
         RecoveryAction.Action.ADOPTED,
-        "Complete",
+        complete ? "Complete" : "Resumable",
         "adopted "
             + files.size()
             + " files, "
             + a.bytesAllocated()
-            + " bytes, sha256 verified; "
+            + (complete
+                ? " bytes, sha256 verified; "
+                : " bytes, incomplete: the complete files sha256 verified, the stored ranges of"
+                    + " the others kept for the next load to resume; ")
             + status.reason()
             + ": "
             + status.message());
@@ -466,6 +508,7 @@ public final class PinnedStore implements AutoCloseable {
 
   private void removeArtifactFiles(String id) throws IOException {
     Files.deleteIfExists(ArtifactState.pathFor(stateDir, id));
+    Files.deleteIfExists(StoredRanges.pathFor(stateDir, id));
     StoredArtifact.deleteTree(root.resolve(id));
   }
 

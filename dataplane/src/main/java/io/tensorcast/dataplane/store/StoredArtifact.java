@@ -64,6 +64,13 @@ public final class StoredArtifact {
   private boolean released; // guarded by guard's write lock
   private volatile LockStatus lockStatus;
   private final Map<String, String> sha256ByPath = new ConcurrentHashMap<>();
+  private final Map<String, StoredRanges> storedByPath = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicLong rangesWrittenAt =
+      new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+
+  /** The stored ranges are written to their file at most every 20 ms while they grow. */
+  private static final long RANGES_WRITE_INTERVAL_NANOS = 20_000_000L;
+
   private final Object stateWrite = new Object();
 
   private StoredArtifact(
@@ -281,6 +288,23 @@ public final class StoredArtifact {
       long chargedBytes,
       ExecutorService pool)
       throws StoreException {
+    return adopt(state, Map.of(), directory, stateFile, windowBytes, chargedBytes, pool);
+  }
+
+  /**
+   * As {@link #adopt(ArtifactState, Path, Path, long, long, ExecutorService)}, for a copy whose
+   * incomplete files have the {@code stored} ranges a load recorded before its process ended: the
+   * complete files are re-hashed, the incomplete ones keep their ranges for the next load.
+   */
+  static StoredArtifact adopt(
+      ArtifactState state,
+      Map<String, StoredRanges> stored,
+      Path directory,
+      Path stateFile,
+      long windowBytes,
+      long chargedBytes,
+      ExecutorService pool)
+      throws StoreException {
     String id = state.artifactId();
     List<MappedFile> done = new ArrayList<>();
     List<Callable<MappedFile>> tasks = new ArrayList<>();
@@ -295,8 +319,12 @@ public final class StoredArtifact {
     }
     StoredArtifact a =
         new StoredArtifact(id, directory, stateFile, done, windowBytes, chargedBytes, false);
+    a.storedByPath.putAll(stored);
     List<Callable<String>> checks = new ArrayList<>();
     for (ArtifactState.FileState f : state.files()) {
+      if (!f.complete()) {
+        continue; // an incomplete copy: its stored ranges are checked by the load's digests
+      }
       checks.add(
           () -> {
             String actual = a.hash(a.mapped.get(f.path()));
@@ -481,6 +509,7 @@ public final class StoredArtifact {
       if (deleteFiles) {
         try {
           Files.deleteIfExists(stateFile);
+          Files.deleteIfExists(rangesFile());
           deleteTree(directory);
         } catch (IOException e) {
           throw new StoreException(
@@ -726,6 +755,106 @@ public final class StoredArtifact {
       }
     }
     return sha256ByPath.get(path);
+  }
+
+  /**
+   * Records that bytes {@code [offset, offset + length)} of {@code path} are in the store, read
+   * from the source object {@code version} (its ETag or other identity; null when the source has
+   * none). Ranges recorded under another version are forgotten first. A later load of the same
+   * files resumes from these ranges ({@link #storedRanges}) instead of reading them again; its
+   * digest check still covers every byte.
+   */
+  public void recordStored(String path, String version, long offset, int length) {
+    checkRange(file(path), offset, length);
+    storedByPath
+        .compute(path, (p, r) -> r == null || !r.isVersion(version) ? new StoredRanges(version) : r)
+        .add(offset, offset + length);
+    long last = rangesWrittenAt.get();
+    long now = System.nanoTime();
+    if (now - last >= RANGES_WRITE_INTERVAL_NANOS && rangesWrittenAt.compareAndSet(last, now)) {
+      try {
+        writeStoredRanges();
+      } catch (StoreException e) {
+        // Only an offer to a later process; the ranges stay recorded in memory.
+      }
+    }
+  }
+
+  /**
+   * Writes the recorded ranges to {@code <root>/.tensorcast/<artifactId>.stored}, so that a store
+   * opened after this process ends (killed included) adopts this incomplete copy and a load resumes
+   * from them. Written by {@link #recordStored} at most every 20 ms and whenever a load stops; the
+   * file only ever lists ranges whose bytes are in the store's files (it may miss the last ones).
+   *
+   * @throws StoreException {@code StoreIoError} when the file cannot be written
+   */
+  public void writeStoredRanges() throws StoreException {
+    synchronized (stateWrite) {
+      guard.readLock().lock();
+      try {
+        checkLive();
+        StoredRanges.write(rangesFile(), storedByPath);
+      } catch (IOException e) {
+        throw new StoreException(
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot write " + rangesFile() + ": " + e.getMessage(),
+            e);
+      } finally {
+        guard.readLock().unlock();
+      }
+    }
+  }
+
+  private Path rangesFile() {
+    return StoredRanges.pathFor(stateFile.getParent(), artifactId);
+  }
+
+  /**
+   * The ranges of {@code path} recorded by {@link #recordStored} under {@code version}, as sorted,
+   * disjoint {@code [start, end)} pairs; empty when none were recorded or they belong to another
+   * version of the object.
+   */
+  public List<long[]> storedRanges(String path, String version) {
+    file(path);
+    StoredRanges r = storedByPath.get(path);
+    return r == null || !r.isVersion(version) ? List.of() : r.ranges();
+  }
+
+  /**
+   * The source version the bytes of {@code path} were recorded under ({@link #recordStored}), or
+   * empty when none were recorded.
+   */
+  public Optional<String> storedVersion(String path) {
+    file(path);
+    StoredRanges r = storedByPath.get(path);
+    return r == null ? Optional.empty() : Optional.ofNullable(r.version());
+  }
+
+  /**
+   * Makes {@code path} writable again and forgets its recorded ranges: its source object changed,
+   * so the file is read again whole. The state file records it incomplete.
+   *
+   * @throws StoreException {@code StoreIoError} if the state file cannot be written
+   */
+  public void reopen(String path) throws StoreException {
+    file(path);
+    storedByPath.remove(path);
+    synchronized (stateWrite) {
+      guard.readLock().lock();
+      try {
+        checkLive();
+        if (sha256ByPath.remove(path) != null) {
+          ArtifactState.writeAtomically(stateFile, currentState());
+        }
+      } catch (IOException e) {
+        throw new StoreException(
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
+            e);
+      } finally {
+        guard.readLock().unlock();
+      }
+    }
   }
 
   /** Whether {@code path} was marked complete. */

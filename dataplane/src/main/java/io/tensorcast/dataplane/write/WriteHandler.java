@@ -105,7 +105,7 @@ public final class WriteHandler extends ChannelInboundHandlerAdapter {
   }
 
   /** What one request is doing. */
-  private final class Exchange {
+  private static final class Exchange {
     final HttpRequest request;
     final boolean keepAlive;
     final String versionName;

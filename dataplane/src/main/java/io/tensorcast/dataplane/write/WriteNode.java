@@ -117,12 +117,12 @@ public final class WriteNode implements AutoCloseable {
   private final Map<String, SealRecord> fetched = new HashMap<>();
   private final Map<String, LocalVersion> local = new LinkedHashMap<>();
   private final Map<String, SaveState> saveStates = new HashMap<>();
-  private LocalVersion current;
+  private volatile LocalVersion current;
   private LocalVersion target;
   private String pollProblem;
 
   /** A version as this node keeps it. */
-  private final class LocalVersion {
+  private static final class LocalVersion {
     final VersionUnion union;
     StoredArtifact stored;
     boolean ownPart;

@@ -220,6 +220,61 @@ class ServeIT {
     }
   }
 
+  /**
+   * {@code serve} killed with SIGKILL halfway through its load, then started again on the same
+   * store root: the store adopts the incomplete copy with the ranges the first process recorded,
+   * and the second process reads only the missing bytes, so the source is read about once in all.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(120)
+  void sigkillWhileLoadingThenAStartOnTheSameStoreReadsOnlyTheMissingBytes() throws Exception {
+    proxy = new FaultInjectingProxy(s3.endpoint()).delay(Duration.ofMillis(40));
+    List<String> args = List.of("--range-size", "16Ki", "--concurrency", "2");
+    int port = freePort();
+    start(port, proxy.endpoint(), null, args);
+    DataPlaneStatus half =
+        await("half the artifact in the store")
+            .atMost(STARTUP)
+            .pollInterval(Duration.ofMillis(10))
+            .ignoreExceptions()
+            .until(
+                () -> status(port),
+                s -> s.phase() == Phase.Loading && s.bytesLoaded() >= totalBytes / 2);
+    process.destroyForcibly(); // SIGKILL: no shutdown hook, the store keeps what it holds
+    assertThat(process.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(process.exitValue()).as("exit status after SIGKILL").isEqualTo(137);
+    assertThat(root.resolve(".tensorcast").resolve(ID + ".stored")).isRegularFile();
+    long firstRun = proxy.getBodyBytes();
+
+    int second = freePort();
+    start(second, proxy.endpoint(), null, args);
+    DataPlaneStatus ready =
+        await("Ready after the restart")
+            .atMost(STARTUP)
+            .pollInterval(Duration.ofMillis(50))
+            .ignoreExceptions()
+            .until(() -> status(second), s -> s.phase() == Phase.Ready);
+    Path dir = root.resolve(ID);
+    for (Map.Entry<String, Path> e : files.entrySet()) {
+      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
+          .as(e.getKey())
+          .isEqualTo(-1L);
+    }
+    assertThat(Files.readString(log)).contains("Resumable");
+    assertThat(ready.bytesFromSourceOnWire())
+        .as(
+            "bytes the second process received; %d of %d were in the store",
+            half.bytesLoaded(), totalBytes)
+        .isLessThanOrEqualTo(totalBytes - half.bytesLoaded() + totalBytes / 20);
+    assertThat(proxy.getBodyBytes())
+        .as("bytes read from the source by both processes (first: %d)", firstRun)
+        .isLessThanOrEqualTo(totalBytes + totalBytes / 20);
+  }
+
+  private DataPlaneStatus status(int port) throws Exception {
+    return json.readValue(get(port, "/status", READ).body(), DataPlaneStatus.class);
+  }
+
   private Phase phase(int port) throws Exception {
     return json.readValue(get(port, "/status", READ).body(), DataPlaneStatus.class).phase();
   }

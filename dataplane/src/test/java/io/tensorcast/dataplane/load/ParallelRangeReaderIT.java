@@ -136,11 +136,46 @@ class ParallelRangeReaderIT {
     proxy.failRequests(503, 2, Duration.ofSeconds(1));
     HeapRangeSink sink = new HeapRangeSink();
     ReadResult result =
-        new ParallelRangeReader(FAST.withRangeSize(400_000).withConcurrency(2))
+        new ParallelRangeReader(
+                FAST.withRangeSize(400_000)
+                    .withConcurrency(2)
+                    .withBackoff(Duration.ofMillis(5), Duration.ofSeconds(2)))
             .read(source, List.of(file), sink, ReadProgressListener.NONE);
     assertThat(sink.bytes(MNIST)).isEqualTo(local(MNIST));
     assertThat(result.retries()).isEqualTo(2);
     assertThat(result.requests()).isEqualTo(4 + 2);
+    // Each refused range is asked for again only after the server's Retry-After: 1.
+    List<FaultInjectingProxy.RecordedRequest> gets =
+        proxy.requests().stream().filter(r -> r.range().isPresent()).toList();
+    for (int i = 0; i < 2; i++) {
+      FaultInjectingProxy.RecordedRequest refused = gets.get(i);
+      FaultInjectingProxy.RecordedRequest again =
+          gets.stream()
+              .filter(r -> r.receivedNanos() > refused.receivedNanos() && r.sameAs(refused))
+              .findFirst()
+              .orElseThrow();
+      assertThat(Duration.ofNanos(again.receivedNanos() - refused.receivedNanos()))
+          .isGreaterThanOrEqualTo(Duration.ofSeconds(1));
+    }
+  }
+
+  @Test
+  void aRetryAfterLongerThanTheBackOffCapFailsTheRangeAtOnceForTheLoadToWait() throws Exception {
+    SourceFile file = listed(MNIST);
+    proxy.failRequests(503, 1, Duration.ofSeconds(30));
+    HeapRangeSink sink = new HeapRangeSink();
+    assertThatThrownBy(
+            () ->
+                new ParallelRangeReader(FAST.withRangeSize(2_000_000).withConcurrency(1))
+                    .read(source, List.of(file), sink, ReadProgressListener.NONE))
+        .isInstanceOfSatisfying(
+            RangeReadException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(Reason.Throttled);
+              assertThat(e.attempts()).isEqualTo(1);
+              assertThat(e.reason().isTransient()).isTrue();
+            })
+        .hasMessageContaining("the source asked to wait PT30S (Retry-After)");
   }
 
   @Test

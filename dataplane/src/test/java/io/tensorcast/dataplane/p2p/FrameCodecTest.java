@@ -57,6 +57,8 @@ class FrameCodecTest {
     assertThat(h.piece()).isEqualTo(5);
     assertThat(h.sha256()).isEqualTo(sha(3));
     assertThat(roundTrip(new Frame.Request(42))).isEqualTo(new Frame.Request(42));
+    assertThat(roundTrip(new Frame.Handover("pod-2", "announced none of the 4 pieces")))
+        .isEqualTo(new Frame.Handover("pod-2", "announced none of the 4 pieces"));
     assertThat(roundTrip(new Frame.Reject(-1, "piece size differs")))
         .isEqualTo(new Frame.Reject(-1, "piece size differs"));
     assertThat(roundTrip(new Frame.KeepAlive())).isEqualTo(new Frame.KeepAlive());
@@ -120,9 +122,17 @@ class FrameCodecTest {
 
   @Test
   void malformedFramesGiveClearErrors() {
-    assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(10)))
+    assertThatThrownBy(() -> FrameCodec.decode(Unpooled.buffer().writeByte(11)))
         .isInstanceOf(FrameException.class)
-        .hasMessageStartingWith("unknown frame type 10 (known: 1 HELLO");
+        .hasMessageStartingWith("unknown frame type 11 (known: 1 HELLO")
+        .hasMessageEndingWith("9 AUTH, 10 HANDOVER)");
+    assertThatThrownBy(
+            () ->
+                FrameCodec.decode(
+                    Unpooled.buffer().writeByte(FrameCodec.HANDOVER).writeShort(0).writeShort(0)))
+        .isInstanceOf(FrameException.class)
+        .hasMessage(
+            "HANDOVER frame: member must be 1..256 bytes and why at most 256 bytes of UTF-8");
     assertThatThrownBy(
             () -> FrameCodec.decode(Unpooled.buffer().writeByte(FrameCodec.HAVE).writeInt(1)))
         .hasMessage("HAVE frame: body is 4 bytes, expected 36 (u32 piece and a 32-byte SHA-256)");

@@ -222,9 +222,13 @@ class PeerToPeerLoadIT {
               "tensorcast_dataplane_pieces_rejected_total");
     }
     assertThat(rogue.requests.get()).isPositive();
+    // Every member asks the rogue until it stops trusting it: dropped at the first bad piece of
+    // the block it is the reader of (it cannot back its own hash), refused after MAX_FAULTS bad
+    // pieces of other blocks.
     assertThat(rejected)
-        .as("pieces rejected; every member asks the rogue until it stops trusting it")
-        .isGreaterThanOrEqualTo(3 * SwarmPolicy.MAX_FAULTS);
+        .as("pieces rejected")
+        .isGreaterThanOrEqualTo(servers.size())
+        .isLessThanOrEqualTo(servers.size() * (SwarmPolicy.MAX_FAULTS + 8.0));
     assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.05 * total));
   }
 

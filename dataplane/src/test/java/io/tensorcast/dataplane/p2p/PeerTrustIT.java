@@ -306,6 +306,137 @@ class PeerTrustIT {
   }
 
   @Test
+  void aMemberWhoseSourceReadsAreDeniedLeavesTheSwarmAndTheOthersLoadItsShare() throws Exception {
+    // m2's credentials list the bucket and read the safetensors headers, but every ranged read of
+    // pieces is refused with 403 AccessDenied: its load fails for good.
+    List<String> ids = List.of("m0", "m1", "m2");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 131);
+    String peers = peersSpec(addresses);
+    FaultInjectingProxy denying = new FaultInjectingProxy(s3.endpoint());
+    closeables.add(denying);
+    denying.failRequestsWhere(
+        r ->
+            r.range().isPresent()
+                && (r.rangeStart().orElse(0L) > 8 || r.rangeLength().orElse(0L) >= PIECE),
+        403,
+        Integer.MAX_VALUE);
+    for (String id : ids.subList(0, 2)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "2s"));
+    }
+    DataPlaneServer denied =
+        startInProcess(
+            "m2",
+            addresses.get("m2"),
+            peers,
+            "--peer-timeout",
+            "2s",
+            "--endpoint",
+            denying.endpoint().toString());
+    closeables.add(denied::close);
+
+    loadsWithin(1.05);
+    DataPlaneStatus st = denied.status();
+    assertThat(st.phase()).isEqualTo(Phase.Failed);
+    assertThat(st.reason()).isEqualTo(io.tensorcast.api.Reason.AccessDenied.name());
+    assertThat(denied.swarm().connectedPeers()).isZero();
+    try (Socket s = new Socket()) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+              () -> s.connect(addresses.get("m2"), 2_000))
+          .as("m2's peer port is closed")
+          .isInstanceOf(java.net.ConnectException.class);
+    }
+    for (DataPlaneServer s : servers) {
+      assertThat(s.swarm().handedOver())
+          .as("hand-overs at %s", s.status().artifactId())
+          .containsOnlyKeys("m2");
+      assertThat(s.swarm().handedOver().get("m2")).startsWith("its load failed for good: ");
+    }
+    assertThat(denying.requests()).as("m2 was refused a piece read").isNotEmpty();
+  }
+
+  @Test
+  void aMemberThatStaysConnectedButNeverReadsItsShareLosesItToTheOthers() throws Exception {
+    // zz-idle holds the secret, passes the handshake and keeps its connections alive, but never
+    // announces or serves a piece: its block would be nobody else's to read.
+    List<String> ids = List.of("m0", "m1", "zz-idle");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 141);
+    String peers = peersSpec(addresses);
+    PieceMap map = pieceMap();
+    RogueServingPeer idle =
+        new RogueServingPeer(
+            addresses.get("zz-idle"),
+            "zz-idle",
+            ID,
+            map,
+            helloDigest(),
+            new byte[map.size()][],
+            RogueServingPeer.Mode.IDLE,
+            SECRET,
+            Membership.parseStatic(peers));
+    closeables.add(idle);
+    for (String id : ids.subList(0, 2)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "1s"));
+    }
+    loadsWithin(1.05);
+    assertThat(idle.connections.get()).as("zz-idle passed the handshake").isPositive();
+    for (DataPlaneServer s : servers) {
+      assertThat(s.swarm().handedOver())
+          .as("hand-overs at %s", s.status().artifactId())
+          .containsOnlyKeys("zz-idle");
+    }
+    assertThat(messages())
+        .anyMatch(
+            m ->
+                m.startsWith("member zz-idle's share of the source reads is handed over")
+                    && m.contains("within PT3S"));
+  }
+
+  @Test
+  void aReaderThatAnnouncesHashesItCannotBackIsDroppedAndItsBlockIsReadFromTheSourceOnce()
+      throws Exception {
+    // zz-liar holds the secret and is the reader of its block: it announces forged hashes for it
+    // but serves the true bytes, which cannot match them; everything else it announces and serves
+    // truly.
+    List<String> ids = List.of("m0", "m1", "m2", "zz-liar");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 151);
+    String peers = peersSpec(addresses);
+    PieceMap map = pieceMap();
+    BitSet own = block(ids, "zz-liar");
+    RogueServingPeer liar =
+        new RogueServingPeer(
+            addresses.get("zz-liar"),
+            "zz-liar",
+            ID,
+            map,
+            helloDigest(),
+            forgedHashes(map, own::get),
+            RogueServingPeer.Mode.SERVE,
+            i -> truePiece(map, i),
+            Duration.ZERO,
+            new java.util.concurrent.atomic.AtomicInteger(),
+            new java.util.concurrent.atomic.AtomicInteger(),
+            SECRET,
+            Membership.parseStatic(peers));
+    closeables.add(liar);
+    for (String id : ids.subList(0, 3)) {
+      servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "2s"));
+    }
+    loadsWithin(1.05);
+    for (DataPlaneServer s : servers) {
+      DataPlaneStatus st = s.status();
+      assertThat(st.droppedPeers())
+          .as("dropped by %s", st.artifactId())
+          .singleElement()
+          .satisfies(
+              d -> {
+                assertThat(d.id()).isEqualTo("zz-liar");
+                assertThat(d.reason())
+                    .matches("announced piece [0-9]+ with sha256 [0-9a-f]{64} but .*");
+              });
+    }
+  }
+
+  @Test
   void aStrangerThatAsksForPiecesGetsNoByteOfThem() throws Exception {
     List<String> ids = List.of("m0", "m1");
     Map<String, InetSocketAddress> addresses = addresses(ids, 131);
@@ -499,6 +630,20 @@ class PeerTrustIT {
   }
 
   // ------------------------------------------------------------------ helpers
+
+  /**
+   * Waits for every in-process member in {@link #servers}, checks their stores and that they read
+   * at most {@code bound} × the artifact from the source (through {@link #proxy}).
+   */
+  private void loadsWithin(double bound) throws IOException {
+    awaitReady(servers);
+    for (DataPlaneServer s : servers) {
+      assertByteIdentical(s.status());
+    }
+    assertThat(proxy.getBodyBytes())
+        .as("bytes the honest members read from S3 (headers included) vs the artifact's %d", total)
+        .isLessThanOrEqualTo((long) (bound * total));
+  }
 
   /** Waits for every in-process member, checks stores and the source bytes. */
   private void loadsHonestly() throws IOException {

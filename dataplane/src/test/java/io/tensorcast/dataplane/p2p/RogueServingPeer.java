@@ -38,7 +38,12 @@ final class RogueServingPeer implements AutoCloseable {
     /** Sends {@code pieceBytes} of each piece asked for, in request order, after {@code delay}. */
     SERVE,
     /** True bytes, streamed: 16 KiB of the piece frame every {@code delay}, requests in order. */
-    TRICKLE
+    TRICKLE,
+    /**
+     * A member that stays connected (keep-alives) but never reads its share: announces no piece and
+     * answers nothing.
+     */
+    IDLE
   }
 
   private final EventLoopGroup group = new NioEventLoopGroup(1);
@@ -121,7 +126,9 @@ final class RogueServingPeer implements AutoCloseable {
             helloDigest,
             new byte[Frame.NONCE_BYTES]);
     BitSet all = new BitSet();
-    all.set(0, map.size());
+    if (mode != Mode.IDLE) {
+      all.set(0, map.size());
+    }
     server =
         new ServerBootstrap()
             .group(group)
@@ -172,7 +179,7 @@ final class RogueServingPeer implements AutoCloseable {
                                   return;
                                 }
                                 requests.incrementAndGet();
-                                if (mode == Mode.SILENT) {
+                                if (mode == Mode.SILENT || mode == Mode.IDLE) {
                                   return;
                                 }
                                 if (mode == Mode.TRICKLE) {

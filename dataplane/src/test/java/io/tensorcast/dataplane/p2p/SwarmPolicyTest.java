@@ -592,4 +592,212 @@ class SwarmPolicyTest {
     assertThat(b.drain())
         .containsExactly(new Decision.Close<>("c-z", "not a member of the current membership"));
   }
+
+  // ------------------------------------------------------------------ leaving, hand-over, backing
+
+  /** {@code b} of {a, b, c}, with a and c connected and their BITFIELDs in. */
+  private SwarmPolicy<String> bWithPeersHolding(int[] aHolds, int[] cHolds, long rangeSize) {
+    SwarmPolicy<String> b = member("b", ABC, 6, rangeSize);
+    b.onConnected("c-a", "a");
+    b.onConnected("c-c", "c");
+    b.onFrame("c-a", "a", bitfield(aHolds));
+    b.onFrame("c-c", "c", bitfield(cHolds));
+    b.drain();
+    return b;
+  }
+
+  /** Pieces 8-11, asked of c, arrive from it and are stored (c's block, which it holds). */
+  private void fetchFromC(SwarmPolicy<String> b) {
+    for (int round = 0; round < 3; round++) {
+      for (int i = 8; i < 12; i++) {
+        if (!b.present().get(i) && b.onPieceArrived("c-c", "c", i)) {
+          b.onPieceStored("c", i, trueHash(i));
+        }
+      }
+      tick(b);
+    }
+    assertThat(b.present().get(8, 12).cardinality()).isEqualTo(4);
+    b.drain();
+  }
+
+  private static List<String> handovers(List<Decision<String>> ds, String conn) {
+    return framesTo(ds, conn).stream()
+        .filter(f -> f instanceof Frame.Handover)
+        .map(f -> ((Frame.Handover) f).member())
+        .toList();
+  }
+
+  @Test
+  void aMemberWhoseLoadFailedForGoodHandsOverItselfAndStopsReadingAndServing() {
+    SwarmPolicy<String> a = aWithPeersHolding(new int[0], new int[0]);
+    assertThat(runs(tick(a))).isNotEmpty();
+    a.leave("AccessDenied: reading a/0 from the source");
+    List<Decision<String>> ds = a.drain();
+    assertThat(handovers(ds, "c-b")).containsExactly("a");
+    assertThat(handovers(ds, "c-c")).containsExactly("a");
+    assertThat(a.handedOver()).containsKey("a");
+    assertThat(runs(tick(a))).as("a stopped").isEmpty();
+    a.onFrame("c-b", "b", new Frame.Request(0));
+    assertThat(framesTo(a.drain(), "c-b")).singleElement().isInstanceOf(Frame.Reject.class);
+  }
+
+  @Test
+  void aHandoverFromAPeerReSplitsTheMembersShareAtOnceWithoutWaitingForThePeerTimeout() {
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
+    assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    // a's load failed for good: it tells everyone before it closes its port.
+    b.onFrame("c-a", "a", new Frame.Handover("a", "its load failed for good: AccessDenied"));
+    List<Decision<String>> ds = tick(b);
+    assertThat(notes(ds))
+        .anyMatch(n -> n.startsWith("member a's share of the source reads is handed over"));
+    // a's block 0-3 is re-split over {b, c}: 0, 1 to b.
+    assertThat(runs(ds)).containsExactly(new Run(0, 2));
+    assertThat(handovers(ds, "c-c")).as("passed on once").containsExactly("a");
+    b.onFrame("c-c", "c", new Frame.Handover("a", "its load failed for good: AccessDenied"));
+    assertThat(handovers(tick(b), "c-c")).as("not passed on again").isEmpty();
+    // A connection opened later learns the hand-over before the BITFIELD.
+    b.onConnected("c-c2", "c");
+    List<Frame> toC = framesTo(b.drain(), "c-c2");
+    assertThat(toC).last().isInstanceOf(Frame.Bitfield.class);
+    assertThat(toC)
+        .filteredOn(f -> f instanceof Frame.Handover)
+        .singleElement()
+        .isEqualTo(new Frame.Handover("a", "its load failed for good: AccessDenied"));
+  }
+
+  @Test
+  void aConnectedMemberThatAnnouncesNoneOfItsShareForThreePeerTimeoutsLosesItToTheOthers() {
+    // c holds its block; a stays connected (keep-alives only) and never reads its block 0-3.
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
+    assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    for (int i = 4; i < 8; i++) {
+      b.onPieceStored(null, i, trueHash(i));
+    }
+    b.onSourceRunEnded(new Run(4, 4), true);
+    fetchFromC(b);
+    advance(SwarmPolicy.SHARE_STALL_TIMEOUTS * T - 1);
+    List<Decision<String>> before = tick(b);
+    assertThat(handovers(before, "c-c")).isEmpty();
+    assertThat(runs(before)).isEmpty();
+
+    advance(2);
+    List<Decision<String>> ds = tick(b);
+    assertThat(handovers(ds, "c-a")).containsExactly("a");
+    assertThat(handovers(ds, "c-c")).containsExactly("a");
+    assertThat(b.handedOver().get("a"))
+        .isEqualTo("announced none of the 4 pieces it reads from the source within PT3S");
+    // c holds its own block, so a's whole block 0-3 goes to b, the only live member lacking it.
+    assertThat(runs(ds)).containsExactly(new Run(0, 2));
+    assertThat(b.handedOver()).doesNotContainKey("c");
+  }
+
+  @Test
+  void aMemberThatAnnouncesAPieceOfItsShareWithinTheStallTimeoutKeepsIt() {
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
+    tick(b);
+    for (int i = 4; i < 8; i++) {
+      b.onPieceStored(null, i, trueHash(i));
+    }
+    b.onSourceRunEnded(new Run(4, 4), true);
+    fetchFromC(b);
+    advance(2 * T);
+    b.onFrame("c-a", "a", new Frame.Have(0, trueHash(0)));
+    advance(2 * T);
+    List<Decision<String>> ds = tick(b);
+    assertThat(handovers(ds, "c-c")).isEmpty();
+    assertThat(b.handedOver()).isEmpty();
+    assertThat(runs(ds)).isEmpty();
+  }
+
+  @Test
+  void noShareIsHandedOverWhileThisMembersOwnSourceReadsAreStalledToo() {
+    // The source is down for everyone: b's own run makes no progress either.
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
+    assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    fetchFromC(b);
+    for (int k = 0; k < 8; k++) {
+      advance(T);
+      tick(b);
+    }
+    assertThat(b.handedOver()).isEmpty();
+    // The source is back: b stores a piece, and a, which still announced nothing, loses its share.
+    b.onPieceStored(null, 4, trueHash(4));
+    assertThat(handovers(tick(b), "c-c")).containsExactly("a");
+  }
+
+  @Test
+  void aHandoverNamingThisMemberMakesItReadNothingMoreForThePlan() {
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
+    b.onFrame("c-c", "c", new Frame.Handover("b", "announced none of the 4 pieces"));
+    b.drain();
+    assertThat(runs(tick(b))).isEmpty();
+    // It still fetches what the others hold.
+    b.onFrame("c-a", "a", new Frame.Have(0, trueHash(0)));
+    assertThat(requests(tick(b))).containsExactly("a:0");
+  }
+
+  @Test
+  void aReaderWhosePieceDoesNotHashToItsOwnAnnouncementIsDroppedAtOnceAndItsHashesWithdrawn() {
+    // a is the reader of 0-3 and announces forged hashes it cannot back; c holds piece 2 too
+    // (announced with the true hash: a claim while a's hash stands, so c is not dropped).
+    SwarmPolicy<String> b = member("b", ABC, 6, 1024);
+    b.onConnected("c-a", "a");
+    b.onConnected("c-c", "c");
+    BitSet all = new BitSet();
+    all.set(0, 4);
+    byte[][] forged = new byte[MAP.size()][];
+    for (int i = 0; i < 4; i++) {
+      forged[i] = SwarmSimulation.forgedHash(i);
+    }
+    b.onFrame("c-a", "a", new Frame.Bitfield(MAP.size(), all, forged));
+    b.onFrame("c-c", "c", bitfield(2));
+    b.drain();
+    assertThat(b.expectedHash(2)).isEqualTo(SwarmSimulation.forgedHash(2));
+    assertThat(only(b.drain(), Decision.Drop.class)).isEmpty();
+    List<Decision<String>> first = tick(b);
+    assertThat(requests(first)).contains("a:0");
+
+    b.onPieceHashMismatch("a", 0, trueHash(0));
+    List<Decision<String>> ds = b.drain();
+    assertThat(only(ds, Decision.Drop.class))
+        .singleElement()
+        .satisfies(
+            d -> {
+              assertThat(d.peer()).isEqualTo("a");
+              assertThat(d.why())
+                  .startsWith(
+                      "announced piece 0 with sha256 "
+                          + java.util.HexFormat.of().formatHex(SwarmSimulation.forgedHash(0))
+                          + " but sent bytes with sha256 "
+                          + java.util.HexFormat.of().formatHex(trueHash(0)));
+            });
+    assertThat(b.expectedHash(0)).isNull();
+    assertThat(b.dropped()).extracting(d -> d.id()).containsExactly("a");
+    // a is not live: its block goes to b (0, 1) and c (2, 3). c's hash for 2 is now the
+    // reader's, c a holder that b asks, and b reads 0 and 1 once from the source.
+    runs(first).forEach(r -> b.onSourceRunEnded(r, false)); // b's own reads, ended unfinished
+    List<Decision<String>> next = tick(b);
+    assertThat(b.expectedHash(2)).isEqualTo(trueHash(2));
+    assertThat(requests(next)).contains("c:2");
+    assertThat(runs(next)).extracting(Run::first).contains(0, 1);
+    assertThat(b.dropped()).extracting(d -> d.id()).containsExactly("a");
+  }
+
+  @Test
+  void aPieceVerifiedAgainstAHashWithdrawnMeanwhileIsNotTakenAsPresent() {
+    SwarmPolicy<String> b = member("b", ABC, 6, 1024);
+    b.onConnected("c-a", "a");
+    b.onConnected("c-c", "c");
+    b.onFrame("c-a", "a", new Frame.Have(1, SwarmSimulation.forgedHash(1)));
+    b.onFrame("c-a", "a", new Frame.Have(0, SwarmSimulation.forgedHash(0)));
+    b.onFrame("c-a", "a", bitfield());
+    b.onFrame("c-c", "c", bitfield());
+    b.drain();
+    assertThat(requests(tick(b))).contains("a:0", "a:1");
+    b.onPieceHashMismatch("a", 0, trueHash(0));
+    b.drain();
+    // Piece 1 was verified against a's forged hash before a was dropped.
+    assertThat(b.onPieceStored("a", 1, SwarmSimulation.forgedHash(1))).isFalse();
+    assertThat(b.present().get(1)).isFalse();
+  }
 }

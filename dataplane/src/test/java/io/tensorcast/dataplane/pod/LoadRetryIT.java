@@ -66,6 +66,8 @@ class LoadRetryIT {
   private Path root;
   private int peerPort;
   private String budget = "64Mi";
+  private String maxAttempts = "2";
+  private String rangeSize = "64Ki";
 
   @BeforeAll
   static void seed() throws IOException {
@@ -133,12 +135,13 @@ class LoadRetryIT {
   }
 
   /**
-   * The source fails in the middle of the load: the partial copy is dropped, the next load (with a
-   * new peer swarm in peer-to-peer mode, on the same peer port) fills the store again.
+   * The source fails in the middle of the load: the next load (with a new peer swarm in
+   * peer-to-peer mode, on the same peer port, which fills the store again from nothing; from the
+   * source alone it resumes the copy) ends Ready with every byte accounted for once.
    */
   @ParameterizedTest
   @ValueSource(strings = {"source-only", "peer-to-peer"})
-  void aLoadThatFailsHalfwayIsLoadedAgainFromTheStart(String distribution) throws Exception {
+  void aLoadThatFailsHalfwayIsLoadedAgain(String distribution) throws Exception {
     proxy.delay(Duration.ofMillis(60));
     DataPlaneServer server =
         start("halfway-" + distribution, "s3://" + BUCKET + "/" + PREFIX, distribution);
@@ -175,6 +178,153 @@ class LoadRetryIT {
           .isNotNull()
           .isEqualTo(loading.peerEpoch());
     }
+  }
+
+  /**
+   * The source goes away halfway through the load, as a restart of its process does (connections
+   * cut, new ones reset) or as a storm of 500s: the next load keeps every byte the store holds and
+   * reads only the missing ones, so the bytes read from the source stay within 5 % of the artifact.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"restart", "500-storm"})
+  @org.junit.jupiter.api.Timeout(60)
+  void aSourceFaultHalfwayIsResumedReadingOnlyTheMissingBytes(String fault) throws Exception {
+    proxy.delay(Duration.ofMillis(40));
+    DataPlaneServer server =
+        start("resume-" + fault, "s3://" + BUCKET + "/" + PREFIX, "source-only");
+    await("half the artifact in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(
+            () -> server.status(),
+            s ->
+                s.phase() == Phase.Loading
+                    && s.bytesTotal() > 0
+                    && s.bytesLoaded() >= s.bytesTotal() / 2);
+    if (fault.equals("restart")) {
+      proxy.down(true);
+    } else {
+      proxy.failRequests(500, 1_000_000, null);
+    }
+    DataPlaneStatus waiting =
+        await("the failed load announced for retry")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(5))
+            .until(() -> status(server), s -> retryAttempt(s) >= 2);
+    assertThat(waiting.reason()).isEqualTo("SourceUnavailable");
+    proxy.reset();
+
+    DataPlaneStatus ready = awaitReady(server);
+    assertStoreHoldsTheCorpusFiles(ready);
+    long total = ready.bytesTotal();
+    assertThat(proxy.getBodyBytes())
+        .as("bytes the proxy forwarded from the source, artifact of %d bytes", total)
+        .isLessThanOrEqualTo(total + total / 20);
+    // The pod's own count of what it received agrees with the proxy's.
+    assertThat(ready.bytesFromSourceOnWire())
+        .isGreaterThanOrEqualTo(total)
+        .isLessThanOrEqualTo(proxy.getBodyBytes());
+    assertThat(ready.bytesFromSource()).isEqualTo(total);
+    assertThat(wireMetric(server)).isEqualTo(ready.bytesFromSourceOnWire());
+  }
+
+  /**
+   * An object is replaced while it loads: the load is loaded again ({@code SourceChanged} while it
+   * waits, never {@code Failed}), the files that did not change keep their bytes, the changed one
+   * is read again whole, and the store ends with the new version's bytes.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(60)
+  void anObjectReplacedDuringTheLoadIsReadAgainAloneAndTheLoadConvergesOnTheNewVersion()
+      throws Exception {
+    String prefix = "replaced/";
+    Path corpus = Corpus.dir();
+    Path small =
+        corpus.resolve("index/safetensorsjl-tiny-sharded/model-00001-of-00006.safetensors");
+    Path big = corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors");
+    s3.putFile(BUCKET, prefix + "a-small.safetensors", small);
+    s3.putFile(BUCKET, prefix + "z-big.safetensors", big);
+    byte[] v2 = Files.readAllBytes(big);
+    v2[v2.length - 1] ^= 0x5a; // a tensor byte: same header and size, another ETag
+    long smallSize = Files.size(small);
+
+    proxy.delay(Duration.ofMillis(40));
+    // Waits of 0.5-1 s between loads: long enough to see the reason while the pod waits.
+    DataPlaneServer server =
+        start("replaced", "s3://" + BUCKET + "/" + prefix, "source-only", "1s", "1s");
+    await("the small file complete and half the big one in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(
+            () -> server.status(),
+            s ->
+                s.phase() == Phase.Loading
+                    && s.filesComplete() == 1
+                    && s.bytesLoaded() >= s.bytesTotal() / 2);
+    s3.putBytes(BUCKET, prefix + "z-big.safetensors", v2);
+    proxy.reset().delay(Duration.ofMillis(10));
+
+    DataPlaneStatus waiting =
+        await("the load announced again")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(5))
+            .until(
+                () -> status(server),
+                s -> {
+                  assertThat(s.phase()).as("%s", s.message()).isNotEqualTo(Phase.Failed);
+                  return retryAttempt(s) >= 2;
+                });
+    assertThat(waiting.reason()).isEqualTo("SourceChanged");
+    assertThat(waiting.message()).contains("z-big.safetensors");
+
+    DataPlaneStatus ready = awaitReady(server);
+    Path dir = Path.of(ready.storeDirectory());
+    assertThat(Files.mismatch(dir.resolve("a-small.safetensors"), small)).isEqualTo(-1L);
+    assertThat(Files.readAllBytes(dir.resolve("z-big.safetensors"))).isEqualTo(v2);
+    // After the change the small file's bytes were not asked for again (its header may be).
+    assertThat(proxy.gets("/" + BUCKET + "/" + prefix + "a-small.safetensors"))
+        .noneMatch(r -> r.rangeLength().orElse(-1L) == smallSize);
+    // The big file was read again from its first byte, at the new version.
+    assertThat(proxy.gets("/" + BUCKET + "/" + prefix + "z-big.safetensors"))
+        .anyMatch(r -> r.rangeStart().orElse(-1L) == 0L && r.rangeLength().orElse(0L) > 8);
+  }
+
+  /**
+   * A throttling storm from the first request on that lets one request in two through, each refusal
+   * with {@code Retry-After: 1}: no request is repeated before the server's second is over
+   * (listing, HEADs, header reads, ranges, loads again), and the load still makes progress and ends
+   * Ready, reading the artifact about once.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(90)
+  void aThrottlingStormIsWaitedOutAsRetryAfterSaysAndTheLoadEndsReady() throws Exception {
+    maxAttempts = "6";
+    rangeSize = "512Ki";
+    proxy.admitOneIn(2, Duration.ofSeconds(1));
+    long started = System.nanoTime();
+    DataPlaneServer server = start("storm", "s3://" + BUCKET + "/" + PREFIX, "source-only");
+    DataPlaneStatus ready = awaitReady(server);
+    Duration toReady = Duration.ofNanos(System.nanoTime() - started);
+    assertStoreHoldsTheCorpusFiles(ready);
+
+    List<FaultInjectingProxy.RecordedRequest> all = proxy.requests();
+    List<FaultInjectingProxy.RecordedRequest> refused = proxy.throttled();
+    assertThat(refused).as("requests refused with 429").hasSizeGreaterThan(5);
+    for (FaultInjectingProxy.RecordedRequest r : refused) {
+      all.stream()
+          .filter(x -> x.receivedNanos() > r.receivedNanos() && x.sameAs(r))
+          .findFirst()
+          .ifPresent(
+              again ->
+                  assertThat(Duration.ofNanos(again.receivedNanos() - r.receivedNanos()))
+                      .as(
+                          "%s %s %s asked again after a 429 with Retry-After: 1",
+                          r.method(), r.target(), r.range())
+                      .isGreaterThanOrEqualTo(Duration.ofSeconds(1)));
+    }
+    long total = ready.bytesTotal();
+    assertThat(ready.bytesFromSourceOnWire()).isLessThanOrEqualTo(total + total / 20);
+    assertThat(toReady).as("time to Ready under the storm").isLessThan(Duration.ofSeconds(60));
   }
 
   /**
@@ -372,9 +522,9 @@ class LoadRetryIT {
                 "--listen",
                 "127.0.0.1:0",
                 "--max-attempts",
-                "2",
+                maxAttempts,
                 "--range-size",
-                "64Ki",
+                rangeSize,
                 "--concurrency",
                 "2",
                 "--load-retry-backoff",
@@ -488,6 +638,17 @@ class LoadRetryIT {
         .contains(
             "# HELP tensorcast_dataplane_load_retries_total Loads that failed on a transient");
     return (long) Double.parseDouble(m.group(2));
+  }
+
+  private long wireMetric(DataPlaneServer s) throws Exception {
+    String body = get(s, "/metrics").body();
+    Matcher m =
+        Pattern.compile(
+                "(?m)^tensorcast_dataplane_source_wire_bytes_total\\{artifact=\"[^\"]+\",?\\}"
+                    + " ([0-9.E]+)$")
+            .matcher(body);
+    assertThat(m.find()).as("tensorcast_dataplane_source_wire_bytes_total in\n%s", body).isTrue();
+    return (long) Double.parseDouble(m.group(1));
   }
 
   private DataPlaneStatus awaitReady(DataPlaneServer s) throws Exception {

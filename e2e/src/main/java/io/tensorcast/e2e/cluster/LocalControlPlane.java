@@ -70,6 +70,7 @@ import org.slf4j.LoggerFactory;
  * {@link ManagedProcess}). A start wipes the previous etcd data and keys in {@code workDir}.
  */
 public final class LocalControlPlane implements AutoCloseable {
+  private static final SecureRandom RANDOM = new SecureRandom();
 
   /** System property naming the directory with the control-plane binaries. */
   public static final String BIN_PROPERTY = "tensorcast.k8s.bin";
@@ -193,9 +194,8 @@ public final class LocalControlPlane implements AutoCloseable {
       Files.deleteIfExists(logs.resolve(b + ".log"));
     }
 
-    SecureRandom random = new SecureRandom();
     byte[] tokenBytes = new byte[24];
-    random.nextBytes(tokenBytes);
+    RANDOM.nextBytes(tokenBytes);
     String token = HexFormat.of().formatHex(tokenBytes);
     Path tokenFile = pki.resolve("tokens.csv");
     Files.writeString(tokenFile, token + ",admin,admin-uid,\"system:masters\"\n");
@@ -203,7 +203,7 @@ public final class LocalControlPlane implements AutoCloseable {
     KeyPair saKey;
     try {
       KeyPairGenerator gen = KeyPairGenerator.getInstance("RSA");
-      gen.initialize(2048, random);
+      gen.initialize(2048, RANDOM);
       saKey = gen.generateKeyPair();
     } catch (java.security.NoSuchAlgorithmException e) {
       throw new IllegalStateException("RSA is not available in this JVM", e);

@@ -100,9 +100,10 @@ public final class ProcessContainerRuntime implements ContainerRuntime {
       return Optional.empty();
     }
     String best = null;
-    for (String key : programs.keySet()) {
+    for (Map.Entry<String, Map<String, List<String>>> e : programs.entrySet()) {
+      String key = e.getKey();
       if (matches(key, image)
-          && programs.get(key).containsKey(command.get(0))
+          && e.getValue().containsKey(command.get(0))
           && (best == null || key.length() > best.length())) {
         best = key;
       }

@@ -38,8 +38,8 @@ public final class SharedCluster {
   private final ProcessContainerRuntime runtime;
   private final SimulatedKubelet kubelet;
   private final AtomicInteger nodeCounter = new AtomicInteger();
-  private final SecureRandom random = new SecureRandom();
-  private final int addressBase = 16 + random.nextInt(224);
+  private static final SecureRandom RANDOM = new SecureRandom();
+  private final int addressBase = 16 + RANDOM.nextInt(224);
 
   private SharedCluster(Path workDir) {
     this.controlPlane = LocalControlPlane.start(workDir);
@@ -145,7 +145,7 @@ public final class SharedCluster {
     if (base.isEmpty()) {
       base = "t";
     }
-    String name = base + "-" + Integer.toString(random.nextInt(36 * 36 * 36 * 36), 36);
+    String name = base + "-" + Integer.toString(RANDOM.nextInt(36 * 36 * 36 * 36), 36);
     client()
         .namespaces()
         .resource(new NamespaceBuilder().withNewMetadata().withName(name).endMetadata().build())

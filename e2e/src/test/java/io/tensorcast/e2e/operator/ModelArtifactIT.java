@@ -180,6 +180,8 @@ class ModelArtifactIT {
       }
     }
 
+    assertOperatorMetrics();
+
     Map<String, String> row = row(kubectl("get", "modelartifacts", "-o", "wide"), "tiny");
     assertThat(row)
         .containsOnlyKeys(
@@ -617,18 +619,212 @@ class ModelArtifactIT {
     assertThat(pods()).isEmpty();
   }
 
+  /**
+   * A missing bucket fails the artifact with {@code BucketNotFound}, not stalled: the operator
+   * loads it again by itself at {@code status.nextRetryTime} (30 s after the first failure), so
+   * once the bucket exists the artifact becomes Ready without a spec change; a new value of
+   * annotation {@code tensorcast.io/retry} retries at once, before that time.
+   */
   @Test
-  void missingBucketFailsWithBucketNotFound() {
-    node("rdma", Map.of(TensorcastConstants.RDMA_RESOURCE, "1"), Map.of());
-    String bucket = "no-such-bucket-" + ns;
+  void aMissingBucketIsRetriedOnceItExistsAndTheRetryAnnotationRetriesNow() throws Exception {
+    SimulatedNode n =
+        env.cluster
+            .kubelet()
+            .addNode(
+                NodeSpec.builder(ns + "-two", env.cluster.nextNodeAddress())
+                    .label(GROUP_LABEL, ns)
+                    .label(
+                        TensorcastConstants.RDMA_NODE_LABEL,
+                        TensorcastConstants.RDMA_NODE_LABEL_VALUE)
+                    .allocatable("memory", "4Gi")
+                    .podAddresses(env.cluster.nextNodeAddress(), env.cluster.nextNodeAddress())
+                    .build());
+    nodes.add(n);
+    String bucket = ("e2e-" + ns).toLowerCase();
+    create(artifact("waits", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
+    create(artifact("asks", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
 
-    create(artifact("nobucket", "s3://" + bucket + "/model/", 1, RdmaPolicy.Required));
-
-    ModelArtifact a = awaitPhase("nobucket", ArtifactPhase.Failed);
-    Condition ready = condition(a, "Ready");
-    assertThat(ready.getReason()).isEqualTo("BucketNotFound");
-    assertThat(ready.getMessage()).contains(bucket).contains("does not exist");
+    Map<String, java.time.Instant> retryAt = new LinkedHashMap<>();
+    for (String name : List.of("waits", "asks")) {
+      ModelArtifact a = awaitPhase(name, ArtifactPhase.Failed);
+      Condition ready = condition(a, "Ready");
+      assertThat(ready.getReason()).isEqualTo("BucketNotFound");
+      assertThat(ready.getMessage()).contains(bucket).contains("does not exist");
+      assertThat(a.getStatus().getRetryAttempts()).isEqualTo(1);
+      java.time.Instant at = java.time.Instant.parse(a.getStatus().getNextRetryTime());
+      assertThat(at)
+          .isBetween(
+              java.time.Instant.now().plusSeconds(15), java.time.Instant.now().plusSeconds(31));
+      Condition stalled = condition(a, "Stalled");
+      assertThat(stalled.getStatus()).isEqualTo("False");
+      assertThat(stalled.getMessage())
+          .endsWith(
+              "; loading again at "
+                  + at
+                  + " after 1 failed attempt(s) (annotate tensorcast.io/retry with a new value"
+                  + " to retry now)");
+      retryAt.put(name, at);
+    }
     await().atMost(Duration.ofSeconds(30)).until(() -> pods().isEmpty());
+
+    Map<String, Path> files = tinyShardedModel();
+    seed(files);
+    resource("asks")
+        .edit(
+            a -> {
+              Map<String, String> annotations = new LinkedHashMap<>();
+              if (a.getMetadata().getAnnotations() != null) {
+                annotations.putAll(a.getMetadata().getAnnotations());
+              }
+              annotations.put(TensorcastConstants.ANNOTATION_RETRY, "now-1");
+              a.getMetadata().setAnnotations(annotations);
+              return a;
+            });
+
+    ModelArtifact asked = awaitPhase("asks", ArtifactPhase.Ready);
+    assertThat(java.time.Instant.now())
+        .as("Ready before its retry time")
+        .isBefore(retryAt.get("asks"));
+    assertThat(asked.getStatus().getRetryRequest()).isEqualTo("now-1");
+    assertThat(asked.getStatus().getNextRetryTime()).isNull();
+    assertThat(asked.getStatus().getRetryAttempts()).isNull();
+    assertThat(asked.getMetadata().getGeneration()).isEqualTo(1L);
+    assertStoreHolds(n, asked, files);
+
+    ModelArtifact waited = awaitPhase("waits", ArtifactPhase.Ready);
+    assertThat(java.time.Instant.now()).isAfterOrEqualTo(retryAt.get("waits"));
+    assertThat(waited.getMetadata().getGeneration()).isEqualTo(1L);
+    assertThat(condition(waited, "Stalled").getReason()).isEqualTo("AllReplicasReady");
+    assertStoreHolds(n, waited, files);
+
+    // Events: one per phase change with the condition's reason and message, each once.
+    Map<String, Integer> seen = eventCounts("waits");
+    assertThat(events("waits"))
+        .extracting(e -> e.getType() + " " + e.getReason())
+        .contains("Warning BucketNotFound", "Normal AllReplicasReady");
+    assertThat(events("waits"))
+        .filteredOn(e -> "BucketNotFound".equals(e.getReason()))
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.getMessage()).contains(bucket).contains("does not exist");
+              assertThat(e.getCount()).isEqualTo(1);
+              assertThat(e.getInvolvedObject().getKind()).isEqualTo("ModelArtifact");
+              assertThat(e.getInvolvedObject().getUid()).isEqualTo(waited.getMetadata().getUid());
+            });
+    assertThat(events("waits"))
+        .filteredOn(e -> "AllReplicasReady".equals(e.getReason()))
+        .singleElement()
+        .satisfies(e -> assertThat(e.getMessage()).isEqualTo("1/1 replicas ready"));
+    // Reconciles every 5 s while Ready add no event and count none again.
+    await()
+        .during(Duration.ofSeconds(7))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> eventCounts("waits").equals(seen));
+    assertThat(kubectl("describe", "modelartifact", "waits"))
+        .contains("BucketNotFound")
+        .contains("AllReplicasReady");
+  }
+
+  /**
+   * Scrapes the operator's {@code GET /metrics}: JOSDK's reconcile meters under the {@code
+   * tensorcast_operator_} prefix (none left as {@code operator_sdk_}), JVM and process meters, the
+   * time-to-Ready histogram of ModelArtifacts, and no series twice.
+   */
+  private void assertOperatorMetrics() throws IOException, InterruptedException {
+    var resp =
+        java.net.http.HttpClient.newHttpClient()
+            .send(
+                java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(
+                            "http://127.0.0.1:" + env.metricsServer.port() + "/metrics"))
+                    .timeout(Duration.ofSeconds(10))
+                    .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(resp.statusCode()).isEqualTo(200);
+    List<String> series =
+        resp.body().lines().filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
+    List<String> names = series.stream().map(l -> l.split("[{ ]", 2)[0]).distinct().toList();
+    assertThat(names)
+        .contains(
+            "tensorcast_operator_reconciliations_started_total",
+            "tensorcast_operator_reconciliations_success_total",
+            "tensorcast_operator_events_received_total",
+            "tensorcast_operator_controllers_execution_reconcile_seconds_count",
+            "tensorcast_operator_time_to_ready_seconds_bucket",
+            "tensorcast_operator_artifact_phase",
+            "jvm_memory_used_bytes",
+            "jvm_threads_live_threads",
+            "process_cpu_usage",
+            "process_uptime_seconds");
+    assertThat(names).noneMatch(n -> n.startsWith("operator_sdk"));
+    assertThat(series)
+        .filteredOn(l -> l.startsWith("tensorcast_operator_reconciliations_started_total{"))
+        .anyMatch(l -> l.contains("kind=\"ModelArtifact\""));
+    assertThat(series)
+        .filteredOn(
+            l -> l.startsWith("tensorcast_operator_controllers_execution_reconcile_seconds_count{"))
+        .anyMatch(l -> l.contains("controller=\"modelartifact\""));
+    assertThat(series)
+        .filteredOn(l -> l.startsWith("tensorcast_operator_time_to_ready_seconds_count{"))
+        .filteredOn(l -> l.contains("kind=\"ModelArtifact\""))
+        .singleElement()
+        .satisfies(
+            l -> {
+              assertThat(Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1)))
+                  .isGreaterThanOrEqualTo(1.0);
+            });
+    List<String> keys = series.stream().map(l -> l.substring(0, l.lastIndexOf(' '))).toList();
+    assertThat(keys).as("every series once").doesNotHaveDuplicates();
+  }
+
+  /** The core/v1 Events about ModelArtifact {@code name} of this namespace. */
+  private List<io.fabric8.kubernetes.api.model.Event> events(String name) {
+    return client.v1().events().inNamespace(ns).list().getItems().stream()
+        .filter(e -> "ModelArtifact".equals(e.getInvolvedObject().getKind()))
+        .filter(e -> name.equals(e.getInvolvedObject().getName()))
+        .toList();
+  }
+
+  private Map<String, Integer> eventCounts(String name) {
+    return events(name).stream()
+        .collect(
+            Collectors.toMap(
+                e -> e.getMetadata().getName(), io.fabric8.kubernetes.api.model.Event::getCount));
+  }
+
+  /**
+   * A URI of another scheme is refused by the API server (1.20, no CEL) with a short message that
+   * names the field and the schemes allowed, not the whole URI rule; a URI with a bad bucket passes
+   * the schema there and the operator refuses it ({@code InvalidSpec}) saying what is allowed.
+   */
+  @Test
+  void aBadUriIsRefusedWithAShortMessageSayingWhatIsAllowed() {
+    ModelArtifact ftp = artifact("ftp", "ftp://models/llama/", 1, RdmaPolicy.Disabled);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> create(ftp))
+        .isInstanceOf(io.fabric8.kubernetes.client.KubernetesClientException.class)
+        .satisfies(
+            e -> {
+              var ex = (io.fabric8.kubernetes.client.KubernetesClientException) e;
+              assertThat(ex.getCode()).isEqualTo(422);
+              String message = ex.getStatus().getMessage();
+              assertThat(message)
+                  .contains("spec.source.uri")
+                  .contains("ftp://models/llama/")
+                  .contains("should match '^(s3|oss|hf|file)://\\S+$'")
+                  .doesNotContain("[a-z0-9][a-z0-9.-]");
+              assertThat(message.length()).as(message).isLessThan(300);
+            });
+
+    create(artifact("badbucket", "s3://My_Bucket/model/", 1, RdmaPolicy.Disabled));
+    ModelArtifact failed = awaitPhase("badbucket", ArtifactPhase.Failed);
+    Condition ready = condition(failed, "Ready");
+    assertThat(ready.getReason()).isEqualTo("InvalidSpec");
+    assertThat(ready.getMessage())
+        .startsWith(
+            "invalid spec: spec.source.uri: 's3://My_Bucket/model/' is not one of"
+                + " s3://bucket/prefix/");
+    assertThat(pods()).isEmpty();
   }
 
   /**

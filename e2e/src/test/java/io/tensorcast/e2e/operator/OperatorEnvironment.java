@@ -4,12 +4,14 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.javaoperatorsdk.operator.Operator;
-import io.javaoperatorsdk.operator.api.monitoring.Metrics;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.SharedCluster;
 import io.tensorcast.operator.OperatorMain;
 import io.tensorcast.operator.config.OperatorConfig;
+import io.tensorcast.operator.metrics.MetricsServer;
+import io.tensorcast.operator.metrics.OperatorMetrics;
 import io.tensorcast.testing.S3MockServer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -50,8 +52,16 @@ final class OperatorEnvironment {
   final S3MockServer s3;
   final OperatorConfig config;
 
-  /** The operator's own meters (tensorcast_operator_*). */
-  final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+  /**
+   * The operator's meters, as its process has them: JOSDK's reconcile meters, JVM and process
+   * meters, the per-artifact gauges and the time-to-Ready histograms ({@link OperatorMetrics}).
+   */
+  final PrometheusMeterRegistry meters =
+      (PrometheusMeterRegistry)
+          OperatorMetrics.bind(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
+
+  /** Serves {@link #meters} on {@code GET /metrics} of an ephemeral port, as the operator does. */
+  final MetricsServer metricsServer;
 
   private final Operator operator;
   private final KubernetesClient operatorClient;
@@ -92,13 +102,19 @@ final class OperatorEnvironment {
                     OPERATOR_NAMESPACE)
                 ::get);
     operatorClient = chartOperatorClient(cluster);
-    operator = OperatorMain.create(operatorClient, config, Metrics.NOOP, meters);
+    operator = OperatorMain.create(operatorClient, config, OperatorMetrics.josdk(meters), meters);
+    try {
+      metricsServer = MetricsServer.start(0, meters);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
     operator.start();
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
                 () -> {
                   operator.stop();
+                  metricsServer.close();
                   operatorClient.close();
                 },
                 "tensorcast-e2e-operator-stop"));

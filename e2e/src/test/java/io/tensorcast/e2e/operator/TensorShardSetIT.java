@@ -285,6 +285,27 @@ class TensorShardSetIT {
     var readyCond = condition(failed, "Ready");
     assertThat(readyCond.getReason()).isEqualTo("ExpertsNotDivisible");
     assertThat(readyCond.getMessage()).contains("8 experts").contains("ep 3");
+    // The failure is a Warning event with the condition's reason and message, written once.
+    List<io.fabric8.kubernetes.api.model.Event> events =
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .until(
+                () ->
+                    client.v1().events().inNamespace(ns).list().getItems().stream()
+                        .filter(e -> "TensorShardSet".equals(e.getInvolvedObject().getKind()))
+                        .filter(e -> "mixtral-ep3".equals(e.getInvolvedObject().getName()))
+                        .filter(e -> "ExpertsNotDivisible".equals(e.getReason()))
+                        .toList(),
+                l -> !l.isEmpty());
+    assertThat(events)
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.getType()).isEqualTo("Warning");
+              assertThat(e.getMessage()).isEqualTo(readyCond.getMessage());
+              assertThat(e.getCount()).isEqualTo(1);
+              assertThat(e.getInvolvedObject().getUid()).isEqualTo(failed.getMetadata().getUid());
+            });
 
     // An explicit rule that matches nothing.
     TensorShardSet stray = new TensorShardSet();

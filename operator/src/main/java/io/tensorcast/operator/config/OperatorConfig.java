@@ -47,6 +47,11 @@ import java.util.function.Function;
  *       seconds). Default 2 s.
  *   <li>{@code TENSORCAST_READY_RESYNC} ({@code tensorcast.readyResync}): how soon a Ready
  *       artifact's pods are looked at again without any event. Default 60 s.
+ *   <li>{@code TENSORCAST_RETRY_INITIAL}, {@code TENSORCAST_RETRY_MAX} ({@code
+ *       tensorcast.retryInitial}, {@code tensorcast.retryMax}): a Failed artifact whose cause may
+ *       go away without a spec change (a missing bucket or prefix, refused credentials) is loaded
+ *       again after {@code TENSORCAST_RETRY_INITIAL}, the wait doubling per failed attempt up to
+ *       {@code TENSORCAST_RETRY_MAX}. Defaults 30 s and 10 min.
  *   <li>{@code TENSORCAST_STATUS_TIMEOUT} ({@code tensorcast.statusTimeout}): bound on one {@code
  *       GET /status} to a pod (connect plus response). Default 2 s.
  *   <li>{@code TENSORCAST_MASTER_KEY_FILE} ({@code tensorcast.masterKeyFile}): file holding the
@@ -115,6 +120,8 @@ import java.util.function.Function;
  * @param healthPort operator's probe port, 0 (off) or 1-65535
  * @param leaderElection Lease settings, or empty for no leader election
  * @param dataPlanePod pull secrets, priority class and CPU request of the data-plane pods
+ * @param retryInitial wait before the first retry of a Failed artifact whose cause may go away
+ * @param retryMax cap of that wait, which doubles per attempt; at least {@code retryInitial}
  */
 public record OperatorConfig(
     String dataPlaneImage,
@@ -135,7 +142,9 @@ public record OperatorConfig(
     Map<String, String> formatLimits,
     int healthPort,
     Optional<LeaderElection> leaderElection,
-    DataPlanePodSettings dataPlanePod) {
+    DataPlanePodSettings dataPlanePod,
+    Duration retryInitial,
+    Duration retryMax) {
 
   public static final String DEFAULT_IMAGE = "tensorcast/dataplane:0.1.0";
   public static final int DEFAULT_CONTROL_PORT = 8471;
@@ -144,6 +153,13 @@ public record OperatorConfig(
   public static final String DEFAULT_STORE_ROOT = "/dev/shm/tensorcast";
   public static final String DEFAULT_MEMORY_OVERHEAD = "256Mi";
   public static final int DEFAULT_HEALTH_PORT = 8081;
+
+  /** First wait before a Failed artifact whose cause may go away is loaded again. */
+  public static final Duration DEFAULT_RETRY_INITIAL = Duration.ofSeconds(30);
+
+  /** Cap of the doubling wait between such retries. */
+  public static final Duration DEFAULT_RETRY_MAX = Duration.ofMinutes(10);
+
   public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(15);
 
   /** Kubernetes object names (DNS-1123 subdomain, RFC 1123), at most 253 characters. */
@@ -295,10 +311,19 @@ public record OperatorConfig(
       throw new IllegalArgumentException(
           "memory overhead " + memoryOverheadBytes + " is negative (TENSORCAST_MEMORY_OVERHEAD)");
     }
-    for (Duration d : new Duration[] {pollInterval, readyResync, statusTimeout}) {
+    for (Duration d :
+        new Duration[] {pollInterval, readyResync, statusTimeout, retryInitial, retryMax}) {
       if (d.isNegative() || d.isZero()) {
         throw new IllegalArgumentException("durations must be positive, got " + d);
       }
+    }
+    if (retryMax.compareTo(retryInitial) < 0) {
+      throw new IllegalArgumentException(
+          "retry cap "
+              + retryMax
+              + " is below the first retry wait "
+              + retryInitial
+              + " (TENSORCAST_RETRY_MAX, TENSORCAST_RETRY_INITIAL)");
     }
     if (dataPlaneUser < 1 || dataPlaneUser > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
@@ -352,7 +377,9 @@ public record OperatorConfig(
           Map.entry(
               "TENSORCAST_DATAPLANE_IMAGE_PULL_SECRETS", "tensorcast.dataplane.imagePullSecrets"),
           Map.entry("TENSORCAST_DATAPLANE_PRIORITY_CLASS", "tensorcast.dataplane.priorityClass"),
-          Map.entry("TENSORCAST_DATAPLANE_CPU_REQUEST", "tensorcast.dataplane.cpuRequest"));
+          Map.entry("TENSORCAST_DATAPLANE_CPU_REQUEST", "tensorcast.dataplane.cpuRequest"),
+          Map.entry("TENSORCAST_RETRY_INITIAL", "tensorcast.retryInitial"),
+          Map.entry("TENSORCAST_RETRY_MAX", "tensorcast.retryMax"));
 
   /**
    * Builds the settings from a lookup of the environment variable names listed on the class ({@code
@@ -424,7 +451,13 @@ public record OperatorConfig(
                             .toList())
                 .orElse(List.of()),
             get.apply("TENSORCAST_DATAPLANE_PRIORITY_CLASS"),
-            get.apply("TENSORCAST_DATAPLANE_CPU_REQUEST").map(Quantity::new)));
+            get.apply("TENSORCAST_DATAPLANE_CPU_REQUEST").map(Quantity::new)),
+        get.apply("TENSORCAST_RETRY_INITIAL")
+            .map(v -> duration("TENSORCAST_RETRY_INITIAL", v))
+            .orElse(DEFAULT_RETRY_INITIAL),
+        get.apply("TENSORCAST_RETRY_MAX")
+            .map(v -> duration("TENSORCAST_RETRY_MAX", v))
+            .orElse(DEFAULT_RETRY_MAX));
   }
 
   private static void objectName(String variable, String value) {
@@ -459,7 +492,9 @@ public record OperatorConfig(
         formatLimits,
         healthPort,
         leaderElection,
-        dataPlanePod);
+        dataPlanePod,
+        retryInitial,
+        retryMax);
   }
 
   /** A copy with another memory overhead. */
@@ -483,7 +518,9 @@ public record OperatorConfig(
         formatLimits,
         healthPort,
         leaderElection,
-        dataPlanePod);
+        dataPlanePod,
+        retryInitial,
+        retryMax);
   }
 
   /** A copy with another endpoint allowlist. */
@@ -507,7 +544,9 @@ public record OperatorConfig(
         formatLimits,
         healthPort,
         leaderElection,
-        dataPlanePod);
+        dataPlanePod,
+        retryInitial,
+        retryMax);
   }
 
   /** A copy with other leader-election settings (empty: none). */
@@ -531,7 +570,9 @@ public record OperatorConfig(
         formatLimits,
         healthPort,
         election,
-        dataPlanePod);
+        dataPlanePod,
+        retryInitial,
+        retryMax);
   }
 
   private static EndpointAllowlist allowlist(String name, String value) {

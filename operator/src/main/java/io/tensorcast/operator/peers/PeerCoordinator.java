@@ -22,6 +22,10 @@ import org.slf4j.LoggerFactory;
  * a change). So an operator restart re-announces membership once to every pod, and in steady state
  * nothing is sent.
  *
+ * <p>A pod whose {@code /status} of this round reports {@code Failed} is not a member: its load
+ * failed for good, and its data plane has handed its share over and closed its peer port, so the
+ * others must neither wait for it nor dial it. A pod not reached this round keeps its place.
+ *
  * <p>A member that does not apply it (down, slow, refusing) is tried again on the next reconcile;
  * the caller reschedules soon while {@link Outcome#settled()} is false. Nothing here writes status:
  * membership delivery is not a fact of the artifact's bytes, and writing it would feed back into
@@ -74,11 +78,13 @@ public final class PeerCoordinator {
       List<Pod> currentPods,
       Map<String, DataPlaneStatus> reports,
       String adminToken) {
-    Membership m = Membership.of(currentPods, peerPort);
+    List<Pod> serving =
+        currentPods.stream().filter(p -> !failed(reports.get(p.getMetadata().getName()))).toList();
+    Membership m = Membership.of(serving, peerPort);
     Map<String, String> known = applied.computeIfAbsent(artifact, k -> new ConcurrentHashMap<>());
     known.keySet().retainAll(Set.copyOf(m.ids()));
     List<Pod> targets =
-        currentPods.stream()
+        serving.stream()
             .filter(Membership::isMember)
             .filter(p -> needs(p.getMetadata().getName(), m.epoch(), known, reports))
             .toList();
@@ -112,6 +118,11 @@ public final class PeerCoordinator {
   /** Forgets what {@code artifact}'s pods applied (artifact deleted, failed or SourceOnly). */
   public void forget(String artifact) {
     applied.remove(artifact);
+  }
+
+  /** Whether a pod's report says its load failed for good (it left the swarm). */
+  private static boolean failed(DataPlaneStatus report) {
+    return report != null && report.phase() == DataPlaneStatus.Phase.Failed;
   }
 
   private static boolean needs(

@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.javaoperatorsdk.operator.api.config.informer.Informer;
 import io.javaoperatorsdk.operator.api.config.informer.InformerEventSourceConfiguration;
 import io.javaoperatorsdk.operator.api.reconciler.Cleaner;
 import io.javaoperatorsdk.operator.api.reconciler.Context;
@@ -18,6 +19,7 @@ import io.javaoperatorsdk.operator.api.reconciler.Reconciler;
 import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
+import io.javaoperatorsdk.operator.processing.event.source.filter.OnUpdateFilter;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -39,10 +41,15 @@ import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.desired.PodPlan;
 import io.tensorcast.operator.desired.ReadyNodeLabels;
+import io.tensorcast.operator.events.EventRecorder;
+import io.tensorcast.operator.events.StatusEvents;
 import io.tensorcast.operator.metrics.ArtifactMetrics;
+import io.tensorcast.operator.metrics.OperatorMetrics;
 import io.tensorcast.operator.peers.PeerCoordinator;
 import io.tensorcast.operator.status.ConsumerStatus;
 import io.tensorcast.operator.status.DataPlaneClient;
+import io.tensorcast.operator.status.FailureRetry;
+import io.tensorcast.operator.status.FailureRetry.Outcome;
 import io.tensorcast.operator.status.StatusAggregator;
 import io.tensorcast.operator.status.StatusAggregator.Failure;
 import io.tensorcast.operator.status.StatusAggregator.Resolution;
@@ -96,9 +103,32 @@ import org.slf4j.LoggerFactory;
  */
 @ControllerConfiguration(
     name = ModelArtifactReconciler.NAME,
-    finalizerName = TensorcastConstants.FINALIZER)
+    finalizerName = TensorcastConstants.FINALIZER,
+    generationAwareEventProcessing = false,
+    informer = @Informer(onUpdateFilter = ModelArtifactReconciler.SpecOrRetryChanged.class))
 public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Cleaner<ModelArtifact> {
   private static final Logger log = LoggerFactory.getLogger(ModelArtifactReconciler.class);
+
+  /**
+   * Which updates of a ModelArtifact start a reconcile: a new generation (spec), a new value of
+   * annotation {@value TensorcastConstants#ANNOTATION_RETRY}, the start of a deletion, or the
+   * finalizer added or removed; not the operator's own status writes. (JOSDK's generation-aware
+   * filter alone would drop annotation changes.)
+   */
+  public static final class SpecOrRetryChanged implements OnUpdateFilter<ModelArtifact> {
+    @Override
+    public boolean accept(ModelArtifact newer, ModelArtifact older) {
+      Long g1 = older.getMetadata().getGeneration();
+      Long g2 = newer.getMetadata().getGeneration();
+      return g1 == null
+          || g2 == null
+          || g1 < g2
+          || !FailureRetry.annotation(newer).equals(FailureRetry.annotation(older))
+          || (newer.isMarkedForDeletion() && !older.isMarkedForDeletion())
+          || !newer.hasFinalizer(TensorcastConstants.FINALIZER)
+          || !older.hasFinalizer(TensorcastConstants.FINALIZER);
+    }
+  }
 
   /** Controller name; also the field manager of the operator's writes. */
   public static final String NAME = "modelartifact";
@@ -119,7 +149,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   private final PeerCoordinator peers;
   private final VersionsClient versionsClient;
   private final ArtifactMetrics metrics;
+  private final MeterRegistry registry;
   private final Clock clock;
+  private final EventRecorder events;
   private volatile InformerEventSource<Node, ModelArtifact> nodes;
   private volatile InformerEventSource<Pod, ModelArtifact> allPods;
   private volatile InformerEventSource<Pod, ModelArtifact> consumerPods;
@@ -157,7 +189,9 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     this.peers = new PeerCoordinator(dataPlane, config.peerPort());
     this.versionsClient = new VersionsClient(config.controlPort(), config.statusTimeout());
     this.metrics = new ArtifactMetrics(registry);
+    this.registry = registry;
     this.clock = Objects.requireNonNull(clock, "clock");
+    this.events = new EventRecorder(clock);
   }
 
   /**
@@ -169,39 +203,22 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   public List<EventSource<?, ModelArtifact>> prepareEventSources(
       EventSourceContext<ModelArtifact> context) {
     InformerEventSource<Pod, ModelArtifact> pods =
-        new InformerEventSource<>(
-            InformerEventSourceConfiguration.from(Pod.class, ModelArtifact.class)
-                .withName("pods")
-                .withLabelSelector(
-                    TensorcastConstants.LABEL_MANAGED_BY
-                        + "="
-                        + TensorcastConstants.LABEL_MANAGED_BY_OPERATOR
-                        + ","
-                        + TensorcastConstants.LABEL_ARTIFACT)
-                .withSecondaryToPrimaryMapper(
-                    (Pod p) ->
-                        Set.of(
-                            new ResourceID(
-                                p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT),
-                                p.getMetadata().getNamespace())))
-                .build(),
-            context);
+        EventSources.pods(
+            "pods",
+            ModelArtifact.class,
+            context,
+            TensorcastConstants.LABEL_MANAGED_BY
+                + "="
+                + TensorcastConstants.LABEL_MANAGED_BY_OPERATOR
+                + ","
+                + TensorcastConstants.LABEL_ARTIFACT,
+            (Pod p) ->
+                Set.of(
+                    new ResourceID(
+                        p.getMetadata().getLabels().get(TensorcastConstants.LABEL_ARTIFACT),
+                        p.getMetadata().getNamespace())));
     InformerEventSource<Node, ModelArtifact> nodeSource =
-        new InformerEventSource<>(
-            InformerEventSourceConfiguration.from(Node.class, ModelArtifact.class)
-                .withName("nodes")
-                .withWatchAllNamespaces()
-                .withSecondaryToPrimaryMapper(
-                    (Node n) ->
-                        context
-                            .getPrimaryCache()
-                            .list()
-                            .map(ResourceID::fromResource)
-                            .collect(Collectors.toSet()))
-                .withOnUpdateFilter(
-                    (Node newer, Node older) -> !NodeFacts.of(newer).equals(NodeFacts.of(older)))
-                .build(),
-            context);
+        EventSources.nodes("nodes", ModelArtifact.class, context);
     InformerEventSource<Pod, ModelArtifact> consumers =
         new InformerEventSource<>(
             InformerEventSourceConfiguration.from(Pod.class, ModelArtifact.class)
@@ -242,17 +259,28 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           pods,
           new Failure(Reason.InvalidSpec, SpecValidator.describe(violations), true),
           Optional.empty(),
-          consumers);
+          consumers,
+          Outcome.COMPUTED);
     }
     Optional<Failure> recorded = StatusAggregator.recordedFailure(artifact);
-    if (recorded.isPresent()) {
+    if (recorded.isPresent() && !FailureRetry.retryNow(artifact, clock.instant())) {
       return fail(
           artifact,
           context,
           pods,
           recorded.get(),
           StatusAggregator.resolution(artifact, pods, Map.of()),
-          consumers);
+          consumers,
+          Outcome.KEPT);
+    }
+    if (recorded.isPresent()) {
+      log.info(
+          "{}: loading again after {} ({})",
+          id(artifact),
+          recorded.get().reason(),
+          FailureRetry.requested(artifact)
+              ? "annotation " + TensorcastConstants.ANNOTATION_RETRY
+              : "retry time " + artifact.getStatus().getNextRetryTime());
     }
 
     if (WrittenArtifacts.isWritten(artifact.getSpec())) {
@@ -267,7 +295,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         StatusAggregator.podFailure(
             artifact, pods, reports, resolution, config.memoryOverheadBytes());
     if (podFailure.isPresent()) {
-      return fail(artifact, context, pods, podFailure.get(), resolution, consumers);
+      return fail(
+          artifact, context, pods, podFailure.get(), resolution, consumers, Outcome.ATTEMPT_FAILED);
     }
 
     NodeSelection.Result selection = selectNodes(artifact, pods, resolution);
@@ -278,7 +307,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           pods,
           new Failure(Reason.InsufficientMemory, selection.message(), false),
           resolution,
-          consumers);
+          consumers,
+          Outcome.COMPUTED);
     }
 
     ConsumerHold hold =
@@ -293,7 +323,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           pods,
           new Failure(Reason.NameConflict, conflict.get(), false),
           resolution,
-          consumers);
+          consumers,
+          Outcome.COMPUTED);
     }
     apply(plan, client);
     boolean membershipSettled = coordinatePeers(artifact, plan, reports, resolution, keys);
@@ -319,6 +350,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         hold.held(),
         false,
         clock.instant());
+    retryPlan(artifact, Outcome.NONE, Optional.empty()).fill(status);
     labelReadyNodes(artifact, status.getReadyNodes(), client);
     metrics.sourceBytes(
         artifact.getMetadata().getNamespace(),
@@ -422,7 +454,8 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
           pods,
           new Failure(Reason.NameConflict, conflict.get(), false),
           Optional.empty(),
-          List.of());
+          List.of(),
+          Outcome.COMPUTED);
     }
     apply(plan, client);
     List<Pod> members =
@@ -703,7 +736,10 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       List<Pod> pods,
       Failure failure,
       Optional<Resolution> resolution,
-      List<Consumer> consumers) {
+      List<Consumer> consumers,
+      Outcome outcome) {
+    FailureRetry.Plan retry = retryPlan(artifact, outcome, Optional.of(failure));
+    failure = retry.failure().orElseThrow();
     peers.forget(id(artifact));
     ConsumerHold hold = ConsumerHold.apply(PodPlan.deleteAll(pods), consumers);
     apply(hold.plan(), context.getClient());
@@ -718,6 +754,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
                 null,
                 Optional.of(failure),
                 clock.instant()));
+    retry.fill(status);
     ConsumerStatus.apply(
         status,
         previousConditions(artifact),
@@ -728,12 +765,30 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
         clock.instant());
     labelReadyNodes(artifact, List.of(), context.getClient());
     UpdateControl<ModelArtifact> control = patchIfChanged(artifact, status, context);
+    Optional<java.time.Instant> retryAt = FailureRetry.nextRetry(status);
+    if (retryAt.isPresent()) {
+      Duration wait = Duration.between(clock.instant(), retryAt.get());
+      return control.rescheduleAfter(
+          wait.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : wait);
+    }
     // Memory fit is checked again on a timer: nodes may grow without a node event we filter in;
     // a name conflict likewise, since the operator does not watch Secrets or NetworkPolicies.
     return Reason.InsufficientMemory.name().equals(failure.reason())
             || Reason.NameConflict.name().equals(failure.reason())
         ? control.rescheduleAfter(config.readyResync())
         : control;
+  }
+
+  private FailureRetry.Plan retryPlan(
+      ModelArtifact artifact, Outcome outcome, Optional<Failure> failure) {
+    return FailureRetry.plan(
+        artifact,
+        CopyGeneration.of(artifact).generation(),
+        outcome,
+        failure,
+        clock.instant(),
+        config.retryInitial(),
+        config.retryMax());
   }
 
   /**
@@ -767,6 +822,21 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
     fresh.setSpec(null);
     fresh.setStatus(status);
     PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(artifact, fresh, context);
+    for (StatusEvents.StatusEvent e :
+        StatusEvents.of(
+            artifact.getStatus() == null ? null : artifact.getStatus().getPhase(),
+            artifact.getStatus() == null ? null : artifact.getStatus().getConditions(),
+            status.getPhase(),
+            status.getConditions())) {
+      events.record(context.getClient(), artifact, e);
+    }
+    OperatorMetrics.readyTransition(
+        registry,
+        artifact,
+        artifact.getStatus() == null ? null : artifact.getStatus().getPhase(),
+        artifact.getStatus() == null ? null : artifact.getStatus().getConditions(),
+        status.getPhase(),
+        clock.instant());
     return UpdateControl.noUpdate();
   }
 

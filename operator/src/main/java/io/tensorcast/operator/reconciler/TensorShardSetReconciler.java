@@ -17,6 +17,8 @@ import io.javaoperatorsdk.operator.api.reconciler.UpdateControl;
 import io.javaoperatorsdk.operator.processing.event.ResourceID;
 import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEventSource;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.Reason;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
@@ -33,6 +35,9 @@ import io.tensorcast.operator.desired.PodPlan;
 import io.tensorcast.operator.desired.RankPlacement;
 import io.tensorcast.operator.desired.ShardSetChildren;
 import io.tensorcast.operator.desired.ShardSetPod;
+import io.tensorcast.operator.events.EventRecorder;
+import io.tensorcast.operator.events.StatusEvents;
+import io.tensorcast.operator.metrics.OperatorMetrics;
 import io.tensorcast.operator.peers.Membership;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.ShardSetStatusAggregator;
@@ -90,6 +95,8 @@ public class TensorShardSetReconciler
   private final ArtifactObjects objects;
   private final DataPlaneClient dataPlane;
   private final Clock clock;
+  private final EventRecorder events;
+  private final MeterRegistry registry;
   private volatile InformerEventSource<Pod, TensorShardSet> pods;
   private volatile InformerEventSource<Node, TensorShardSet> nodes;
   private volatile InformerEventSource<ModelArtifact, TensorShardSet> artifacts;
@@ -99,48 +106,50 @@ public class TensorShardSetReconciler
    * @param masterKey the key every set's Secret values are derived from
    */
   public TensorShardSetReconciler(OperatorConfig config, MasterKey masterKey) {
+    this(config, masterKey, new SimpleMeterRegistry());
+  }
+
+  /**
+   * @param registry where the time-to-Ready histogram goes ({@link OperatorMetrics})
+   */
+  public TensorShardSetReconciler(
+      OperatorConfig config, MasterKey masterKey, MeterRegistry registry) {
     this(
         config,
         masterKey,
         new DataPlaneClient(config.controlPort(), config.statusTimeout()),
-        Clock.systemUTC());
+        Clock.systemUTC(),
+        registry);
   }
 
   public TensorShardSetReconciler(
       OperatorConfig config, MasterKey masterKey, DataPlaneClient dataPlane, Clock clock) {
+    this(config, masterKey, dataPlane, clock, new SimpleMeterRegistry());
+  }
+
+  public TensorShardSetReconciler(
+      OperatorConfig config,
+      MasterKey masterKey,
+      DataPlaneClient dataPlane,
+      Clock clock,
+      MeterRegistry registry) {
+    this.registry = Objects.requireNonNull(registry, "registry");
     this.config = Objects.requireNonNull(config, "config");
     this.masterKey = Objects.requireNonNull(masterKey, "masterKey");
     this.objects = new ArtifactObjects(config);
     this.dataPlane = Objects.requireNonNull(dataPlane, "dataPlane");
     this.clock = Objects.requireNonNull(clock, "clock");
+    this.events = new EventRecorder(clock);
   }
 
   @Override
   public List<EventSource<?, TensorShardSet>> prepareEventSources(
       EventSourceContext<TensorShardSet> context) {
     InformerEventSource<Pod, TensorShardSet> podSource =
-        new InformerEventSource<>(
-            InformerEventSourceConfiguration.from(Pod.class, TensorShardSet.class)
-                .withName("shard-set-pods")
-                .withSecondaryToPrimaryMapper((Pod p) -> setsOf(p, context))
-                .build(),
-            context);
+        EventSources.pods(
+            "shard-set-pods", TensorShardSet.class, context, null, (Pod p) -> setsOf(p, context));
     InformerEventSource<Node, TensorShardSet> nodeSource =
-        new InformerEventSource<>(
-            InformerEventSourceConfiguration.from(Node.class, TensorShardSet.class)
-                .withName("shard-set-nodes")
-                .withWatchAllNamespaces()
-                .withSecondaryToPrimaryMapper(
-                    (Node n) ->
-                        context
-                            .getPrimaryCache()
-                            .list()
-                            .map(ResourceID::fromResource)
-                            .collect(Collectors.toSet()))
-                .withOnUpdateFilter(
-                    (Node newer, Node older) -> !NodeFacts.of(newer).equals(NodeFacts.of(older)))
-                .build(),
-            context);
+        EventSources.nodes("shard-set-nodes", TensorShardSet.class, context);
     InformerEventSource<ModelArtifact, TensorShardSet> artifactSource =
         new InformerEventSource<>(
             InformerEventSourceConfiguration.from(ModelArtifact.class, TensorShardSet.class)
@@ -599,6 +608,21 @@ public class TensorShardSetReconciler
     fresh.setSpec(null);
     fresh.setStatus(status);
     PrimaryUpdateAndCacheUtils.ssaPatchStatusAndCacheResource(set, fresh, context);
+    for (StatusEvents.StatusEvent e :
+        StatusEvents.of(
+            set.getStatus() == null ? null : set.getStatus().getPhase(),
+            set.getStatus() == null ? null : set.getStatus().getConditions(),
+            status.getPhase(),
+            status.getConditions())) {
+      events.record(context.getClient(), set, e);
+    }
+    OperatorMetrics.readyTransition(
+        registry,
+        set,
+        set.getStatus() == null ? null : set.getStatus().getPhase(),
+        set.getStatus() == null ? null : set.getStatus().getConditions(),
+        status.getPhase(),
+        clock.instant());
     return UpdateControl.noUpdate();
   }
 

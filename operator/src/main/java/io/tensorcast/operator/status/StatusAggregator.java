@@ -51,8 +51,10 @@ import java.util.Set;
  * <p>Numbers come only from pods' reports: {@code progress} is the bytes up-to-date pods report as
  * loaded (each capped at {@code totalBytes}) over {@code replicas × totalBytes}, rounded down;
  * {@code bytesFromSource} is the sum of the current generation's node entries' {@code
- * bytesFromSource} (absent when no entry has one). When a pod cannot be reached for one round, its
- * last entry is kept while the pod is still running.
+ * bytesFromSource} (absent when no entry has one), {@code bytesFromSourceOnWire} likewise of their
+ * {@code bytesFromSourceOnWire} (every byte received from the source, what faults cost included).
+ * When a pod cannot be reached for one round, its last entry is kept while the pod is still
+ * running.
  *
  * <p>A pod waiting to load again after a transient source failure reports {@code Pending} with the
  * failure's reason ({@code SourceUnavailable}, {@code Throttled}) and a message ending in {@code ";
@@ -82,11 +84,24 @@ public final class StatusAggregator {
    * @param reason CamelCase reason, e.g. {@code BucketNotFound}, {@code InvalidSpec}
    * @param message for people: names the node, file, field or numbers
    * @param beforeResolve whether the failure happened before the source was resolved
+   * @param retry when the operator loads the artifact again by itself, for people (e.g. {@code
+   *     loading again at 2026-12-01T22:00:30Z, attempt 2}), or null when only a spec change helps
+   *     ({@code Stalled=True})
    */
-  public record Failure(String reason, String message, boolean beforeResolve) {
+  public record Failure(String reason, String message, boolean beforeResolve, String retry) {
+    /** A failure that only a spec change (or a new retry request) gets past. */
+    public Failure(String reason, String message, boolean beforeResolve) {
+      this(reason, message, beforeResolve, null);
+    }
+
     /** A failure the operator found itself. */
     public Failure(Reason reason, String message, boolean beforeResolve) {
-      this(reason.name(), message, beforeResolve);
+      this(reason.name(), message, beforeResolve, null);
+    }
+
+    /** This failure, retried by the operator as {@code retry} says. */
+    public Failure retrying(String retry) {
+      return new Failure(reason, message, beforeResolve, retry);
     }
   }
 
@@ -273,6 +288,12 @@ public final class StatusAggregator {
             .filter(Objects::nonNull)
             .reduce(Long::sum)
             .orElse(null));
+    s.setBytesFromSourceOnWire(
+        entries.stream()
+            .map(ArtifactNodeStatus::getBytesFromSourceOnWire)
+            .filter(Objects::nonNull)
+            .reduce(Long::sum)
+            .orElse(null));
     s.setReadyReplicas(ready);
     s.setReady(ready + "/" + replicas);
     s.setVerification(verification(current, in.reports(), in.upToDate(), old, copy.generation()));
@@ -298,7 +319,11 @@ public final class StatusAggregator {
       c.set(LOADED, FALSE, f.reason(), f.message());
       c.set(READY, FALSE, f.reason(), f.message());
       c.set(DEGRADED, FALSE, f.reason(), "the artifact failed; see the Ready condition");
-      c.set(STALLED, TRUE, f.reason(), f.message());
+      if (f.retry() == null) {
+        c.set(STALLED, TRUE, f.reason(), f.message());
+      } else {
+        c.set(STALLED, FALSE, f.reason(), f.message() + "; " + f.retry());
+      }
       s.setConditions(c.build());
       return s;
     }
@@ -464,6 +489,8 @@ public final class StatusAggregator {
       e.setPhase(phase(r.phase()));
       e.setBytesLoaded(r.bytesLoaded());
       e.setBytesFromSource(r.bytesFromSource());
+      // 0: a data plane that does not count them (older) or has received nothing yet.
+      e.setBytesFromSourceOnWire(r.bytesFromSourceOnWire() == 0 ? null : r.bytesFromSourceOnWire());
       e.setBytesFromPeers(r.bytesFromPeers());
       e.setReadyTime(r.phase() == DataPlaneStatus.Phase.Ready ? r.readyTime() : null);
       if (r.phase() == DataPlaneStatus.Phase.Failed) {
@@ -487,6 +514,7 @@ public final class StatusAggregator {
       e.setPhase(prev.getPhase());
       e.setBytesLoaded(prev.getBytesLoaded());
       e.setBytesFromSource(prev.getBytesFromSource());
+      e.setBytesFromSourceOnWire(prev.getBytesFromSourceOnWire());
       e.setBytesFromPeers(prev.getBytesFromPeers());
       e.setReadyTime(prev.getReadyTime());
       e.setMessage(prev.getMessage());

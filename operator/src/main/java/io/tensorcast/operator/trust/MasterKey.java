@@ -24,6 +24,7 @@ import javax.crypto.spec.SecretKeySpec;
  * derives new values, so artifacts' Secrets are rewritten and their pods replaced.
  */
 public final class MasterKey {
+  private static final SecureRandom RANDOM = new SecureRandom();
 
   /** Fewest bytes of key material accepted (256 bits when random). */
   public static final int MIN_BYTES = 32;
@@ -71,7 +72,7 @@ public final class MasterKey {
   /** A random key of 32 bytes, for this process only. */
   public static MasterKey random() {
     byte[] k = new byte[MIN_BYTES];
-    new SecureRandom().nextBytes(k);
+    RANDOM.nextBytes(k);
     return new MasterKey(k, "random, this process only");
   }
 

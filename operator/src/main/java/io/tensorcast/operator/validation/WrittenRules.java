@@ -6,6 +6,7 @@ import io.tensorcast.api.v1alpha1.SaveSpec;
 import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.v1alpha1.VersionsSpec;
 import io.tensorcast.api.v1alpha1.WritersSpec;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -67,17 +68,14 @@ final class WrittenRules {
               "gives both uri and writers; an artifact is either loaded from a uri or written by"
                   + " pods, give one"));
     }
-    for (Map.Entry<String, Object> f :
-        new java.util.LinkedHashMap<String, Object>() {
-          {
-            put("endpoint", source.getEndpoint());
-            put("region", source.getRegion());
-            put("revision", source.getRevision());
-            put("credentialsSecretRef", source.getCredentialsSecretRef());
-            put("insecureEndpoint", source.getInsecureEndpoint());
-            put("pathStyle", source.getPathStyle());
-          }
-        }.entrySet()) {
+    Map<String, Object> uriFields = new LinkedHashMap<>();
+    uriFields.put("endpoint", source.getEndpoint());
+    uriFields.put("region", source.getRegion());
+    uriFields.put("revision", source.getRevision());
+    uriFields.put("credentialsSecretRef", source.getCredentialsSecretRef());
+    uriFields.put("insecureEndpoint", source.getInsecureEndpoint());
+    uriFields.put("pathStyle", source.getPathStyle());
+    for (Map.Entry<String, Object> f : uriFields.entrySet()) {
       if (f.getValue() != null) {
         out.add(
             new Violation(

@@ -188,6 +188,43 @@ class PeerCoordinatorIT {
   }
 
   @Test
+  void aMemberWhoseLoadFailedForGoodLeavesTheMembershipTheOthersAreTold() throws Exception {
+    int port = freePort("127.0.46.11");
+    StandIn a = new StandIn("127.0.46.11", port);
+    StandIn b = new StandIn("127.0.46.12", port);
+    StandIn c = new StandIn("127.0.46.13", port);
+    PeerCoordinator coordinator =
+        new PeerCoordinator(new DataPlaneClient(port, Duration.ofSeconds(2)), 8472);
+    Pod pa = pod("m-a", "Running", "127.0.46.11", false);
+    Pod pb = pod("m-b", "Running", "127.0.46.12", false);
+    Pod pc = pod("m-c", "Running", "127.0.46.13", false);
+    String e1 =
+        coordinator.coordinate("ns/m", List.of(pa, pb, pc), Map.of(), TOKEN).membership().epoch();
+
+    // c's source reads were refused for good: it reports Failed (and closed its peer port).
+    DataPlaneStatus failed =
+        report(e1).toBuilder()
+            .phase(DataPlaneStatus.Phase.Failed)
+            .reason("AccessDenied")
+            .message("403 reading c/x")
+            .build();
+    PeerCoordinator.Outcome without =
+        coordinator.coordinate(
+            "ns/m",
+            List.of(pa, pb, pc),
+            Map.of("m-a", report(e1), "m-b", report(e1), "m-c", failed),
+            TOKEN);
+    assertThat(without.membership().ids()).containsExactly("m-a", "m-b");
+    assertThat(without.sentTo()).containsExactly("m-a", "m-b");
+    assertThat(JSON.readTree(a.received.get(1).body()).get("members").toString())
+        .isEqualTo(
+            "[{\"id\":\"m-a\",\"address\":\"127.0.46.11:8472\"},"
+                + "{\"id\":\"m-b\",\"address\":\"127.0.46.12:8472\"}]");
+    assertThat(c.received).as("c is not told any more").hasSize(1);
+    assertThat(b.received).hasSize(2);
+  }
+
+  @Test
   void aMemberThatRefusesOrDoesNotAnswerIsRetriedNextRoundWithinBoundedTime() throws Exception {
     int port = freePort("127.0.47.1");
     StandIn a = new StandIn("127.0.47.1", port);

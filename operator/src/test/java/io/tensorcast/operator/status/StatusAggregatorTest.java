@@ -941,6 +941,33 @@ class StatusAggregatorTest {
     assertThat(condition(failed, "Stalled").getMessage()).isEqualTo("prefix m/ lists no file");
   }
 
+  @Test
+  void aFailureTheOperatorRetriesIsFailedButNotStalled() {
+    ModelArtifactStatus failed =
+        StatusAggregator.aggregate(
+            new Input(
+                artifact,
+                List.of(),
+                Map.of(),
+                Set.of(),
+                Optional.empty(),
+                selection(),
+                Optional.of(
+                    new Failure("BucketNotFound", "bucket b does not exist", true)
+                        .retrying(
+                            "loading again at 2026-12-01T22:00:30Z after 1 failed attempt(s)")),
+                T0));
+
+    assertThat(failed.getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertCondition(failed, "Ready", "False", "BucketNotFound");
+    assertThat(condition(failed, "Ready").getMessage()).isEqualTo("bucket b does not exist");
+    assertCondition(failed, "Stalled", "False", "BucketNotFound");
+    assertThat(condition(failed, "Stalled").getMessage())
+        .isEqualTo(
+            "bucket b does not exist; loading again at 2026-12-01T22:00:30Z after 1 failed"
+                + " attempt(s)");
+  }
+
   private static String name(Pod p) {
     return p.getMetadata().getName();
   }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The swarm simulator (not a test; nothing asserts on time): the data plane's real SwarmPolicy,
+# one instance per simulated node, on a virtual clock over a modelled network (per-node up/down
+# links shared max-min fairly among their transfers, 1 ms latency, an origin with its own uplink
+# and request-rate limit). No sockets, no threads; the same seed gives the same table. Prints
+# the calibration against bench/p2p-netns.sh (N = 2 and 4 at 100 Mbit/s) and then, per N and
+# scenario, p50 and last node's time / bound and origin bytes / S. See bench/README.md.
+#
+#   bench/swarm-sim.sh [--nodes "8"] [--scenarios "uniform hetero slow churn"] [--seed 1]
+#                      [--size BYTES] [--calibrate-only] [--skip-calibration]
+#
+# Larger swarms take longer: every node runs the policy's scheduling round (its cost grows with
+# members x pieces). The defaults run in minutes on a 2-core VM; README.md has the commands used.
+# Builds the data plane's test classes first when sources are newer than the last build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+dataplane_bench_setup swarm-sim io.tensorcast.dataplane.p2p.sim.SwarmSimBench
+
+exec java -Xmx8g -cp "$bench_cp" "$main_class" "$@"

@@ -1,0 +1,614 @@
+package io.tensorcast.dataplane.p2p.sim;
+
+import io.tensorcast.dataplane.p2p.Frame;
+import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.dataplane.p2p.PieceMap;
+import io.tensorcast.dataplane.p2p.SwarmPolicy;
+import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
+import io.tensorcast.dataplane.store.StoreFile;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * A discrete-event simulation of one artifact's swarm: one real {@link SwarmPolicy} per node, on
+ * one virtual clock, over a {@link FlowNetwork} of per-node up and down links and an origin with
+ * its own uplink and request-rate limit. No sockets, no threads; a run is a pure function of its
+ * {@link Scenario}.
+ *
+ * <p>What it models, as the data plane's mechanism ({@code PeerSwarm} over Netty) carries out the
+ * policy's decisions:
+ *
+ * <ul>
+ *   <li>Control frames (REQUEST, HAVE, READING, BITFIELD, REJECT) arrive one {@link
+ *       Scenario#latency} after they were decided and take no bandwidth.
+ *   <li>Pieces go out one after another per connection (a TCP stream), each a flow from the
+ *       sender's uplink to the receiver's downlink; the piece arrives one latency after its last
+ *       byte left, is checked against the policy's expected hash and stored.
+ *   <li>A source run is one ranged GET: it reaches the origin after one latency, waits for the
+ *       origin's request-rate limit, then streams its pieces one after another as flows from the
+ *       origin's uplink to the node's downlink; each piece is stored one latency after its last
+ *       byte left.
+ *   <li>A connection is dialled when the policy says so and is up after two latencies (handshake);
+ *       a dial to a node not yet started is retried every {@link Scenario#redialAfter}.
+ *   <li>A node runs its policy's scheduling round after every batch of events, at most once per
+ *       {@link Scenario#tickGap} (the round's own CPU time), and at least every 50 ms. Bytes of a
+ *       piece arriving are reported as progress at each round.
+ *   <li>A node is Ready {@link Scenario#verifyBytesPerSecond} after its last piece (the whole-copy
+ *       verification at the end of a load).
+ *   <li>A node that leaves is killed (its connections close, its flows stop); the others get a
+ *       membership without it {@link Scenario#membershipDelay} later. Nodes that join start with a
+ *       membership that lists them, which the others get at the same moment.
+ * </ul>
+ */
+final class SwarmSim {
+
+  /**
+   * One node: its links (bytes per second) and when it joins and leaves (nanoseconds, -1: never).
+   */
+  record NodeSpec(String id, double downBps, double upBps, long joinAt, long leaveAt) {}
+
+  /**
+   * Everything a run depends on.
+   *
+   * @param fileSizes the artifact's files, bytes
+   * @param pieceSize bytes per piece
+   * @param nodes the nodes, in any order
+   * @param originUpBps the origin's uplink, bytes per second
+   * @param originRequestsPerSecond ranged GETs the origin starts per second at most
+   * @param latency one-way delay between any two parties, nanoseconds
+   * @param concurrency a node's {@code --concurrency} (source reads in flight)
+   * @param rangeSize a node's {@code --range-size}, bytes
+   * @param maxInFlight requests outstanding per peer ({@link SwarmPolicy.Config#maxInFlight})
+   * @param peerTimeout {@code --peer-timeout}
+   * @param tickGap shortest interval between two scheduling rounds of one node, nanoseconds
+   * @param quantum shortest interval between two rate recomputations, nanoseconds
+   * @param verifyBytesPerSecond hashing rate of the verification after the last piece (0: none)
+   * @param membershipDelay from a node's death to the membership without it, nanoseconds
+   * @param redialAfter the retry interval of a dial that found no listener, nanoseconds
+   * @param limit virtual time after which the run gives up, nanoseconds
+   */
+  record Scenario(
+      long[] fileSizes,
+      int pieceSize,
+      List<NodeSpec> nodes,
+      double originUpBps,
+      double originRequestsPerSecond,
+      long latency,
+      int concurrency,
+      long rangeSize,
+      int maxInFlight,
+      Duration peerTimeout,
+      long tickGap,
+      long quantum,
+      double verifyBytesPerSecond,
+      long membershipDelay,
+      long redialAfter,
+      long limit) {
+
+    long totalBytes() {
+      return Arrays.stream(fileSizes).sum();
+    }
+  }
+
+  /** What one node did. */
+  record NodeResult(
+      String id,
+      long startAt,
+      long readyAt,
+      boolean left,
+      double downBps,
+      long sourceBytes,
+      long peerBytes) {
+
+    /** Start to Ready, nanoseconds; -1 when it never got Ready. */
+    long time() {
+      return readyAt < 0 ? -1 : readyAt - startAt;
+    }
+  }
+
+  /** What the run did. */
+  record Result(
+      boolean finished,
+      long end,
+      List<NodeResult> nodes,
+      double originBytes,
+      long originRequests,
+      long events,
+      long rounds,
+      long roundNanos) {}
+
+  private static final long TICK_EVERY = Duration.ofMillis(50).toNanos();
+
+  private final Scenario sc;
+  private final EventLoop loop = new EventLoop();
+  private final FlowNetwork net;
+  private final PieceMap map;
+  private final byte[][] hashes;
+  private final FlowNetwork.Link originUp;
+  private final Map<String, Node> nodes = new TreeMap<>();
+  private long originNextStart;
+  private long originRequests;
+
+  /** Scheduling rounds run, and the wall time they took (a measure of the policy's CPU cost). */
+  private long rounds;
+
+  private long roundNanos;
+  private int epoch;
+
+  final class Node {
+    final NodeSpec spec;
+    final String id;
+    final FlowNetwork.Link up;
+    final FlowNetwork.Link down;
+    final InetSocketAddress address;
+    SwarmPolicy<Conn> policy;
+    boolean alive;
+    boolean left;
+    long startAt = -1;
+    long completeAt = -1;
+    long readyAt = -1;
+    final Map<String, Conn> conns = new TreeMap<>();
+    final Set<String> dialling = new HashSet<>();
+    long sourceBytes;
+    long peerBytes;
+    boolean tickPending;
+    long lastTick = Long.MIN_VALUE / 2;
+
+    Node(NodeSpec spec, int index) {
+      this.spec = spec;
+      this.id = spec.id();
+      this.up = new FlowNetwork.Link(id + "/up", spec.upBps());
+      this.down = new FlowNetwork.Link(id + "/down", spec.downBps());
+      this.address =
+          InetSocketAddress.createUnresolved(
+              "10." + (index >> 16 & 255) + "." + (index >> 8 & 255) + "." + (index & 255), 8472);
+    }
+  }
+
+  /** One side of a connection: its owner's handle, as the policy sees it. */
+  final class Conn {
+    final Node owner;
+    final Node remote;
+    Conn other;
+    boolean open = true;
+    final ArrayDeque<Integer> sendQueue = new ArrayDeque<>();
+    FlowNetwork.Flow sending;
+
+    Conn(Node owner, Node remote) {
+      this.owner = owner;
+      this.remote = remote;
+    }
+
+    @Override
+    public String toString() {
+      return owner.id + "->" + remote.id;
+    }
+  }
+
+  SwarmSim(Scenario sc) {
+    this.sc = sc;
+    this.net = new FlowNetwork(loop, sc.quantum());
+    List<StoreFile> files = new ArrayList<>();
+    for (int i = 0; i < sc.fileSizes().length; i++) {
+      files.add(new StoreFile(String.format("model-%05d.safetensors", i + 1), sc.fileSizes()[i]));
+    }
+    this.map = new PieceMap(files, sc.pieceSize());
+    this.hashes = new byte[map.size()][];
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (int i = 0; i < hashes.length; i++) {
+        hashes[i] = md.digest(ByteBuffer.allocate(4).putInt(0, i).array());
+      }
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    this.originUp = new FlowNetwork.Link("origin/up", sc.originUpBps());
+    int index = 1;
+    for (NodeSpec s : sc.nodes()) {
+      if (nodes.put(s.id(), new Node(s, index++)) != null) {
+        throw new IllegalArgumentException("node id '" + s.id() + "' appears twice");
+      }
+    }
+  }
+
+  PieceMap map() {
+    return map;
+  }
+
+  /** Runs the scenario to the end (every node that stayed is Ready) or to its limit. */
+  Result run() {
+    Map<Long, List<Node>> joins = new TreeMap<>();
+    for (Node n : nodes.values()) {
+      joins.computeIfAbsent(Math.max(0, n.spec.joinAt()), k -> new ArrayList<>()).add(n);
+      if (n.spec.leaveAt() >= 0) {
+        loop.at(n.spec.leaveAt(), () -> kill(n));
+        loop.at(n.spec.leaveAt() + sc.membershipDelay(), this::publishMembership);
+      }
+    }
+    joins.forEach((at, list) -> loop.at(at, () -> start(list)));
+    boolean finished = false;
+    while (loop.runNext(sc.limit())) {
+      if (allReady()) {
+        finished = true;
+        break;
+      }
+    }
+    net.sync();
+    List<NodeResult> out = new ArrayList<>();
+    for (Node n : nodes.values()) {
+      out.add(
+          new NodeResult(
+              n.id, n.startAt, n.readyAt, n.left, n.spec.downBps(), n.sourceBytes, n.peerBytes));
+    }
+    return new Result(
+        finished,
+        loop.now(),
+        out,
+        originUp.bytes,
+        originRequests,
+        loop.events(),
+        rounds,
+        roundNanos);
+  }
+
+  private boolean allReady() {
+    long now = loop.now();
+    for (Node n : nodes.values()) {
+      if (n.left) {
+        continue;
+      }
+      if (n.startAt < 0 || n.readyAt < 0 || n.readyAt > now) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ membership
+
+  private Membership membership() {
+    List<Membership.Member> members = new ArrayList<>();
+    for (Node n : nodes.values()) {
+      if (n.startAt >= 0 && !n.left) {
+        members.add(new Membership.Member(n.id, n.address));
+      }
+    }
+    return new Membership("e" + epoch++, members);
+  }
+
+  /** Starts {@code joining} together: one membership that lists them goes to every node. */
+  private void start(List<Node> joining) {
+    for (Node n : joining) {
+      n.startAt = loop.now();
+      n.alive = true;
+    }
+    Membership m = membership();
+    for (Node o : nodes.values()) {
+      if (o.alive && o.policy != null && !joining.contains(o)) {
+        o.policy.applyMembership(m);
+        process(o);
+      }
+    }
+    for (Node n : joining) {
+      n.policy =
+          new SwarmPolicy<>(
+              new SwarmPolicy.Config(
+                  n.id, sc.peerTimeout(), sc.maxInFlight(), Duration.ofSeconds(10)),
+              loop::now);
+      n.policy.applyMembership(m);
+      n.policy.startFill(map, sc.concurrency(), sc.rangeSize());
+      n.policy.transportStarted();
+    }
+    for (Node n : joining) {
+      process(n);
+      scheduleTimer(n);
+    }
+  }
+
+  private void publishMembership() {
+    Membership m = membership();
+    for (Node o : nodes.values()) {
+      if (o.alive) {
+        o.policy.applyMembership(m);
+        process(o);
+      }
+    }
+  }
+
+  private void kill(Node n) {
+    if (!n.alive) {
+      n.left = true;
+      return;
+    }
+    n.alive = false;
+    n.left = true;
+    for (FlowNetwork.Flow f : List.copyOf(n.up.flows)) {
+      net.cancel(f);
+    }
+    for (FlowNetwork.Flow f : List.copyOf(n.down.flows)) {
+      net.cancel(f);
+    }
+    for (Conn c : List.copyOf(n.conns.values())) {
+      closePair(c);
+    }
+  }
+
+  // ------------------------------------------------------------------ scheduling rounds
+
+  private void scheduleTimer(Node n) {
+    loop.at(
+        Math.max(loop.now(), n.lastTick) + TICK_EVERY,
+        () -> {
+          if (!n.alive || n.completeAt >= 0) {
+            return;
+          }
+          if (loop.now() - n.lastTick >= TICK_EVERY && !n.tickPending) {
+            tick(n);
+          }
+          scheduleTimer(n);
+        });
+  }
+
+  private void requestTick(Node n) {
+    if (n.tickPending || n.completeAt >= 0) {
+      return;
+    }
+    n.tickPending = true;
+    loop.at(Math.max(loop.now(), n.lastTick + sc.tickGap()), () -> tick(n));
+  }
+
+  private void tick(Node n) {
+    n.tickPending = false;
+    if (!n.alive) {
+      return;
+    }
+    long now = loop.now();
+    n.lastTick = now;
+    for (FlowNetwork.Flow f : n.down.flows) {
+      if (f.tag instanceof Conn c && f.rate > 0) {
+        n.policy.onPieceProgress(c.other, c.owner.id, now);
+      }
+    }
+    long t0 = System.nanoTime();
+    n.policy.tick();
+    roundNanos += System.nanoTime() - t0;
+    rounds++;
+    carryOut(n);
+  }
+
+  /** Carries out {@code n}'s decisions and asks for a scheduling round. */
+  private void process(Node n) {
+    if (!n.alive) {
+      return;
+    }
+    carryOut(n);
+    requestTick(n);
+  }
+
+  private void carryOut(Node n) {
+    List<Conn> to = new ArrayList<>();
+    List<Frame> frames = new ArrayList<>();
+    for (List<Decision<Conn>> ds = n.policy.drain(); !ds.isEmpty(); ds = n.policy.drain()) {
+      for (Decision<Conn> d : ds) {
+        if (d instanceof Decision.Send<Conn> s) {
+          to.add(s.to());
+          frames.add(s.frame());
+        } else if (d instanceof Decision.SendPiece<Conn> s) {
+          Conn c = s.to();
+          if (c.open) {
+            c.sendQueue.add(s.piece());
+            if (c.sending == null) {
+              sendNext(c);
+            }
+          }
+        } else if (d instanceof Decision.ReadSource<Conn> r) {
+          readSource(n, r.run());
+        } else if (d instanceof Decision.Close<Conn> c) {
+          closePair(c.conn());
+        } else if (d instanceof Decision.Drop<Conn> dr) {
+          n.dialling.remove(dr.peer());
+          if (dr.conn() != null) {
+            closePair(dr.conn());
+          }
+        } else if (d instanceof Decision.Dial<Conn> dial) {
+          n.dialling.add(dial.peer());
+          loop.after(2 * sc.latency(), () -> connect(n, dial.peer()));
+        } else if (d instanceof Decision.Forget<Conn> f) {
+          n.dialling.remove(f.peer());
+          Conn c = n.conns.get(f.peer());
+          if (c != null) {
+            closePair(c);
+          }
+        }
+      }
+    }
+    if (n.completeAt < 0 && n.policy.complete()) {
+      n.completeAt = loop.now();
+      long verify =
+          sc.verifyBytesPerSecond() > 0
+              ? (long) (sc.totalBytes() / sc.verifyBytesPerSecond() * 1e9)
+              : 0;
+      n.readyAt = n.completeAt + verify;
+      loop.at(n.readyAt, () -> {});
+    }
+    if (!to.isEmpty()) {
+      loop.after(
+          sc.latency(),
+          () -> {
+            Set<Node> touched = new java.util.LinkedHashSet<>();
+            for (int i = 0; i < to.size(); i++) {
+              Conn c = to.get(i);
+              Node r = c.remote;
+              if (c.open && r.alive) {
+                r.policy.onFrame(c.other, n.id, frames.get(i));
+                touched.add(r);
+              }
+            }
+            for (Node r : touched) {
+              process(r);
+            }
+          });
+    }
+  }
+
+  // ------------------------------------------------------------------ pieces between peers
+
+  private void sendNext(Conn c) {
+    Integer piece = c.sendQueue.poll();
+    if (piece == null || !c.open) {
+      c.sending = null;
+      return;
+    }
+    Node from = c.owner;
+    Node to = c.remote;
+    int length = map.piece(piece).length();
+    FlowNetwork.Flow f =
+        net.start(
+            from.up,
+            to.down,
+            length,
+            () -> {
+              c.sending = null;
+              if (!from.alive || !c.open) {
+                return;
+              }
+              from.policy.onPieceSent(c, to.id);
+              loop.after(sc.latency(), () -> arrive(c, piece, length));
+              sendNext(c);
+              process(from);
+            });
+    f.tag = c;
+    c.sending = f;
+  }
+
+  private void arrive(Conn c, int piece, int length) {
+    Node r = c.remote;
+    if (!c.open || !r.alive) {
+      return;
+    }
+    SwarmPolicy<Conn> p = r.policy;
+    if (p.onPieceArrived(c.other, c.owner.id, piece)) {
+      if (Arrays.equals(p.expectedHash(piece), hashes[piece])) {
+        if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, hashes[piece])) {
+          r.peerBytes += length;
+        }
+      } else {
+        p.onPieceRejected(c.owner.id, piece, "piece " + piece + " has the wrong sha256");
+      }
+    }
+    process(r);
+  }
+
+  // ------------------------------------------------------------------ the origin
+
+  private void readSource(Node n, SwarmPolicy.Run run) {
+    loop.after(
+        sc.latency(),
+        () -> {
+          if (!n.alive) {
+            return;
+          }
+          originRequests++;
+          long startAt = Math.max(loop.now(), originNextStart);
+          originNextStart =
+              startAt + (long) Math.ceil(1e9 / Math.max(1e-9, sc.originRequestsPerSecond()));
+          loop.at(startAt, () -> readPiece(n, run, 0));
+        });
+  }
+
+  private void readPiece(Node n, SwarmPolicy.Run run, int k) {
+    if (!n.alive) {
+      return;
+    }
+    int piece = run.first() + k;
+    int length = map.piece(piece).length();
+    net.start(
+        originUp,
+        n.down,
+        length,
+        () -> {
+          if (!n.alive) {
+            return;
+          }
+          boolean last = k == run.count() - 1;
+          loop.after(
+              sc.latency(),
+              () -> {
+                if (!n.alive) {
+                  return;
+                }
+                if (n.policy.onPieceStored(null, piece, hashes[piece])) {
+                  n.sourceBytes += length;
+                }
+                if (last) {
+                  n.policy.onSourceRunEnded(run, true);
+                }
+                process(n);
+              });
+          if (!last) {
+            readPiece(n, run, k + 1);
+          }
+        });
+  }
+
+  // ------------------------------------------------------------------ connections
+
+  private void connect(Node from, String toId) {
+    if (!from.alive || !from.dialling.contains(toId) || from.conns.containsKey(toId)) {
+      return;
+    }
+    Node target = nodes.get(toId);
+    if (target == null || !target.alive || target.conns.containsKey(from.id)) {
+      loop.after(sc.redialAfter(), () -> connect(from, toId));
+      return;
+    }
+    Conn a = new Conn(from, target);
+    Conn b = new Conn(target, from);
+    a.other = b;
+    b.other = a;
+    from.conns.put(toId, a);
+    target.conns.put(from.id, b);
+    from.policy.onConnected(a, toId);
+    target.policy.onConnected(b, from.id);
+    process(from);
+    process(target);
+  }
+
+  private void closePair(Conn c) {
+    if (!c.open) {
+      return;
+    }
+    for (Conn side : List.of(c, c.other)) {
+      side.open = false;
+      side.sendQueue.clear();
+      if (side.sending != null) {
+        net.cancel(side.sending);
+        side.sending = null;
+      }
+      side.owner.conns.remove(side.remote.id, side);
+      loop.after(
+          sc.latency(),
+          () -> {
+            if (side.owner.alive) {
+              side.owner.policy.onDisconnected(side, side.remote.id);
+              process(side.owner);
+            }
+          });
+    }
+    Conn dialler = c.owner.dialling.contains(c.remote.id) ? c : c.other;
+    if (dialler.owner.dialling.contains(dialler.remote.id)) {
+      loop.after(sc.redialAfter(), () -> connect(dialler.owner, dialler.remote.id));
+    }
+  }
+}

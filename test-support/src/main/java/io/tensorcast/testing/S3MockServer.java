@@ -74,7 +74,7 @@ public final class S3MockServer implements AutoCloseable {
         </bean>
       </beans>
       """
-          .formatted(BIND_ADDRESS);
+          .replace("%s", BIND_ADDRESS);
 
   private static S3MockServer shared;
 

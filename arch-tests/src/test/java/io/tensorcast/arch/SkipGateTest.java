@@ -29,11 +29,18 @@ class SkipGateTest {
         "a",
         "io.x.FineTest",
         suite("io.x.FineTest", "<testcase classname=\"io.x.FineTest\" name=\"t\"/>"));
+    // A class whose tests are all in @Nested classes reports tests="0" with their test cases.
+    report(
+        "a",
+        "io.x.OnlyNestedTest",
+        "<testsuite name=\"io.x.OnlyNestedTest\" tests=\"0\"><testcase"
+            + " classname=\"io.x.OnlyNestedTest$Inner\" name=\"t\"/></testsuite>");
     Result r = gate(Map.of());
     assertThat(r.exit).isEqualTo(1);
     assertThat(r.output)
         .contains("SKIPPED (not allowed): io.x.NeedsCorpusIT: ran no test")
-        .contains("1 skipped test(s) are not in .ci/allowed-skips");
+        .contains("1 skipped test(s) are not in .ci/allowed-skips")
+        .doesNotContain("OnlyNestedTest");
   }
 
   @Test

@@ -1,6 +1,8 @@
 package io.tensorcast.dataplane.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
@@ -422,9 +424,14 @@ public final class ControlServer implements AutoCloseable {
         send(ctx, req, HttpResponseStatus.NOT_FOUND, "text/plain", "not found\n");
         return;
       }
+      long started = System.nanoTime();
+      boolean head = req.method().equals(HttpMethod.HEAD);
       Reply reply = tensors.answer(req);
       if (reply.response() instanceof FullHttpResponse full) {
+        int code = full.status().code();
+        long bytes = head ? 0 : full.content().readableBytes();
         write(ctx, req, full);
+        recordTensorRequest(code, bytes, started);
         return;
       }
       boolean keepAlive = HttpUtil.isKeepAlive(req);
@@ -436,7 +443,13 @@ public final class ControlServer implements AutoCloseable {
               reply.artifact(),
               keepAlive,
               bodyStreaming,
-              () -> streamDone(ctx));
+              () -> {
+                recordTensorRequest(
+                    reply.response().status().code(),
+                    head ? 0 : HttpUtil.getContentLength(reply.response(), 0L),
+                    started);
+                streamDone(ctx);
+              });
       try {
         s.open();
       } catch (IOException e) {
@@ -458,6 +471,29 @@ public final class ControlServer implements AutoCloseable {
       streaming = s;
       ctx.channel().config().setAutoRead(false);
       s.start(reply.response());
+    }
+
+    /**
+     * {@code tensorcast_dataplane_tensor_requests_seconds{code}}: time from a tensor request to its
+     * last body byte handed to the socket; {@code tensorcast_dataplane_tensor_sent_bytes_total}:
+     * the body bytes of those replies.
+     */
+    private void recordTensorRequest(int code, long bodyBytes, long startedNanos) {
+      if (registry == null) {
+        return;
+      }
+      Timer.builder("tensorcast.dataplane.tensor.requests")
+          .description("Tensor reads answered (GET/HEAD /v1/tensors), by HTTP status")
+          .tag("code", Integer.toString(code))
+          .register(registry)
+          .record(System.nanoTime() - startedNanos, TimeUnit.NANOSECONDS);
+      if (bodyBytes > 0) {
+        Counter.builder("tensorcast.dataplane.tensor.sent")
+            .baseUnit("bytes")
+            .description("Body bytes of answered tensor reads")
+            .register(registry)
+            .increment(bodyBytes);
+      }
     }
 
     private String quote(String text) {

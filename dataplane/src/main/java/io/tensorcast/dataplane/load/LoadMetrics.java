@@ -8,22 +8,23 @@ import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 
 /**
  * Prometheus-facing metrics of a load (Micrometer). Names follow Prometheus conventions (base
- * units, {@code _bytes}, {@code _total}); every series carries the {@code artifact} tag.
+ * units, {@code _bytes}, {@code _total}) under the data plane's one prefix {@code
+ * tensorcast_dataplane_}; every series carries the {@code artifact} tag.
  *
  * <ul>
- *   <li>{@code tensorcast_artifact_bytes}: artifact size
- *   <li>{@code tensorcast_artifact_loaded_bytes}: bytes in the store
- *   <li>{@code tensorcast_source_read_bytes_total}: bytes read from the source that are in the
- *       store (the same as {@code tensorcast_dataplane_source_bytes_total}, kept for dashboards)
+ *   <li>{@code tensorcast_dataplane_artifact_bytes}: artifact size
+ *   <li>{@code tensorcast_dataplane_artifact_loaded_bytes}: bytes in the store
+ *   <li>{@code tensorcast_dataplane_artifact_locked_bytes}: bytes of the store locked in memory
+ *   <li>{@code tensorcast_dataplane_artifact_ready}: 1 when Ready, else 0
  *   <li>{@code tensorcast_dataplane_source_bytes_total}: bytes read from the source that are in the
- *       store (P2P contract)
- *   <li>{@code tensorcast_source_retries_total}: ranged reads retried
- *   <li>{@code tensorcast_artifact_ready}: 1 when Ready, else 0
+ *       store (the bytes on the wire, retries included, are {@code
+ *       tensorcast_dataplane_source_wire_bytes_total})
+ *   <li>{@code tensorcast_dataplane_source_retries_total}: ranged reads retried
  * </ul>
  *
  * <p>One instance may serve several loads of the same artifact one after the other ({@code
  * dataplane serve} loading again after a transient failure): the series then follow the latest
- * load, and {@code tensorcast_source_retries_total} keeps counting across them.
+ * load, and {@code tensorcast_dataplane_source_retries_total} keeps counting across them.
  */
 public final class LoadMetrics {
   private final MeterRegistry registry;
@@ -42,21 +43,27 @@ public final class LoadMetrics {
       return; // the meters read the current load
     }
     Tags tags = Tags.of("artifact", s.snapshot().artifactId());
-    Gauge.builder("tensorcast.artifact.bytes", this, m -> m.current.bytesTotal())
+    Gauge.builder("tensorcast.dataplane.artifact", this, m -> m.current.bytesTotal())
         .baseUnit("bytes")
         .tags(tags)
         .description("Artifact size")
         .register(registry);
-    Gauge.builder("tensorcast.artifact.loaded", this, m -> m.current.bytesLoaded())
+    Gauge.builder("tensorcast.dataplane.artifact.loaded", this, m -> m.current.bytesLoaded())
         .baseUnit("bytes")
         .tags(tags)
         .description("Bytes of the artifact in the page-locked store")
         .register(registry);
-    FunctionCounter.builder(
-            "tensorcast.source.read", this, m -> (double) m.current.bytesFromSource())
+    Gauge.builder("tensorcast.dataplane.artifact.locked", this, m -> m.current.lockedBytes())
         .baseUnit("bytes")
         .tags(tags)
-        .description("Bytes read from the source that are in the store (same as dataplane.source)")
+        .description("Bytes of the artifact's store locked in memory (mlock)")
+        .register(registry);
+    Gauge.builder(
+            "tensorcast.dataplane.artifact.ready",
+            this,
+            m -> m.current.phase() == Phase.Ready ? 1 : 0)
+        .tags(tags)
+        .description("1 when every byte is in the store and verified")
         .register(registry);
     FunctionCounter.builder(
             "tensorcast.dataplane.source", this, m -> (double) m.current.bytesFromSource())
@@ -65,16 +72,12 @@ public final class LoadMetrics {
         .description("Bytes read from the artifact's source that became store bytes")
         .register(registry);
     FunctionCounter.builder(
-            "tensorcast.source.retries",
+            "tensorcast.dataplane.source.retries",
             this,
             m -> (double) (m.retriesOfEarlierLoads + m.current.retries()))
         .tags(tags)
         .description(
             "Ranged source reads retried after a failure (each resumes at its first missing byte)")
-        .register(registry);
-    Gauge.builder("tensorcast.artifact.ready", this, m -> m.current.phase() == Phase.Ready ? 1 : 0)
-        .tags(tags)
-        .description("1 when every byte is in the store and verified")
         .register(registry);
   }
 }

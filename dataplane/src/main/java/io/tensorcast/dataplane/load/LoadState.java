@@ -138,6 +138,11 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     return retries.get();
   }
 
+  /** Bytes of the store locked in memory, as the last lock outcome reported; 0 before. */
+  synchronized long lockedBytes() {
+    return lock == null ? 0 : lock.lockedBytes();
+  }
+
   long bytesLoaded() {
     return bytesLoaded.get();
   }

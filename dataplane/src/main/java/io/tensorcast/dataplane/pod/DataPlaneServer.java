@@ -2,6 +2,13 @@ package io.tensorcast.dataplane.pod;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.tensorcast.api.Reason;
@@ -85,9 +92,27 @@ public final class DataPlaneServer implements AutoCloseable {
   private volatile PeerSwarm swarm;
   private ControlAuth controlAuth;
 
+  private JvmGcMetrics gcMetrics;
+
+  /**
+   * JVM and process meters under Micrometer's standard names ({@code jvm_*}, {@code process_*},
+   * {@code system_*}), as the operator has them: stock JVM dashboards read them as they are.
+   */
+  private void bindProcessMetrics() {
+    new ClassLoaderMetrics().bindTo(registry);
+    new JvmMemoryMetrics().bindTo(registry);
+    new JvmThreadMetrics().bindTo(registry);
+    new ProcessorMetrics().bindTo(registry);
+    new FileDescriptorMetrics().bindTo(registry);
+    new UptimeMetrics().bindTo(registry);
+    gcMetrics = new JvmGcMetrics();
+    gcMetrics.bindTo(registry);
+  }
+
   private DataPlaneServer(ServeSettings settings) {
     this.settings = settings;
     this.controlAuth = settings.controlAuth();
+    bindProcessMetrics();
     early.set(pending(DataPlaneStatus.Phase.Pending, (String) null, null));
   }
 
@@ -477,6 +502,7 @@ public final class DataPlaneServer implements AutoCloseable {
       }
       closeQuietly(source);
       closeQuietly(server);
+      closeQuietly(gcMetrics);
       registry.close();
     } finally {
       closed.countDown();

@@ -173,10 +173,55 @@ class ServeIT {
           .isEqualTo(-1L);
     }
 
+    // One tensor read (the list, then one tensor's bytes) for the serving metrics.
+    HttpResponse<String> list = get(port, "/v1/tensors", READ);
+    assertThat(list.statusCode()).isEqualTo(200);
+    com.fasterxml.jackson.databind.JsonNode first =
+        json.readTree(list.body()).get("tensors").get(0);
+    HttpResponse<byte[]> tensor =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create(
+                        "http://127.0.0.1:"
+                            + port
+                            + "/v1/tensors/"
+                            + java.net.URLEncoder.encode(
+                                    first.get("name").asText(), StandardCharsets.UTF_8)
+                                .replace("+", "%20")))
+                .header("Authorization", "Bearer " + READ)
+                .build(),
+            HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(tensor.statusCode()).isEqualTo(200);
+    assertThat((long) tensor.body().length).isEqualTo(first.get("length").asLong());
+    long served = list.body().getBytes(StandardCharsets.UTF_8).length + tensor.body().length;
+
     String metrics = get(port, "/metrics", null).body();
-    assertThat(sample(metrics, "tensorcast_artifact_loaded_bytes")).isEqualTo(totalBytes);
-    assertThat(sample(metrics, "tensorcast_artifact_bytes")).isEqualTo(totalBytes);
-    assertThat(sample(metrics, "tensorcast_artifact_ready")).isEqualTo(1);
+    assertThat(sample(metrics, "tensorcast_dataplane_artifact_loaded_bytes")).isEqualTo(totalBytes);
+    assertThat(sample(metrics, "tensorcast_dataplane_artifact_bytes")).isEqualTo(totalBytes);
+    assertThat(sample(metrics, "tensorcast_dataplane_artifact_ready")).isEqualTo(1);
+    assertThat(sample(metrics, "tensorcast_dataplane_artifact_locked_bytes"))
+        .isEqualTo(s.lock() == null ? 0 : s.lock().lockedBytes());
+    // Tensor serving: the two reads above, their body bytes, under the one prefix.
+    assertThat(
+            plainSample(
+                metrics, "tensorcast_dataplane_tensor_requests_seconds_count", "code=\"200\""))
+        .isEqualTo(2);
+    assertThat(plainSample(metrics, "tensorcast_dataplane_tensor_sent_bytes_total", ""))
+        .isEqualTo(served);
+    // JVM and process meters keep their standard names; no series appears twice; every series of
+    // ours carries the one prefix (the names before it are gone).
+    assertThat(metrics).containsPattern("(?m)^jvm_memory_used_bytes\\{");
+    assertThat(metrics).containsPattern("(?m)^process_cpu_usage ");
+    List<String> series =
+        metrics
+            .lines()
+            .filter(l -> !l.startsWith("#") && !l.isBlank())
+            .map(l -> l.substring(0, l.lastIndexOf(' ')))
+            .toList();
+    assertThat(series).doesNotHaveDuplicates();
+    assertThat(series)
+        .filteredOn(l -> l.startsWith("tensorcast_"))
+        .allMatch(l -> l.startsWith("tensorcast_dataplane_"), "prefixed tensorcast_dataplane_");
     assertThat(get(port, "/nothing-here", null).statusCode()).isEqualTo(404);
 
     process.destroy(); // SIGTERM, as the kubelet stops a pod
@@ -585,6 +630,19 @@ class ServeIT {
             .filter(l -> l.startsWith(metric + "{") && l.contains("artifact=\"" + ID + "\""))
             .toList();
     assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
+    String line = lines.get(0);
+    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+  }
+
+  /** The value of the one sample of {@code metric} whose labels contain {@code label}. */
+  private static double plainSample(String exposition, String metric, String label) {
+    List<String> lines =
+        exposition
+            .lines()
+            .filter(l -> l.startsWith(metric + " ") || l.startsWith(metric + "{"))
+            .filter(l -> l.contains(label))
+            .toList();
+    assertThat(lines).as("samples of %s{%s} in:%n%s", metric, label, exposition).hasSize(1);
     String line = lines.get(0);
     return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
   }

@@ -203,9 +203,9 @@ class ArtifactLoaderIT {
       assertThat(s.lock().reason()).isEqualTo("MemlockLimitTooLow");
     }
 
-    assertThat(gauge(registry, "tensorcast.artifact.loaded")).isEqualTo(modelBytes);
-    assertThat(gauge(registry, "tensorcast.artifact.bytes")).isEqualTo(modelBytes);
-    assertThat(gauge(registry, "tensorcast.artifact.ready")).isEqualTo(1);
+    assertThat(gauge(registry, "tensorcast.dataplane.artifact.loaded")).isEqualTo(modelBytes);
+    assertThat(gauge(registry, "tensorcast.dataplane.artifact")).isEqualTo(modelBytes);
+    assertThat(gauge(registry, "tensorcast.dataplane.artifact.ready")).isEqualTo(1);
     assertThat(retries(registry)).isZero();
     // every GET of an object was a ranged GET carrying the listed ETag in If-Match
     assertThat(objectGets(MODEL))
@@ -580,7 +580,7 @@ class ArtifactLoaderIT {
   }
 
   private static double retries(MeterRegistry registry) {
-    FunctionCounter c = registry.get("tensorcast.source.retries").functionCounter();
+    FunctionCounter c = registry.get("tensorcast.dataplane.source.retries").functionCounter();
     return c.count();
   }
 

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 target="$repo/dataplane/target"
 cp_file="$target/bench.classpath"
-corpus="${TENSORCAST_CORPUS:-/work/shared/corpus}"
+corpus="${TENSORCAST_CORPUS:-$repo/../shared/corpus}"
 
 command -v java >/dev/null || { echo "throttle-storm: java is required" >&2; exit 2; }
 [ -d /dev/shm ] || { echo "throttle-storm: /dev/shm (tmpfs) is required" >&2; exit 2; }

@@ -29,11 +29,18 @@ import software.amazon.awssdk.services.s3.S3Client;
  * working directory. Flags (property names read from the 5.2.0 jar's {@code application.properties}
  * and {@code StoreProperties}): {@code --com.adobe.testing.s3mock.httpPort} (HTTP), {@code
  * --server.port=0} (HTTPS on a random port), {@code --com.adobe.testing.s3mock.store.root} (a fresh
- * temp dir) and {@code --com.adobe.testing.s3mock.max-payload-size} (raised from 10 MB). S3Mock
- * binds all interfaces; tests talk to it on 127.0.0.1 only. It does not check signatures.
+ * temp dir) and {@code --com.adobe.testing.s3mock.max-payload-size} (raised from 10 MB). It does
+ * not check signatures.
  *
- * <p>{@link #shared()} starts one instance per JVM (about 5–10 s), stopped by a shutdown hook;
- * tests isolate themselves with their own bucket names. {@link #start()} starts a private one.
+ * <p>Both its listeners are bound to 127.0.0.1 only: the HTTPS one by {@code --server.address}, the
+ * plain HTTP one (an extra Tomcat connector S3Mock adds, which {@code server.address} does not
+ * reach) by a bean definition file passed with {@code --spring.main.sources} that sets the
+ * connector's {@code address} before the server binds.
+ *
+ * <p>{@link #shared()} starts one instance per JVM (about 5–10 s); tests isolate themselves with
+ * their own bucket names. {@link #start()} starts a private one. Every instance is stopped, and its
+ * store deleted, by a shutdown hook when the JVM exits (also on SIGTERM or SIGINT) before {@link
+ * #close()}.
  */
 public final class S3MockServer implements AutoCloseable {
   /** Credentials the seeding client and test sources use; S3Mock accepts any. */
@@ -43,29 +50,60 @@ public final class S3MockServer implements AutoCloseable {
   public static final String REGION = "us-east-1";
 
   private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
+
+  /** The address both listeners bind to. */
+  public static final String BIND_ADDRESS = "127.0.0.1";
+
+  /**
+   * Spring bean definitions loaded into S3Mock: binds its extra plain-HTTP Tomcat connector (bean
+   * {@code httpConnector}) to {@link #BIND_ADDRESS}; runs before the web server starts listening.
+   */
+  private static final String LOOPBACK_BEANS =
+      """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <beans xmlns="http://www.springframework.org/schema/beans"
+             xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+             xsi:schemaLocation="http://www.springframework.org/schema/beans https://www.springframework.org/schema/beans/spring-beans.xsd">
+        <bean id="tensorcastHttpConnectorAddress"
+              class="org.springframework.beans.factory.config.MethodInvokingFactoryBean">
+          <property name="targetObject" ref="httpConnector"/>
+          <property name="targetMethod" value="setProperty"/>
+          <property name="arguments">
+            <list><value>address</value><value>%s</value></list>
+          </property>
+        </bean>
+      </beans>
+      """
+          .replace("%s", BIND_ADDRESS);
+
   private static S3MockServer shared;
 
   private final Process process;
   private final int port;
   private final Path root;
   private final Path log;
+  private final Path beans;
   private final boolean isShared;
+  private final Thread stopHook;
   private S3Client client;
+  private boolean stopped;
 
-  private S3MockServer(Process process, int port, Path root, Path log, boolean isShared) {
+  private S3MockServer(
+      Process process, int port, Path root, Path log, Path beans, boolean isShared) {
     this.process = process;
     this.port = port;
     this.root = root;
     this.log = log;
+    this.beans = beans;
     this.isShared = isShared;
+    this.stopHook = new Thread(this::stop, "s3mock-stop");
+    Runtime.getRuntime().addShutdownHook(stopHook);
   }
 
   /** The instance shared by every test of this JVM; {@link #close()} on it does nothing. */
   public static synchronized S3MockServer shared() {
     if (shared == null || !shared.process.isAlive()) {
-      S3MockServer server = launch(true);
-      Runtime.getRuntime().addShutdownHook(new Thread(server::stop, "s3mock-stop"));
-      shared = server;
+      shared = launch(true);
     }
     return shared;
   }
@@ -83,6 +121,8 @@ public final class S3MockServer implements AutoCloseable {
       try {
         root = Files.createTempDirectory("s3mock-root");
         Path log = Files.createTempFile("s3mock", ".log");
+        Path beans = Files.createTempFile("s3mock-loopback", ".xml");
+        Files.writeString(beans, LOOPBACK_BEANS);
         int port = freePort();
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -96,6 +136,8 @@ public final class S3MockServer implements AutoCloseable {
                 "-jar",
                 jar.toString(),
                 "--server.port=0",
+                "--server.address=" + BIND_ADDRESS,
+                "--spring.main.sources=" + beans.toUri(),
                 "--com.adobe.testing.s3mock.httpPort=" + port,
                 "--com.adobe.testing.s3mock.store.root=" + root,
                 "--com.adobe.testing.s3mock.store.retain-files-on-exit=false",
@@ -106,7 +148,7 @@ public final class S3MockServer implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
                 .start();
-        S3MockServer server = new S3MockServer(process, port, root, log, isShared);
+        S3MockServer server = new S3MockServer(process, port, root, log, beans, isShared);
         try {
           server.awaitReady();
           return server;
@@ -273,6 +315,17 @@ public final class S3MockServer implements AutoCloseable {
   }
 
   private synchronized void stop() {
+    if (stopped) {
+      return;
+    }
+    stopped = true;
+    if (Thread.currentThread() != stopHook) {
+      try {
+        Runtime.getRuntime().removeShutdownHook(stopHook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook is running or about to; stop() is idempotent
+      }
+    }
     if (client != null) {
       client.close();
       client = null;
@@ -290,8 +343,14 @@ public final class S3MockServer implements AutoCloseable {
     TestFiles.deleteTreeQuietly(root);
     try {
       Files.deleteIfExists(log);
+      Files.deleteIfExists(beans);
     } catch (IOException ignored) {
-      // a temp file; nothing depends on it
+      // temp files; nothing depends on them
     }
+  }
+
+  /** The process id of the S3Mock JVM (for tests that check what it listens on). */
+  public long pid() {
+    return process.pid();
   }
 }

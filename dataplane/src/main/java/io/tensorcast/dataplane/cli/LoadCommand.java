@@ -11,7 +11,10 @@ import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
@@ -49,6 +52,16 @@ final class LoadCommand implements Callable<Integer> {
       description = "Remove an artifact of the same id left in the store by an earlier run first.")
   boolean replace;
 
+  @Option(
+      names = "--progress",
+      defaultValue = "auto",
+      description =
+          "How progress is shown on standard error: bar (one line redrawn in place, log lines"
+              + " above it), plain (a line every 5 s, for logs and CI), none, or auto (bar when"
+              + " the JVM has a console, else plain; default ${DEFAULT-VALUE}). Rate and ETA are"
+              + " over the last 8 s.")
+  ProgressRenderer.Mode progressMode;
+
   @Spec CommandSpec spec;
 
   @Override
@@ -68,7 +81,7 @@ final class LoadCommand implements Callable<Integer> {
               new ArtifactLoader.Options(
                   artifactId, store.memoryLimitBytes(), source.readOptions(), limits),
               new LoadMetrics(new SimpleMeterRegistry()));
-      Progress progress = new Progress(loader, err);
+      Progress progress = new Progress(loader, renderer(progressMode, err));
       ScheduledExecutorService ticker =
           Executors.newSingleThreadScheduledExecutor(
               r -> {
@@ -76,14 +89,20 @@ final class LoadCommand implements Callable<Integer> {
                 t.setDaemon(true);
                 return t;
               });
-      ticker.scheduleAtFixedRate(progress::print, 500, 500, TimeUnit.MILLISECONDS);
+      PrintStream stderr = System.err;
+      if (progress.renderer instanceof ProgressRenderer.Bar bar) {
+        // Log lines (logback's console appender writes to System.err) go above the bar.
+        System.setErr(new PrintStream(bar.logSink(), true, StandardCharsets.UTF_8));
+      }
+      ticker.scheduleAtFixedRate(progress::tick, 500, 500, TimeUnit.MILLISECONDS);
       DataPlaneStatus done;
       try {
         done = loader.load();
       } finally {
         ticker.shutdownNow();
-        progress.print();
-        err.println();
+        ticker.awaitTermination(2, TimeUnit.SECONDS);
+        progress.finish();
+        System.setErr(stderr);
       }
       printSummary(out, done, progress.elapsedSeconds());
       if (unload) {
@@ -127,40 +146,51 @@ final class LoadCommand implements Callable<Integer> {
     }
   }
 
-  /** One progress line on the terminal: bytes, rate, ETA. */
+  /** The renderer {@code --progress} asks for; null for none. */
+  static ProgressRenderer renderer(ProgressRenderer.Mode mode, PrintWriter err) {
+    ProgressRenderer.Mode m =
+        mode != ProgressRenderer.Mode.auto
+            ? mode
+            : System.console() != null ? ProgressRenderer.Mode.bar : ProgressRenderer.Mode.plain;
+    return switch (m) {
+      case bar -> new ProgressRenderer.Bar(err);
+      case plain -> new ProgressRenderer.Plain(err, System::nanoTime, Duration.ofSeconds(5));
+      default -> null;
+    };
+  }
+
+  /** The load's progress: bytes, windowed rate and ETA, through a renderer. */
   private static final class Progress {
     private final ArtifactLoader loader;
-    private final PrintWriter err;
+    private final ProgressRenderer renderer;
+    private final TransferRate rate = new TransferRate(TransferRate.DEFAULT_WINDOW);
     private final long start = System.nanoTime();
 
-    Progress(ArtifactLoader loader, PrintWriter err) {
+    Progress(ArtifactLoader loader, ProgressRenderer renderer) {
       this.loader = loader;
-      this.err = err;
+      this.renderer = renderer;
     }
 
     double elapsedSeconds() {
       return (System.nanoTime() - start) / 1e9;
     }
 
-    synchronized void print() {
+    private ProgressSnapshot snapshot() {
       DataPlaneStatus s = loader.status();
-      double secs = Math.max(elapsedSeconds(), 1e-3);
-      double rate = s.bytesLoaded() / secs;
-      String eta =
-          rate > 0 && s.bytesTotal() > s.bytesLoaded()
-              ? String.format(Locale.ROOT, "%.0fs", (s.bytesTotal() - s.bytesLoaded()) / rate)
-              : "-";
-      double pct = s.bytesTotal() == 0 ? 0 : 100.0 * s.bytesLoaded() / s.bytesTotal();
-      err.printf(
-          Locale.ROOT,
-          "\r%-9s %10s / %-10s %5.1f%%  %10s/s  ETA %-6s",
-          s.phase(),
-          Quantities.human(s.bytesLoaded()),
-          Quantities.human(s.bytesTotal()),
-          pct,
-          Quantities.human((long) rate),
-          eta);
-      err.flush();
+      rate.record(System.nanoTime(), s.bytesLoaded());
+      return ProgressSnapshot.of(String.valueOf(s.phase()), s.bytesLoaded(), s.bytesTotal(), rate);
+    }
+
+    void tick() {
+      if (renderer != null) {
+        renderer.update(snapshot());
+      }
+    }
+
+    void finish() {
+      if (renderer != null) {
+        renderer.finish(snapshot());
+      }
     }
   }
 }

@@ -28,7 +28,7 @@ public final class Quantities {
   }
 
   /** 1.5 GiB, 300.0 MiB, 12 B. */
-  static String human(long bytes) {
+  public static String human(long bytes) {
     if (bytes < 1024) {
       return bytes + " B";
     }

@@ -13,6 +13,9 @@ import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.cli.ProgressRenderer;
+import io.tensorcast.dataplane.cli.ProgressSnapshot;
+import io.tensorcast.dataplane.cli.TransferRate;
 import io.tensorcast.dataplane.synthetic.SyntheticModel;
 import io.tensorcast.e2e.cluster.Crds;
 import io.tensorcast.e2e.cluster.LocalControlPlane;
@@ -26,6 +29,7 @@ import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -36,7 +40,9 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -57,7 +63,7 @@ import picocli.CommandLine.Option;
  * <p>Exit code 0 when every check passed, 1 otherwise.
  */
 @Command(
-    name = "tensorcast-demo",
+    name = "./tensorcast demo",
     mixinStandardHelpOptions = true,
     description = "Run Tensorcast end to end on a local control plane with simulated nodes.")
 public final class ClusterDemo implements Callable<Integer> {
@@ -118,8 +124,25 @@ public final class ClusterDemo implements Callable<Integer> {
   @Option(names = "--timeout", defaultValue = "PT10M", description = "Bound on the wait for Ready.")
   Duration timeout;
 
+  /** Exit code when a signal stopped the demo before it finished. */
+  static final int STOPPED = 130;
+
+  /** The demo's log file, under the working directory. */
+  static final String LOG_FILE = "demo.log";
+
+  /** The system property the demo's logback configuration reads the log file's path from. */
+  static final String LOG_FILE_PROPERTY = "tensorcast.demo.log";
+
+  /** The demo's logback configuration (a class-path resource of this module). */
+  static final String LOGBACK_CONFIG = "tensorcast-demo-logback.xml";
+
   private final PrintStream out = System.out;
   private final List<String> failures = new ArrayList<>();
+
+  /** What the demo started and has not stopped yet, last started first. */
+  private final Deque<AutoCloseable> running = new ArrayDeque<>();
+
+  private volatile boolean stopping;
 
   /** Where the bytes came from, per node and in total; printed at the end. */
   private final List<String> distribution = new ArrayList<>();
@@ -135,15 +158,21 @@ public final class ClusterDemo implements Callable<Integer> {
     nodeRoot = nodeRoot.toAbsolutePath();
     TestFiles.deleteTree(nodeRoot);
     Files.createDirectories(workDir);
+    Path logFile = workDir.resolve(LOG_FILE);
+    routeLogsTo(logFile);
     require(Files.isRegularFile(dataplaneJar), "data-plane jar not found: " + dataplaneJar);
     require(Files.isRegularFile(s3mockJar), "S3Mock jar not found: " + s3mockJar);
     System.setProperty("tensorcast.s3mock.jar", s3mockJar.toAbsolutePath().toString());
+    out.println("Logs of the operator and the demo's own components: " + logFile);
+    Thread stopHook = new Thread(this::stopOnSignal, "tensorcast-demo-stop");
+    Runtime.getRuntime().addShutdownHook(stopHook);
 
-    Path modelDir = model != null ? model.toAbsolutePath() : generatedModel();
-    Map<String, String> sourceDigests = digests(modelDir);
+    try {
+      Path modelDir = model != null ? model.toAbsolutePath() : generatedModel();
+      Map<String, String> sourceDigests = digests(modelDir);
 
-    step("starting an S3-compatible server (S3Mock) and uploading " + modelDir);
-    try (S3MockServer s3 = S3MockServer.start()) {
+      step("starting an S3-compatible server (S3Mock) on loopback and uploading " + modelDir);
+      S3MockServer s3 = started(S3MockServer.start());
       s3.createBucket(BUCKET);
       for (String rel : sourceDigests.keySet()) {
         s3.putFile(BUCKET, PREFIX + rel, modelDir.resolve(rel));
@@ -153,57 +182,130 @@ public final class ClusterDemo implements Callable<Integer> {
           sourceDigests.size(), BUCKET, PREFIX, s3.endpoint());
 
       step("starting the control plane (etcd, kube-apiserver, controller-manager, scheduler)");
-      try (LocalControlPlane cp = LocalControlPlane.start(workDir.resolve("cluster"))) {
-        KubernetesClient client = cp.client();
-        out.println("    kubeconfig: " + cp.kubeconfig());
-        applyCrd(client);
+      LocalControlPlane cp = started(LocalControlPlane.start(workDir.resolve("cluster")));
+      KubernetesClient client = cp.client();
+      out.println("    kubeconfig: " + cp.kubeconfig());
+      applyCrd(client);
 
-        step(
-            "adding 3 simulated nodes: node-a, node-b advertise tensorcast.io/rdma; node-c does not");
-        ProcessContainerRuntime runtime =
-            new ProcessContainerRuntime()
-                .map(
-                    "tensorcast/dataplane",
-                    javaBin(),
-                    "-Xmx256m",
-                    "-jar",
-                    dataplaneJar.toAbsolutePath().toString())
-                .mapProgram("tensorcast/dataplane", "chown", "chown");
-        try (SimulatedKubelet kubelet = new SimulatedKubelet(client, nodeRoot, runtime)) {
-          out.println("    node file systems (and pod logs) under " + nodeRoot);
-          kubelet.addNode(node("node-a", "127.0.42.1", true));
-          kubelet.addNode(node("node-b", "127.0.42.2", true));
-          kubelet.addNode(node("node-c", "127.0.42.3", false));
+      step(
+          "adding 3 simulated nodes: node-a, node-b advertise tensorcast.io/rdma; node-c does not");
+      ProcessContainerRuntime runtime =
+          new ProcessContainerRuntime()
+              .map(
+                  "tensorcast/dataplane",
+                  javaBin(),
+                  "-Xmx256m",
+                  "-jar",
+                  dataplaneJar.toAbsolutePath().toString())
+              .mapProgram("tensorcast/dataplane", "chown", "chown");
+      SimulatedKubelet kubelet = started(new SimulatedKubelet(client, nodeRoot, runtime));
+      out.println("    node file systems (and pod logs) under " + nodeRoot);
+      out.println(
+          "    each simulated node holds one artifact at a time: its data-plane pod listens on"
+              + " the node's own address, port 8471, which a second pod on that node cannot take");
+      kubelet.addNode(node("node-a", "127.0.42.1", true));
+      kubelet.addNode(node("node-b", "127.0.42.2", true));
+      kubelet.addNode(node("node-c", "127.0.42.3", false));
 
-          step("starting the Tensorcast operator");
-          Operator operator = OperatorMain.create(client, OperatorConfig.fromEnvironment());
-          operator.start();
-          try {
-            return runScenario(cp, client, kubelet, s3.endpoint(), sourceDigests);
-          } finally {
-            operator.stop();
-          }
-        }
+      step("starting the Tensorcast operator (its log: " + logFile + ")");
+      Operator operator = OperatorMain.create(client, OperatorConfig.fromEnvironment());
+      started(operator::stop);
+      operator.start();
+      return runScenario(cp, client, kubelet, s3.endpoint(), sourceDigests);
+    } catch (Exception e) {
+      if (stopping) {
+        return STOPPED;
       }
+      throw e;
     } finally {
-      if (failures.isEmpty()) {
-        TestFiles.deleteTree(nodeRoot);
-      } else {
-        out.println("pod logs kept under " + nodeRoot.resolve("pods"));
-      }
-      out.println();
-      if (!distribution.isEmpty()) {
-        out.println("Where the bytes came from (status.nodes[].bytesFromSource / bytesFromPeers):");
-        distribution.forEach(out::println);
-        out.println();
-      }
-      if (failures.isEmpty()) {
-        out.println("DEMO PASSED");
-      } else {
-        out.println("DEMO FAILED:");
-        failures.forEach(f -> out.println("  - " + f));
+      if (!stopping) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(stopHook);
+        } catch (IllegalStateException shuttingDown) {
+          // the hook runs now and stops everything itself
+        }
+        stopAll();
+        finish(logFile);
       }
     }
+  }
+
+  /** Registers something the demo started; {@link #stopAll()} stops it, last started first. */
+  private <T extends AutoCloseable> T started(T resource) {
+    synchronized (running) {
+      if (stopping) {
+        closeQuietly(resource);
+        throw new IllegalStateException("the demo is stopping");
+      }
+      running.push(resource);
+    }
+    return resource;
+  }
+
+  /**
+   * Stops everything the demo started, last started first: the operator, the simulated nodes (and
+   * so the data-plane pod processes), the control plane, S3Mock (which deletes its store).
+   * Idempotent; safe from the main thread and the shutdown hook at once.
+   */
+  private void stopAll() {
+    synchronized (running) {
+      while (!running.isEmpty()) {
+        closeQuietly(running.pop());
+      }
+    }
+  }
+
+  private static void closeQuietly(AutoCloseable resource) {
+    try {
+      resource.close();
+    } catch (Exception e) {
+      System.err.println("tensorcast demo: while stopping: " + e);
+    }
+  }
+
+  /**
+   * The shutdown hook (SIGINT, SIGTERM, or an exit while the demo runs): stops every process the
+   * demo started and removes the nodes' file systems, whatever the main thread is doing.
+   */
+  private void stopOnSignal() {
+    stopping = true;
+    out.println();
+    out.println("==> stopping: the operator, the simulated nodes' pods, the control plane, S3Mock");
+    stopAll();
+    TestFiles.deleteTreeQuietly(nodeRoot);
+    out.println("    stopped; removed " + nodeRoot + " (logs stay in " + workDir + ")");
+    out.flush();
+  }
+
+  private void finish(Path logFile) {
+    if (failures.isEmpty()) {
+      TestFiles.deleteTreeQuietly(nodeRoot);
+    } else {
+      out.println(
+          "pod logs kept under " + nodeRoot.resolve("pods") + "; the demo's log: " + logFile);
+    }
+    out.println();
+    if (!distribution.isEmpty()) {
+      out.println("Where the bytes came from (status.nodes[].bytesFromSource / bytesFromPeers):");
+      distribution.forEach(out::println);
+      out.println();
+    }
+    if (failures.isEmpty()) {
+      out.println("DEMO PASSED");
+    } else {
+      out.println("DEMO FAILED:");
+      failures.forEach(f -> out.println("  - " + f));
+    }
+  }
+
+  /**
+   * Sends every log line of this JVM (the operator's, the harness's) to {@code file} instead of the
+   * terminal, so the demo's own lines are the only ones on screen. Takes effect because nothing has
+   * logged yet: logback reads {@code logback.configurationFile} when it first starts.
+   */
+  static void routeLogsTo(Path file) {
+    System.setProperty(LOG_FILE_PROPERTY, file.toString());
+    System.setProperty("logback.configurationFile", LOGBACK_CONFIG);
   }
 
   private int runScenario(
@@ -304,44 +406,84 @@ public final class ClusterDemo implements Callable<Integer> {
         .formatted(ARTIFACT, BUCKET, PREFIX, s3Endpoint, replicas);
   }
 
+  /**
+   * Polls the artifact until Ready or Failed (null after {@link #timeout}). Prints its status line
+   * whenever the phase, READY, size or a failing condition changes, and the bytes the nodes have
+   * loaded with the rate of the last 8 s and the ETA from it: as one bar redrawn in place on a
+   * console (the status lines appear above it), as a plain line every 5 s otherwise.
+   */
   private ModelArtifact awaitTerminal(KubernetesClient client) throws InterruptedException {
     Instant deadline = Instant.now().plus(timeout);
+    PrintWriter terminal = new PrintWriter(out, true, StandardCharsets.UTF_8);
+    ProgressRenderer renderer =
+        System.console() != null
+            ? new ProgressRenderer.Bar(terminal)
+            : new ProgressRenderer.Plain(terminal, System::nanoTime, Duration.ofSeconds(5));
+    PrintStream lines =
+        renderer instanceof ProgressRenderer.Bar bar
+            ? new PrintStream(bar.logSink(), true, StandardCharsets.UTF_8)
+            : out;
+    TransferRate rate = new TransferRate(TransferRate.DEFAULT_WINDOW);
     String last = "";
-    while (Instant.now().isBefore(deadline)) {
-      ModelArtifact ma =
-          client.resources(ModelArtifact.class).inNamespace(NAMESPACE).withName(ARTIFACT).get();
-      if (ma != null && ma.getStatus() != null) {
-        ModelArtifactStatus s = ma.getStatus();
-        String line = describe(s);
-        if (!line.equals(last)) {
-          out.println("    " + line);
-          last = line;
+    ProgressSnapshot snapshot = null;
+    try {
+      while (Instant.now().isBefore(deadline)) {
+        ModelArtifact ma =
+            client.resources(ModelArtifact.class).inNamespace(NAMESPACE).withName(ARTIFACT).get();
+        if (ma != null && ma.getStatus() != null) {
+          ModelArtifactStatus s = ma.getStatus();
+          String key = s.getPhase() + "|" + s.getReady() + "|" + s.getSize() + "|" + failed(s);
+          if (!key.equals(last)) {
+            lines.println("    " + describe(s));
+            last = key;
+          }
+          snapshot = bytes(s, rate);
+          if (s.getPhase() == ArtifactPhase.Ready || s.getPhase() == ArtifactPhase.Failed) {
+            renderer.finish(snapshot);
+            snapshot = null;
+            return ma;
+          }
+          renderer.update(snapshot);
         }
-        if (s.getPhase() == ArtifactPhase.Ready || s.getPhase() == ArtifactPhase.Failed) {
-          return ma;
-        }
+        Thread.sleep(500);
       }
-      Thread.sleep(500);
+      return null;
+    } finally {
+      if (snapshot != null) {
+        renderer.finish(snapshot);
+      }
     }
-    return null;
+  }
+
+  /** The bytes all nodes have loaded of {@code replicas} copies, with the windowed rate. */
+  private ProgressSnapshot bytes(ModelArtifactStatus s, TransferRate rate) {
+    long done = 0;
+    for (ArtifactNodeStatus n : s.getNodes()) {
+      done += n.getBytesLoaded() == null ? 0 : n.getBytesLoaded();
+    }
+    long total = s.getTotalBytes() == null ? 0 : s.getTotalBytes() * replicas;
+    rate.record(System.nanoTime(), done);
+    return ProgressSnapshot.of("    bytes", done, total, rate);
+  }
+
+  private static String failed(ModelArtifactStatus s) {
+    return s.getConditions() == null
+        ? ""
+        : s.getConditions().stream()
+            .filter(c -> "False".equals(c.getStatus()) && c.getReason() != null)
+            .map(c -> c.getType() + "=False " + c.getReason() + ": " + c.getMessage())
+            .findFirst()
+            .orElse("");
   }
 
   static String describe(ModelArtifactStatus s) {
-    String failed =
-        s.getConditions() == null
-            ? ""
-            : s.getConditions().stream()
-                .filter(c -> "False".equals(c.getStatus()) && c.getReason() != null)
-                .map(c -> c.getType() + "=False " + c.getReason() + ": " + c.getMessage())
-                .findFirst()
-                .orElse("");
     return String.format(
         "phase=%-9s ready=%-4s size=%-10s progress=%-5s %s",
         s.getPhase(),
         s.getReady(),
         s.getSize() == null ? "unknown" : s.getSize(),
         s.getProgress() == null ? "-" : s.getProgress(),
-        s.getPhase() == ArtifactPhase.Ready ? "" : failed);
+        s.getPhase() == ArtifactPhase.Ready ? "" : failed(s));
   }
 
   private void verifyCopies(KubernetesClient client, Map<String, String> sourceDigests)

@@ -1,0 +1,68 @@
+package io.tensorcast.e2e.demo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.classic.util.LogbackMDCAdapter;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Every component's logback configuration (read from the source tree) logs in the one pattern, to
+ * standard error, and as one JSON object a line with {@code TENSORCAST_LOG_FORMAT=json}.
+ */
+class LogFormatTest {
+  private static final String LINE =
+      "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}(Z|[+-]\\d{2}:\\d{2}) WARN  \\[main\\]"
+          + " [a-z.]*tensorcast\\.Example - source throttled, retrying in 2 s\n";
+
+  @ParameterizedTest
+  @ValueSource(strings = {"operator", "dataplane", "csi-driver", "rdma-device-plugin"})
+  void oneTimestampedPatternOnStandardError(String module) throws Exception {
+    String err = logOneLine(module, null);
+    assertThat(err).matches(LINE);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"operator", "dataplane", "csi-driver", "rdma-device-plugin"})
+  void jsonLinesWhenAskedFor(String module) throws Exception {
+    String err = logOneLine(module, "json");
+
+    assertThat(err.lines()).hasSize(1);
+    JsonNode event = new ObjectMapper().readTree(err);
+    assertThat(event.path("level").asText()).isEqualTo("WARN");
+    assertThat(event.path("loggerName").asText()).isEqualTo("io.tensorcast.Example");
+    assertThat(event.path("formattedMessage").asText())
+        .isEqualTo("source throttled, retrying in 2 s");
+    assertThat(event.path("timestamp").asLong()).isPositive();
+  }
+
+  private static String logOneLine(String module, String format) throws Exception {
+    Path config = Path.of("..", module, "src", "main", "resources", "logback.xml");
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    PrintStream saved = System.err;
+    System.setErr(new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    try {
+      LoggerContext context = new LoggerContext();
+      context.setMDCAdapter(new LogbackMDCAdapter());
+      if (format != null) {
+        context.putProperty("TENSORCAST_LOG_FORMAT", format);
+      }
+      JoranConfigurator configurator = new JoranConfigurator();
+      configurator.setContext(context);
+      configurator.doConfigure(config.toFile());
+      context.getLogger("io.tensorcast.Example").warn("source throttled, retrying in {} s", 2);
+      context.stop();
+    } finally {
+      System.setErr(saved);
+    }
+    return bytes.toString(StandardCharsets.UTF_8);
+  }
+}

@@ -189,11 +189,19 @@ public final class WriteClient implements AutoCloseable {
     if (channel != null && channel.isOpen()) {
       return;
     }
-    channel =
-        address instanceof UnixDomainSocketAddress
-            ? SocketChannel.open(StandardProtocolFamily.UNIX)
-            : SocketChannel.open();
-    channel.connect(address);
+    if (address instanceof UnixDomainSocketAddress unix) {
+      SocketChannel c = SocketChannel.open(StandardProtocolFamily.UNIX);
+      channel = c;
+      try {
+        UnixSocketPaths.through(unix.getPath(), p -> c.connect(UnixDomainSocketAddress.of(p)));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("interrupted while connecting to " + unix);
+      }
+    } else {
+      channel = SocketChannel.open();
+      channel.connect(address);
+    }
     out = new java.io.BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16);
     in = new BufferedInputStream(Channels.newInputStream(channel), 1 << 16);
   }

@@ -120,11 +120,14 @@ public final class WriteServer implements AutoCloseable {
       if (socket != null) {
         Files.deleteIfExists(socket);
         Channel ch =
-            bind(
-                group,
-                EpollServerDomainSocketChannel.class,
-                init,
-                new DomainSocketAddress(socket.toFile()));
+            UnixSocketPaths.through(
+                socket,
+                path ->
+                    bind(
+                        group,
+                        EpollServerDomainSocketChannel.class,
+                        init,
+                        new DomainSocketAddress(path.toFile())));
         // Owner and group: writer pods run as the data plane's group (fsGroup), nobody else.
         Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
         channels.add(ch);

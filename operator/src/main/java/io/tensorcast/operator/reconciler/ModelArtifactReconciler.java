@@ -473,7 +473,11 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             views.pods(),
             artifact.getStatus() == null ? null : artifact.getStatus().getVersions(),
             views.metadata())) {
-      Pod target = plan.keep().get(o.pod());
+      Pod target =
+          members.stream()
+              .filter(p -> p.getMetadata().getName().equals(o.pod()))
+              .findFirst()
+              .orElse(null);
       String refused =
           target == null
               ? "pod gone"

@@ -43,9 +43,14 @@ public final class UnixSocketPaths {
     if (fits(abs)) {
       return action.run(abs);
     }
+    Path parent = abs.getParent();
+    Path name = abs.getFileName();
+    if (parent == null || name == null) {
+      throw new IOException("unix socket path " + abs + " names no file in a directory");
+    }
     Path dir = Files.createTempDirectory("tcs");
     Path link = dir.resolve("d");
-    Path shortPath = link.resolve(abs.getFileName().toString());
+    Path shortPath = link.resolve(name.toString());
     try {
       if (!fits(shortPath)) {
         throw new IOException(
@@ -58,7 +63,7 @@ public final class UnixSocketPaths {
                 + ", and its file name is too long to reach it through a short link in "
                 + dir);
       }
-      Files.createSymbolicLink(link, abs.getParent());
+      Files.createSymbolicLink(link, parent);
       return action.run(shortPath);
     } finally {
       Files.deleteIfExists(link);

@@ -452,6 +452,9 @@ public final class ClusterDemo implements Callable<Integer> {
       if (snapshot != null) {
         renderer.finish(snapshot);
       }
+      if (lines != out) {
+        lines.close(); // the bar's log sink: flushed, never the demo's own output
+      }
     }
   }
 

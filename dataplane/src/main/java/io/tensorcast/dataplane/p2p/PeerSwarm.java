@@ -66,6 +66,10 @@ import org.slf4j.LoggerFactory;
  *       its hash; a piece from a peer is hashed before it is written and must carry a valid tag and
  *       equal the policy's expected hash ({@link SwarmPolicy#expectedHash}); otherwise it is
  *       dropped and counted ({@code tensorcast_dataplane_pieces_rejected_total}).
+ *   <li>Resume: every piece stored (and verified) is recorded in the store's stored ranges ({@link
+ *       StoredArtifact#recordStored}); a fill handed a copy that already holds recorded pieces (a
+ *       retried load, a restarted process) hashes them from the store and gives them to the policy
+ *       ({@link SwarmPolicy#resume}), which confirms them before they are announced.
  * </ul>
  *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code

@@ -83,6 +83,10 @@ import java.util.function.LongSupplier;
  *       itself ({@link #leave}). The handed-over set only grows during a fill and is sent on every
  *       new connection, so the members converge on it; a handed-over member still holds, serves and
  *       fetches pieces, and one that learns it was handed over reads nothing more for the plan.
+ *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
+ *       announced, requested nor read, until their hash is known — the reader's announcement, or
+ *       this member's own hash when it is the piece's reader — and are then present and announced
+ *       ({@link Decision.Kept}), or dropped and fetched again when the reader's hash differs.
  *   <li><b>Serving</b>: REQUESTs from members in good standing are answered with the piece ({@link
  *       Decision.SendPiece}) or a REJECT; a peer with {@value #MAX_QUEUED_SENDS} requested pieces
  *       still unsent is disconnected.

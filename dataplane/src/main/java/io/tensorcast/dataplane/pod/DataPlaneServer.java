@@ -77,6 +77,11 @@ public final class DataPlaneServer implements AutoCloseable {
   private final AtomicReference<RetryWait> waiting = new AtomicReference<>();
   private final AtomicReference<Membership> lastMembership = new AtomicReference<>();
   private final LoadMetrics loadMetrics = new LoadMetrics(registry);
+
+  /** What the loads of this artifact learnt from the source, kept from one load to the next. */
+  private final io.tensorcast.dataplane.load.KeptMetadata keptMetadata =
+      new io.tensorcast.dataplane.load.KeptMetadata();
+
   private Counter loadRetries;
   private volatile boolean stopping;
   private final AtomicReference<DataPlaneStatus> early = new AtomicReference<>();
@@ -197,8 +202,10 @@ public final class DataPlaneServer implements AutoCloseable {
    * Loads until Ready, a failure that retrying will not fix, or {@link #close()}: after a failure
    * whose reason is transient ({@link LoadFailure#isTransient()}) waits as {@link
    * ServeSettings#loadRetry()} says and loads again with a fresh {@link ArtifactLoader} (and a
-   * fresh {@link PeerSwarm}: one fills once). The failed load already released its store files; a
-   * copy the store still holds under this id is discarded by the next load, a complete one adopted.
+   * fresh {@link PeerSwarm}: one fills once); the loads share one {@link
+   * io.tensorcast.dataplane.load.KeptMetadata}, so a load asks the source only for the metadata the
+   * earlier ones did not get. The failed load already released its store files; a copy the store
+   * still holds under this id is discarded by the next load, a complete one adopted.
    */
   private void loadUntilDone() {
     int failures = 0;
@@ -226,7 +233,8 @@ public final class DataPlaneServer implements AutoCloseable {
                       settings.read(),
                       settings.formatLimits()),
                   loadMetrics,
-                  swarm);
+                  swarm,
+                  keptMetadata);
       loaderRef.set(loader);
       waiting.set(null);
       try {

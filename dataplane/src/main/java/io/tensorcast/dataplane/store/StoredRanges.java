@@ -61,8 +61,11 @@ final class StoredRanges {
       ch.force(true);
     }
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    try (FileChannel dir = FileChannel.open(target.getParent(), StandardOpenOption.READ)) {
-      dir.force(true);
+    Path dir = target.toAbsolutePath().getParent();
+    if (dir != null) {
+      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+        ch.force(true);
+      }
     }
   }
 

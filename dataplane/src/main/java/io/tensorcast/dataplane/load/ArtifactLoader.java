@@ -9,6 +9,7 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -69,6 +70,13 @@ import org.slf4j.LoggerFactory;
  * object that changed under the load ({@code ObjectChanged}) fails it as the transient {@link
  * Reason#SourceChanged}, so the next load lists again and reads only the changed files.
  *
+ * <p>Metadata requests (the listing, a file's published digest, header and structure reads, index
+ * files) wait out throttling ({@link ThrottleWait}): a request the source refuses as {@code
+ * Throttled} is asked again with the {@link Backoff}, at least the server's {@code Retry-After},
+ * until {@link ThrottleWait#BUDGET} is spent. What they get is kept in a {@link KeptMetadata} that
+ * the loads of one artifact share, so a load after a transient failure asks the source only for
+ * what earlier loads did not get (and never uses what was got for another ETag).
+ *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
  * released and the status keeps the reason.
@@ -107,6 +115,8 @@ public final class ArtifactLoader implements Loader {
   private final LoadMetrics metrics;
   private final LoadState state;
   private final StoreFiller filler;
+  private final KeptMetadata metadata;
+  private final Backoff backoff;
 
   public ArtifactLoader(
       ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
@@ -123,7 +133,26 @@ public final class ArtifactLoader implements Loader {
       Options options,
       LoadMetrics metrics,
       StoreFiller filler) {
+    this(source, store, options, metrics, filler, new KeptMetadata());
+  }
+
+  /**
+   * @param filler fills the store instead of the parallel ranged read from the source (the
+   *     peer-to-peer distribution), or null for the source-only load
+   * @param kept what earlier loads of this artifact in this process learnt from the source
+   *     (listing, headers, digests), used instead of asking again and added to by this load; one
+   *     instance per artifact, passed to each of its loads
+   */
+  public ArtifactLoader(
+      ArtifactSource source,
+      PinnedStore store,
+      Options options,
+      LoadMetrics metrics,
+      StoreFiller filler,
+      KeptMetadata kept) {
     this.filler = filler;
+    this.metadata = Objects.requireNonNull(kept, "kept");
+    this.backoff = new Backoff(options.read().backoffBase(), options.read().backoffCap());
     this.source = Objects.requireNonNull(source, "source");
     this.store = Objects.requireNonNull(store, "store");
     this.options = Objects.requireNonNull(options, "options");
@@ -170,7 +199,12 @@ public final class ArtifactLoader implements Loader {
           resolved.headers(),
           resolved.checkpoints(),
           options.limits(),
-          f -> HeaderFetcher.fetchBytes(source, f, options.read().maxAttempts(), state::retried));
+          f ->
+              metadata.wholeFile(
+                  f,
+                  () ->
+                      HeaderFetcher.fetchBytes(
+                          source, f, options.read().maxAttempts(), state::retried)));
       state.resolved(
           files,
           resolved.headers(),
@@ -215,6 +249,7 @@ public final class ArtifactLoader implements Loader {
       state.phase(Phase.Verifying);
       verification.await();
       state.ready(Instant.now());
+      metadata.forgetListing();
       log.info(
           "artifact {} ready: {} files, {} bytes in {}; bytes in {} ms, verified {} ms after the"
               + " last byte",
@@ -227,12 +262,24 @@ public final class ArtifactLoader implements Loader {
       return state.snapshot();
     } catch (LoadFailure f) {
       LoadFailure g = sourceChanged(f);
+      keepListingOnlyIfUnquestioned(g);
       fail(stored, verification, g);
       throw g;
     } catch (RuntimeException e) {
       LoadFailure f = new LoadFailure(Reason.InternalError, String.valueOf(e), e);
+      metadata.forgetListing();
       fail(stored, verification, f);
       throw f;
+    }
+  }
+
+  /**
+   * The listing stays kept for the next load only after a failure that says nothing about the
+   * source's contents (throttled, unavailable); after any other the next load lists again.
+   */
+  private void keepListingOnlyIfUnquestioned(LoadFailure f) {
+    if (f.reason() != Reason.Throttled && f.reason() != Reason.SourceUnavailable) {
+      metadata.forgetListing();
     }
   }
 
@@ -266,6 +313,7 @@ public final class ArtifactLoader implements Loader {
       filler.serveComplete(kept, files);
     }
     state.ready(Instant.now());
+    metadata.forgetListing();
     log.info(
         "artifact {} already complete in {}; nothing read from the source",
         options.artifactId(),
@@ -368,19 +416,29 @@ public final class ArtifactLoader implements Loader {
     log.warn("artifact {} failed: {}: {}", options.artifactId(), f.reason(), f.getMessage());
   }
 
+  /**
+   * The listing an earlier failed load kept ({@link KeptMetadata}), else the source's, waited out
+   * while throttled ({@link ThrottleWait}).
+   */
   private List<SourceFile> listFiles() throws LoadFailure {
-    List<SourceFile> files;
-    try {
-      files = source.list();
-    } catch (SourceException e) {
-      throw new LoadFailure(e.reason(), source.describe() + ": " + e.getMessage(), e);
+    Optional<List<SourceFile>> earlier = metadata.listing();
+    if (earlier.isPresent()) {
+      log.info(
+          "artifact {}: {} files as the earlier load listed them (not listed again)",
+          options.artifactId(),
+          earlier.get().size());
+      return earlier.get();
     }
+    List<SourceFile> files =
+        ThrottleWait.source(
+            backoff, ThrottleWait.BUDGET, source.describe() + ": ", source::list, state::retried);
     if (files.isEmpty()) {
       throw new LoadFailure(
           Reason.EmptyArtifact,
           source.describe() + " has no files (after include/exclude filters); nothing to load");
     }
     incompleteShardLayout(files);
+    metadata.listed(files);
     return files;
   }
 
@@ -445,24 +503,22 @@ public final class ArtifactLoader implements Loader {
               SafetensorsHeader header = null;
               TorchCheckpoint checkpoint = null;
               if (f.path().endsWith(".safetensors")) {
-                header = readHeader(f);
+                header = metadata.header(f, () -> readHeader(f));
               } else if (HeaderFetcher.isTorchPath(f.path())) {
                 checkpoint =
-                    HeaderFetcher.fetchTorch(
-                            source,
+                    metadata
+                        .checkpoint(
                             f,
-                            options.limits().torch(),
-                            options.read().maxAttempts(),
-                            state::retried)
+                            () ->
+                                HeaderFetcher.fetchTorch(
+                                    source,
+                                    f,
+                                    options.limits().torch(),
+                                    options.read().maxAttempts(),
+                                    state::retried))
                         .orElse(null);
               }
-              PublishedDigest digest;
-              try {
-                digest = source.publishedDigest(f);
-              } catch (SourceException e) {
-                throw new LoadFailure(e.reason(), e.getMessage(), e);
-              }
-              return new FileResolution(header, checkpoint, digest);
+              return new FileResolution(header, checkpoint, publishedDigest(f));
             });
     Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
     Map<String, TorchCheckpoint> checkpoints = new LinkedHashMap<>();
@@ -479,6 +535,18 @@ public final class ArtifactLoader implements Loader {
       digests.put(path, r.digest());
     }
     return new Resolved(headers, checkpoints, digests);
+  }
+
+  /**
+   * The digest the source publishes for {@code f} (S3: a {@code HEAD}), as an earlier load got it
+   * or asked now, waited out while throttled.
+   */
+  private PublishedDigest publishedDigest(SourceFile f) throws LoadFailure {
+    return metadata.digest(
+        f,
+        () ->
+            ThrottleWait.source(
+                backoff, ThrottleWait.BUDGET, "", () -> source.publishedDigest(f), state::retried));
   }
 
   /** A per-file read that may fail the load. */
@@ -606,16 +674,7 @@ public final class ArtifactLoader implements Loader {
    */
   private Map<String, PublishedDigest> verifyKept(StoredArtifact kept, List<SourceFile> files)
       throws LoadFailure {
-    List<PublishedDigest> digests =
-        inParallel(
-            files,
-            f -> {
-              try {
-                return source.publishedDigest(f);
-              } catch (SourceException e) {
-                throw new LoadFailure(e.reason(), e.getMessage(), e);
-              }
-            });
+    List<PublishedDigest> digests = inParallel(files, this::publishedDigest);
     Map<String, PublishedDigest> out = new LinkedHashMap<>();
     for (int i = 0; i < files.size(); i++) {
       SourceFile f = files.get(i);

@@ -10,6 +10,7 @@ import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
 import io.tensorcast.dataplane.format.torch.TorchFormatException;
 import io.tensorcast.dataplane.format.torch.TorchLimits;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.SourceFile;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -27,7 +28,8 @@ public final class HeaderFetcher {
 
   /**
    * @param limits bounds of the header parser (header bytes, tensors, rank)
-   * @param maxAttempts attempts per ranged read (retryable source errors and short bodies)
+   * @param maxAttempts attempts per ranged read (retryable source errors and short bodies); a read
+   *     refused as {@code Throttled} on all of them is waited out ({@link ThrottleWait#BUDGET})
    * @param onRetry called before each retry
    * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule it breaks, or the
    *     source's reason
@@ -159,7 +161,8 @@ public final class HeaderFetcher {
   /**
    * Reads exactly {@code length} bytes at {@code offset} with the one resumable range read of the
    * data plane ({@link ParallelRangeReader}): retried with its back-off, which honours the server's
-   * {@code Retry-After}, and resumed after the last byte received.
+   * {@code Retry-After}, and resumed after the last byte received; a read throttled on all its
+   * attempts is asked again until throttling outlasts {@link ThrottleWait#BUDGET}.
    */
   private static byte[] read(
       ArtifactSource source,
@@ -192,19 +195,25 @@ public final class HeaderFetcher {
             onRetry.run();
           }
         };
-    try {
-      new ParallelRangeReader(options)
-          .readRanges(
-              source,
-              List.of(new ParallelRangeReader.FileRange(f, offset, length)),
-              sink,
-              listener);
-      return out;
-    } catch (RangeReadException e) {
-      throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new LoadFailure(Reason.Interrupted, "interrupted while reading a header", e);
-    }
+    return ThrottleWait.call(
+        new Backoff(options.backoffBase(), options.backoffCap()),
+        ThrottleWait.BUDGET,
+        () -> {
+          try {
+            new ParallelRangeReader(options)
+                .readRanges(
+                    source,
+                    List.of(new ParallelRangeReader.FileRange(f, offset, length)),
+                    sink,
+                    listener);
+            return out;
+          } catch (RangeReadException e) {
+            throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new LoadFailure(Reason.Interrupted, "interrupted while reading a header", e);
+          }
+        },
+        onRetry);
   }
 }

@@ -77,6 +77,11 @@ public final class DataPlaneServer implements AutoCloseable {
   private final AtomicReference<RetryWait> waiting = new AtomicReference<>();
   private final AtomicReference<Membership> lastMembership = new AtomicReference<>();
   private final LoadMetrics loadMetrics = new LoadMetrics(registry);
+
+  /** What the loads of this artifact learnt from the source, kept from one load to the next. */
+  private final io.tensorcast.dataplane.load.KeptMetadata keptMetadata =
+      new io.tensorcast.dataplane.load.KeptMetadata();
+
   private Counter loadRetries;
   private volatile boolean stopping;
   private final AtomicReference<DataPlaneStatus> early = new AtomicReference<>();
@@ -197,9 +202,11 @@ public final class DataPlaneServer implements AutoCloseable {
    * Loads until Ready, a failure that retrying will not fix, or {@link #close()}: after a failure
    * whose reason is transient ({@link LoadFailure#isTransient()}) waits as {@link
    * ServeSettings#loadRetry()} says and loads again with a fresh {@link ArtifactLoader} (and a
-   * fresh {@link PeerSwarm}: one fills once). The failed load left its copy in the store with the
-   * ranges or pieces it stored; the next load resumes it (the new swarm confirms and announces the
-   * pieces it keeps and fetches only the others), a complete one is adopted.
+   * fresh {@link PeerSwarm}: one fills once); the loads share one {@link
+   * io.tensorcast.dataplane.load.KeptMetadata}, so a load asks the source only for the metadata the
+   * earlier ones did not get. The failed load left its copy in the store with the ranges or pieces
+   * it stored; the next load resumes it (the new swarm confirms and announces the pieces it keeps
+   * and fetches only the others), a complete one is adopted.
    */
   private void loadUntilDone() {
     int failures = 0;
@@ -227,7 +234,8 @@ public final class DataPlaneServer implements AutoCloseable {
                       settings.read(),
                       settings.formatLimits()),
                   loadMetrics,
-                  swarm);
+                  swarm,
+                  keptMetadata);
       loaderRef.set(loader);
       waiting.set(null);
       try {

@@ -2,21 +2,27 @@ package io.tensorcast.dataplane.store;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The byte ranges of one stored file that hold bytes of one source object version: sorted,
  * disjoint, adjacent ranges merged. Thread-safe.
  */
 final class StoredRanges {
+  private static final Logger log = LoggerFactory.getLogger(StoredRanges.class);
   private final String version;
   private final TreeMap<Long, Long> ranges = new TreeMap<>(); // start → end (exclusive)
 
@@ -32,18 +38,41 @@ final class StoredRanges {
     return stateDir.resolve(artifactId + SUFFIX);
   }
 
-  /** Writes {@code byPath} to {@code target} atomically (temporary file, then rename). */
+  /**
+   * Writes {@code byPath} to {@code target} durably and atomically: a temporary file in the same
+   * directory, forced to the device ({@link FileChannel#force}), renamed over {@code target}
+   * (atomic), then the directory forced so the rename itself survives a crash. A reader sees the
+   * old file or the new one, whole; never a torn one that this method left.
+   */
   static void write(Path target, Map<String, StoredRanges> byPath) throws IOException {
     List<FileEntry> entries = new ArrayList<>();
     byPath.forEach((p, r) -> entries.add(new FileEntry(p, r.version(), r.ranges())));
     Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
-    Files.write(tmp, JSON.writeValueAsBytes(new FileForm(1, entries)));
+    ByteBuffer bytes = ByteBuffer.wrap(JSON.writeValueAsBytes(new FileForm(1, entries)));
+    try (FileChannel ch =
+        FileChannel.open(
+            tmp,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING,
+            StandardOpenOption.WRITE)) {
+      while (bytes.hasRemaining()) {
+        ch.write(bytes);
+      }
+      ch.force(true);
+    }
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    Path dir = target.toAbsolutePath().getParent();
+    if (dir != null) {
+      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+        ch.force(true);
+      }
+    }
   }
 
   /**
    * Reads a ranges file, keeping only entries of {@code sizes}' paths whose ranges lie inside the
-   * file; empty when the file is missing or unreadable (the copy is then not resumable).
+   * file; empty when the file is missing or unreadable — torn, truncated, not this format — (the
+   * copy is then not resumable: nothing of it is trusted).
    */
   static Map<String, StoredRanges> read(Path file, Map<String, Long> sizes) {
     Map<String, StoredRanges> out = new LinkedHashMap<>();
@@ -70,6 +99,10 @@ final class StoredRanges {
       }
       return out;
     } catch (IOException | RuntimeException e) {
+      log.warn(
+          "{} is unreadable ({}); no stored range of it is trusted, the files are read again",
+          file,
+          e.getMessage());
       return Map.of();
     }
   }

@@ -211,6 +211,10 @@ auth_args=()
 $has_auth && auth_args=(--allow-insecure-endpoint --read-token-file "$work/read-token"
   --admin-token-file "$work/admin-token")
 
+stamp() {  # a log line's time of day, HH:MM:SS.mmm, with or without the ISO date before it
+  sed -E 's/^([0-9]{4}-[0-9]{2}-[0-9]{2}T)?([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+).*/\2/'
+}
+
 secs() {  # HH:MM:SS.mmm -> seconds of the day
   local h m rest
   IFS=: read -r h m rest <<<"$1"
@@ -333,15 +337,15 @@ run() {
   # every byte, verification). Polling cannot time this: with 8 JVMs on 2 cores one poll round
   # takes seconds.
   local t0 t1
-  t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | head -1)
-  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | cut -c1-12 \
+  t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | stamp | sort | head -1)
+  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | stamp \
     | sort | tail -1)
   # The swarm window (p2p): the LAST member's peer transport up (store allocated and mlocked) to
   # the last node Ready. N JVMs allocating and mlocking N copies on this VM's 2 cores come up
   # seconds apart (up to ~20 s at N = 8), and the plan starts only when every member is up; on a
   # cluster each node allocates on its own CPUs.
   local tu swarm=-
-  tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | cut -c1-12 | sort | tail -1)
+  tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | stamp | sort | tail -1)
   local first_byte all_loaded
   first_byte=$(secs "$t0")
   all_loaded=$(secs "$t1")

@@ -18,9 +18,18 @@
 # bytesFromSourceOnWire (every byte received from the source, re-reads included) and by the origin
 # link's tx byte counter (includes HTTP/TCP overhead).
 #
+# Mode bittorrent (the baseline of a BitTorrent swarm on the same links): mktorrent builds a
+# torrent of the same files (piece length = --piece-size), opentracker runs in the origin namespace
+# and one aria2c seeder there (its uplink shaped like the origin's), one aria2c leecher per node
+# namespace into /dev/shm (no DHT, no local peer discovery, peer exchange on, every node keeps
+# seeding after it is done). Wall is launch of the N leechers to the last one done (every piece
+# SHA-1-checked by aria2c); there is no transfer or swarm window (aria2c has no start-up phase to
+# leave out) and no /status bytes, only the origin link's tx. Debian's aria2, mktorrent and
+# opentracker are installed when missing. Tracker and seeder start before the clock, anew per run.
+#
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
-#                           [--modes "source-only p2p"] [--trace] [--serve-args "ARGS"]
+#                           [--modes "source-only p2p bittorrent"] [--trace] [--serve-args "ARGS"]
 #
 # --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
 # node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
@@ -52,7 +61,7 @@ while [ $# -gt 0 ]; do
     --keep-logs) keep_logs=true; shift ;;
     --trace) trace=true; keep_logs=true; shift ;;
     --serve-args) serve_args=$2; shift 2 ;;
-    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
     *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +71,13 @@ origin_rate=${origin_rate:-$rate}
 for c in java curl jq ip tc; do
   command -v "$c" >/dev/null || { echo "p2p-netns: $c is required" >&2; exit 2; }
 done
+
+bittorrent=false
+case " $modes " in *" bittorrent "*) bittorrent=true ;; esac
+if $bittorrent && ! { command -v aria2c && command -v mktorrent && command -v opentracker; } >/dev/null; then
+  echo "[bench] installing aria2, mktorrent and opentracker (Debian packages)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q aria2 mktorrent opentracker >&2
+fi
 
 jar="$repo/dataplane/target/tensorcast-dataplane.jar"
 s3mock="$repo/dataplane/target/test-servers/s3mock-exec.jar"
@@ -157,7 +173,25 @@ for f in "$work/model"/*; do
     "$origin/bench/model/$(basename "$f")" -o /dev/null
   S=$(( S + $(stat -c %s "$f") ))
 done
-rm -rf "$work/model"
+if $bittorrent; then
+  # The piece length as a power of two (mktorrent -l), the same as Tensorcast's piece.
+  lg=0; while [ $(( 1 << lg )) -lt "$PIECE" ]; do lg=$(( lg + 1 )); done
+  mktorrent -a "http://10.231.0.1:6969/announce" -l "$lg" -n model -o "$work/bench.torrent" \
+    "$work/model" >&2
+  mkdir -p "$work/bt-done" "$work/ot"
+  # Debian's opentracker serves only the info hashes of its whitelist.
+  aria2c -S "$work/bench.torrent" | sed -n 's/^Info Hash: //p' >"$work/ot/whitelist"
+  cat >"$work/bt-done.sh" <<'HOOK'
+#!/bin/sh
+date +%s.%N >"$BT_DONE_DIR/$BT_NODE"
+HOOK
+  chmod +x "$work/bt-done.sh"
+  bt_common=(--enable-dht=false --enable-dht6=false --bt-enable-lpd=false --enable-peer-exchange=true
+    --seed-ratio=0.0 --bt-max-peers=0 --file-allocation=none --summary-interval=0
+    --console-log-level=warn --log-level=info --listen-port=6881 --bt-tracker-interval=5 --check-certificate=false)
+else
+  rm -rf "$work/model"
+fi
 echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin_rate;" \
   "piece $PIECE bytes${serve_args:+; serve args: $serve_args}" >&2
 
@@ -177,6 +211,10 @@ auth_args=()
 $has_auth && auth_args=(--allow-insecure-endpoint --read-token-file "$work/read-token"
   --admin-token-file "$work/admin-token")
 
+stamp() {  # a log line's time of day, HH:MM:SS.mmm, with or without the ISO date before it
+  sed -E 's/^([0-9]{4}-[0-9]{2}-[0-9]{2}T)?([0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+).*/\2/'
+}
+
 secs() {  # HH:MM:SS.mmm -> seconds of the day
   local h m rest
   IFS=: read -r h m rest <<<"$1"
@@ -188,8 +226,52 @@ origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_byt
 # --- one run ----------------------------------------------------------------------------------
 # run MODE N -> sets result="wall_seconds transfer_seconds source_status_bytes origin_tx_bytes"
 result=""
+# run_bittorrent N -> sets result like run (transfer = wall; no status bytes, no swarm window)
+run_bittorrent() {
+  local n=$1 k bt_pids=() run_pids=()
+  rm -rf "$store_base" "$work/bt-done"/*
+  (cd "$work/ot" && exec ip netns exec tcb-origin opentracker -i 10.231.0.1 -p 6969 -P 6969 \
+    -d "$work/ot" -w whitelist) \
+    >"$work/bittorrent-$n-tracker.log" 2>&1 &
+  bt_pids+=($!); pids+=($!)
+  ip netns exec tcb-origin aria2c -d "$work" -l "$work/bittorrent-seeder.alog" --bt-seed-unverified=true --check-integrity=false \
+    "${bt_common[@]}" "$work/bench.torrent" >"$work/bittorrent-$n-seeder.log" 2>&1 &
+  bt_pids+=($!); pids+=($!)
+  sleep 2  # the tracker listening and the seeder announced, before the clock starts
+  local tx0 start end
+  tx0=$(origin_tx)
+  start=$(date +%s.%N)
+  for k in $(seq 1 "$n"); do
+    mkdir -p "$store_base/n$k"
+    ip netns exec "tcb-n$k" env BT_NODE="n$k" BT_DONE_DIR="$work/bt-done" aria2c -l "$work/bittorrent-n$k.alog" \
+      -d "$store_base/n$k" "${bt_common[@]}" --on-bt-download-complete="$work/bt-done.sh" \
+      "$work/bench.torrent" >"$work/bittorrent-$n-n$k.log" 2>&1 &
+    run_pids+=($!); pids+=($!)
+  done
+  local deadline=$(( $(date +%s) + 1800 )) done_count=0
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    done_count=$(find "$work/bt-done" -type f | wc -l)
+    [ "$done_count" -ge "$n" ] && break
+    for p in "${run_pids[@]}"; do
+      kill -0 "$p" 2>/dev/null || { echo "p2p-netns: an aria2c leecher exited (N=$n); see" \
+        "$work/bittorrent-$n-n*.log" >&2; keep_logs=true; exit 1; }
+    done
+    sleep 0.5
+  done
+  [ "$done_count" -ge "$n" ] || { echo "p2p-netns: timed out (bittorrent, N=$n)" >&2; keep_logs=true; exit 1; }
+  end=$(cat "$work/bt-done"/* | sort -n | tail -1)
+  local tx1
+  tx1=$(origin_tx)
+  for p in "${run_pids[@]}" "${bt_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${run_pids[@]}" "${bt_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  local wall
+  wall=$(echo "$end - $start" | bc -l)
+  result="$wall $wall - $(( tx1 - tx0 )) -"
+}
+
 run() {
   local mode=$1 n=$2 peers="" k
+  if [ "$mode" = bittorrent ]; then run_bittorrent "$n"; return; fi
   for k in $(seq 1 "$n"); do peers+="${peers:+,}n$k=10.231.0.$((10 + k)):8472"; done
   rm -rf "$store_base"
   local tx0 start end run_pids=()
@@ -255,15 +337,15 @@ run() {
   # every byte, verification). Polling cannot time this: with 8 JVMs on 2 cores one poll round
   # takes seconds.
   local t0 t1
-  t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | cut -c1-12 | sort | head -1)
-  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | cut -c1-12 \
+  t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | stamp | sort | head -1)
+  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | stamp \
     | sort | tail -1)
   # The swarm window (p2p): the LAST member's peer transport up (store allocated and mlocked) to
   # the last node Ready. N JVMs allocating and mlocking N copies on this VM's 2 cores come up
   # seconds apart (up to ~20 s at N = 8), and the plan starts only when every member is up; on a
   # cluster each node allocates on its own CPUs.
   local tu swarm=-
-  tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | cut -c1-12 | sort | tail -1)
+  tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | stamp | sort | tail -1)
   local first_byte all_loaded
   first_byte=$(secs "$t0")
   all_loaded=$(secs "$t1")
@@ -281,7 +363,7 @@ run() {
   result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 )) $swarm"
 }
 
-printf '\n%-4s %-12s %7s %9s %7s %9s %9s %7s %10s %11s %11s\n' N mode wall transfer bound \
+printf '\n%-4s %-12s %7s %9s %7s %9s %9s %7s %10s %13s %11s\n' N mode wall transfer bound \
   wall/base xfer/bound swarm swarm/bound "src/S(status)" "src/S(link)"
 for n in $nodes_list; do
   bound=$(echo "($S * 8 / $B) + ($n - 1) * $PIECE * 8 / $B" | bc -l)
@@ -291,13 +373,14 @@ for n in $nodes_list; do
       run "$mode" "$n"
       read -r t x src link w <<<"$result"
       [ "$mode" = source-only ] && tb=$t
-      printf '%-4s %-12s %7.1f %9.1f %7.1f %9s %9.2f %7s %10s %11.3f %11.3f\n' "$n" "$mode" \
+      printf '%-4s %-12s %7.1f %9.1f %7.1f %9s %9.2f %7s %10s %13s %11.3f\n' "$n" "$mode" \
         "$t" "$x" "$bound" \
         "$([ -n "$tb" ] && printf '%.2f' "$(echo "$t / $tb" | bc -l)" || echo -)" \
         "$(echo "$x / $bound" | bc -l)" \
         "$([ "$w" = - ] && echo - || printf '%.1f' "$w")" \
         "$([ "$w" = - ] && echo - || printf '%.2f' "$(echo "$w / $bound" | bc -l)")" \
-        "$(echo "$src / $S" | bc -l)" "$(echo "$link / $S" | bc -l)"
+        "$([ "$src" = - ] && echo - || printf '%.3f' "$(echo "$src / $S" | bc -l)")" \
+        "$(echo "$link / $S" | bc -l)"
     done
   done
 done

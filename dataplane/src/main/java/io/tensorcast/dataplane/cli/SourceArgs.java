@@ -59,8 +59,19 @@ final class SourceArgs {
   @Option(
       names = "--concurrency",
       defaultValue = "16",
-      description = "Ranged reads in flight (default ${DEFAULT-VALUE}).")
+      description =
+          "The most ranged reads from the source in flight (default ${DEFAULT-VALUE}). The number"
+              + " in flight starts at 4 and follows what the origin delivers: it grows while more"
+              + " reads bring more bytes and halves when the origin throttles (429, 503 SlowDown);"
+              + " --fixed-concurrency keeps it at this number.")
   int concurrency;
+
+  @Option(
+      names = "--fixed-concurrency",
+      description =
+          "Keep exactly --concurrency source reads in flight instead of adapting the number to"
+              + " what the origin delivers.")
+  boolean fixedConcurrency;
 
   @Option(
       names = "--range-size",
@@ -149,6 +160,7 @@ final class SourceArgs {
     validate();
     return ReadOptions.DEFAULTS
         .withConcurrency(concurrency)
+        .withAdaptiveConcurrency(!fixedConcurrency)
         .withRangeSize(Math.toIntExact(Quantities.bytes(rangeSize, "--range-size")))
         .withMaxAttempts(maxAttempts);
   }

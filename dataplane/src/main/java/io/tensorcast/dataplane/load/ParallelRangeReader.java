@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.load;
 import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.Backoff;
+import io.tensorcast.dataplane.source.ConcurrencyLimiter;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.StoreWriteException;
@@ -30,6 +31,11 @@ import java.util.concurrent.atomic.LongAdder;
  * The data path from a source into memory: cuts files into ranges and reads them with ranged
  * requests, at most {@link ReadOptions#concurrency()} in flight, into the buffers a {@link
  * RangeSink} hands out.
+ *
+ * <p>How many of those are in flight is decided by a {@link ConcurrencyLimiter} per read: with
+ * {@link ReadOptions#adaptiveConcurrency()} it starts at 4 and follows what the origin delivers
+ * (grows while more requests bring more bytes, halves on {@code Throttled}), otherwise it is the
+ * fixed {@code concurrency}.
  *
  * <ul>
  *   <li>Ranges are {@link ReadOptions#rangeSize()} bytes (the last one of a file shorter), taken in
@@ -195,6 +201,7 @@ public final class ParallelRangeReader {
     private final LongAdder bytes = new LongAdder();
     private final LongAdder requests = new LongAdder();
     private final LongAdder retries = new LongAdder();
+    private ConcurrencyLimiter limiter = ConcurrencyLimiter.fixed(1);
 
     Run(ArtifactSource source, List<Range> ranges, RangeSink sink, ReadProgressListener listener) {
       this.source = source;
@@ -207,6 +214,7 @@ public final class ParallelRangeReader {
       long started = System.nanoTime();
       int threads = Math.min(options.concurrency(), ranges.size());
       if (threads > 0) {
+        limiter = ConcurrencyLimiter.of(options.adaptiveConcurrency(), threads);
         int staging = Math.min(options.stagingBufferSize(), options.rangeSize());
         for (int i = 0; i < threads; i++) {
           workers.add(new Worker(new byte[staging]));
@@ -268,6 +276,7 @@ public final class ParallelRangeReader {
 
     void cancel() {
       cancelled.countDown();
+      limiter.close();
       for (Worker worker : workers) {
         worker.abort();
       }
@@ -400,9 +409,18 @@ public final class ParallelRangeReader {
             return false;
           }
           attempt++;
+          try {
+            if (!limiter.acquire()) {
+              return false;
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+          }
           requests.increment();
           Throwable cause;
           InputStream in = null;
+          boolean throttled = false;
           try {
             in = source.openRange(r.file(), r.offset() + received, r.length() - received);
             if (!open(in)) {
@@ -423,6 +441,7 @@ public final class ParallelRangeReader {
               received += n;
               got[0] = received;
               bytes.add(n);
+              limiter.delivered(n);
               listener.bytesDelivered(r.file(), at, n);
             }
             if (received == r.length()) {
@@ -439,6 +458,7 @@ public final class ParallelRangeReader {
             if (!e.retryable()) {
               throw failure(r, e.reason(), null, attempt, received, false, e);
             }
+            throttled = e.reason() == Reason.Throttled;
             cause = e;
           } catch (IOException e) {
             if (isCancelled()) {
@@ -448,6 +468,7 @@ public final class ParallelRangeReader {
           } finally {
             clearCurrent();
             closeQuietly(in);
+            limiter.release(throttled);
           }
           Duration retryAfter = retryAfter(cause);
           if (attempt >= options.maxAttempts() || !backoff.honours(retryAfter)) {

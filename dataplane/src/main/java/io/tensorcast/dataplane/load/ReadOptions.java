@@ -23,6 +23,9 @@ import java.util.Objects;
  *     response stream into the sink's buffer; 1 KiB – 64 MiB; default 256 KiB
  * @param stagingBudget the most heap the staging buffers of one read may take, in bytes; default 64
  *     MiB
+ * @param adaptiveConcurrency whether the requests in flight follow what the origin delivers (start
+ *     at 4, grow while more requests bring more bytes, halve on throttling; never above {@code
+ *     concurrency}, never below 1) rather than stay at {@code concurrency}; default true
  */
 public record ReadOptions(
     int rangeSize,
@@ -31,7 +34,8 @@ public record ReadOptions(
     Duration backoffBase,
     Duration backoffCap,
     int stagingBufferSize,
-    long stagingBudget) {
+    long stagingBudget,
+    boolean adaptiveConcurrency) {
 
   public static final int MIB = 1 << 20;
 
@@ -39,6 +43,26 @@ public record ReadOptions(
   public static final ReadOptions DEFAULTS =
       new ReadOptions(
           8 * MIB, 16, 6, Duration.ofMillis(200), Duration.ofSeconds(10), 256 * 1024, 64L * MIB);
+
+  /** The options with an adaptive concurrency (the default). */
+  public ReadOptions(
+      int rangeSize,
+      int concurrency,
+      int maxAttempts,
+      Duration backoffBase,
+      Duration backoffCap,
+      int stagingBufferSize,
+      long stagingBudget) {
+    this(
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        true);
+  }
 
   public ReadOptions {
     if (rangeSize < 1 || rangeSize > 1024 * MIB) {
@@ -98,31 +122,86 @@ public record ReadOptions(
 
   public ReadOptions withRangeSize(int v) {
     return new ReadOptions(
-        v, concurrency, maxAttempts, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+        v,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency);
   }
 
   public ReadOptions withConcurrency(int v) {
     return new ReadOptions(
-        rangeSize, v, maxAttempts, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+        rangeSize,
+        v,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency);
   }
 
   public ReadOptions withMaxAttempts(int v) {
     return new ReadOptions(
-        rangeSize, concurrency, v, backoffBase, backoffCap, stagingBufferSize, stagingBudget);
+        rangeSize,
+        concurrency,
+        v,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency);
   }
 
   public ReadOptions withBackoff(Duration base, Duration cap) {
     return new ReadOptions(
-        rangeSize, concurrency, maxAttempts, base, cap, stagingBufferSize, stagingBudget);
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        base,
+        cap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency);
   }
 
   public ReadOptions withStagingBufferSize(int v) {
     return new ReadOptions(
-        rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, v, stagingBudget);
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        v,
+        stagingBudget,
+        adaptiveConcurrency);
   }
 
   public ReadOptions withStagingBudget(long v) {
     return new ReadOptions(
-        rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, stagingBufferSize, v);
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        v,
+        adaptiveConcurrency);
+  }
+
+  /** The same options with a fixed ({@code false}) or adaptive ({@code true}) concurrency. */
+  public ReadOptions withAdaptiveConcurrency(boolean v) {
+    return new ReadOptions(
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        v);
   }
 }

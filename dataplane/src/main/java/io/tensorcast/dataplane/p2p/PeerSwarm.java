@@ -14,6 +14,7 @@ import io.tensorcast.dataplane.load.StoreFiller;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Run;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.ConcurrencyLimiter;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.StoreFile;
@@ -112,6 +113,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private boolean closed;
   private PeerTransport transport;
   private ExecutorService sources;
+  private volatile ConcurrencyLimiter sourceLimiter = ConcurrencyLimiter.fixed(1);
   private ExecutorService verifier;
   private ExecutorService adopting;
 
@@ -303,6 +305,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.stored = stored;
       this.source = source;
       this.read = read;
+      this.sourceLimiter = ConcurrencyLimiter.of(read.adaptiveConcurrency(), threads);
       this.progress = progress;
       this.filling = true;
       policy.startFill(pm, threads, read.rangeSize());
@@ -625,6 +628,16 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       }
       attempt++;
       Throwable cause;
+      ConcurrencyLimiter limiter = sourceLimiter;
+      try {
+        if (!limiter.acquire()) {
+          return false;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+      boolean throttled = false;
       try (InputStream in = source.openRange(file, runOffset + received, runLength - received)) {
         while (received < runLength) {
           int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
@@ -633,6 +646,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           }
           target.put(staging, 0, n);
           received += n;
+          limiter.delivered(n);
           if (!target.hasRemaining()) {
             sourcePieceStored(
                 current,
@@ -651,12 +665,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         if (!e.retryable()) {
           throw new LoadFailure(e.reason(), describe(run) + ": " + e.getMessage(), e);
         }
+        throttled = e.reason() == Reason.Throttled;
         cause = e;
       } catch (IOException e) {
         if (Thread.currentThread().isInterrupted()) {
           return false;
         }
         cause = e;
+      } finally {
+        limiter.release(throttled);
       }
       if (attempt >= read.maxAttempts()) {
         Reason reason =

@@ -289,10 +289,7 @@ public final class LoadThroughputBench {
         case "--reps" -> reps = Integer.parseInt(args[++i]);
         case "--checksum" -> checksum = args[++i];
         case "--tensorcast" -> variants.add(Variant.parse(args[++i]));
-        case "--adaptive" ->
-            throw new IllegalArgumentException(
-                "--adaptive: adaptive source concurrency is not implemented in dataplane load yet"
-                    + " (it has no --fixed-concurrency to compare with)");
+        case "--adaptive" -> adaptive = true;
         case "--no-sweep" -> sweep = false;
         case "--work" -> work = Path.of(args[++i]);
         default ->
@@ -978,15 +975,19 @@ public final class LoadThroughputBench {
     Variant v = s.variants().get(0);
     List<Origin> origins =
         List.of(
-            new Origin("2 MB/s per connection", p -> p.throttleBodies(2_000_000).throttleTotal(0)),
+            new Origin("4 MB/s per connection", p -> p.throttleBodies(4_000_000).throttleTotal(0)),
             new Origin(
                 "40 MB/s in total, 503 SlowDown above 8 GETs in flight",
                 p -> p.throttleBodies(0).throttleTotal(40_000_000).slowDownAbove(8)));
-    List<List<String>> modes =
+    List<List<String>> fixed =
         List.of(
+            List.of("--fixed-concurrency", "--concurrency", "4"),
             List.of("--fixed-concurrency", "--concurrency", "16"),
-            List.of("--fixed-concurrency", "--concurrency", "64"),
-            List.of());
+            List.of("--fixed-concurrency", "--concurrency", "64"));
+    List<String> fixedDefault = fixed.get(1);
+    List<List<String>> modes = new ArrayList<>(fixed);
+    modes.add(List.of("--concurrency", "64"));
+    modes.add(List.of());
     StringBuilder out = new StringBuilder();
     out.append(
         String.format(
@@ -994,15 +995,19 @@ public final class LoadThroughputBench {
             "%n### Adaptive source concurrency%n%nThe first %d shards (%d bytes) through"
                 + " FaultInjectingProxy in front of S3Mock (one request per connection), loaded by"
                 + " Tensorcast %s with a fixed number of ranged reads in flight and with the"
-                + " number following the origin (its defaults); %d rounds, order rotated. MB/s,"
-                + " requests answered 503 SlowDown, most GETs in flight at once:%n%n",
+                + " number following the origin (ceiling 64, and the defaults: ceiling 16); %d"
+                + " rounds, order rotated. MB/s, CPU-seconds per GiB of the load process (user +"
+                + " sys), the median throughput against the best fixed setting and against the"
+                + " fixed default (16) of the same origin, requests answered 503 SlowDown (all"
+                + " rounds), most GETs in flight at once:%n%n",
             a.small().size(),
             a.smallTotal(),
             v.name(),
             s.reps()));
     out.append(
-        "| origin | load flags | MB/s per round | median MB/s | SlowDown | most in flight |"
-            + "\n|---|---|---|---:|---:|---:|\n");
+        "| origin | load flags | MB/s per round | median MB/s | CPU s/GiB | / best fixed |"
+            + " / fixed 16 | SlowDown | most in flight |"
+            + "\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
     try (FaultInjectingProxy proxy = new FaultInjectingProxy(s3.endpoint())) {
       proxy.countInFlightOnly(r -> r.range().isPresent());
       for (Origin o : origins) {
@@ -1023,21 +1028,31 @@ public final class LoadThroughputBench {
             c[1] = Math.max(c[1], proxy.maxInFlightGets());
           }
         }
+        Map<List<String>, Double> medians = new LinkedHashMap<>();
+        for (List<String> m : modes) {
+          medians.put(
+              m, median(runs.get(m).stream().filter(Run::verified).map(Run::mbps).toList()));
+        }
+        double bestFixed =
+            fixed.stream().mapToDouble(medians::get).filter(d -> !Double.isNaN(d)).max().orElse(0);
         for (List<String> m : modes) {
           List<Run> rs = runs.get(m);
           out.append(
               String.format(
                   Locale.ROOT,
-                  "| %s | %s | %s | %.0f | %d | %d |%n",
+                  "| %s | %s | %s | %.0f | %.1f | %.2f | %.2f | %d | %d |%n",
                   o.name(),
-                  m.isEmpty() ? "(defaults: adaptive)" : String.join(" ", m),
+                  m.isEmpty() ? "(defaults: adaptive, ceiling 16)" : String.join(" ", m),
                   rs.stream()
                       .map(
                           r ->
                               String.format(
                                   Locale.ROOT, "%.0f%s", r.mbps(), r.verified() ? "" : " FAILED"))
                       .collect(Collectors.joining(", ")),
-                  median(rs.stream().filter(Run::verified).map(Run::mbps).toList()),
+                  medians.get(m),
+                  median(rs.stream().map(Run::cpuPerGib).toList()),
+                  medians.get(m) / bestFixed,
+                  medians.get(m) / medians.get(fixedDefault),
                   counts.get(m)[0],
                   counts.get(m)[1]));
         }

@@ -268,6 +268,33 @@ class ParallelRangeReaderIT {
   }
 
   @Test
+  void anAdaptiveReadBacksOffFromAnOriginThatAnswersSlowDownAboveTwoInFlight() throws Exception {
+    SourceFile file = listed(MNIST);
+    ReadOptions read =
+        FAST.withRangeSize(32 * 1024).withConcurrency(16).withMaxAttempts(100); // 47 ranges
+    proxy.delay(Duration.ofMillis(25)).slowDownAbove(2);
+
+    HeapRangeSink fixedSink = new HeapRangeSink();
+    new ParallelRangeReader(read.withAdaptiveConcurrency(false))
+        .read(source, List.of(file), fixedSink, ReadProgressListener.NONE);
+    int fixedSlowDowns = proxy.slowDowns();
+
+    proxy.reset().delay(Duration.ofMillis(25)).slowDownAbove(2);
+    HeapRangeSink adaptiveSink = new HeapRangeSink();
+    ReadResult adaptive =
+        new ParallelRangeReader(read)
+            .read(source, List.of(file), adaptiveSink, ReadProgressListener.NONE);
+
+    assertThat(fixedSink.bytes(MNIST)).isEqualTo(local(MNIST));
+    assertThat(adaptiveSink.bytes(MNIST)).isEqualTo(local(MNIST));
+    // 16 at once: 14 refused in the first wave alone, and again at every retry wave. Adaptive: 4
+    // at once at first, halved at the first SlowDown, then at most 2 in flight.
+    assertThat(fixedSlowDowns).isGreaterThanOrEqualTo(14);
+    assertThat(proxy.slowDowns()).isLessThan(fixedSlowDowns / 2);
+    assertThat(adaptive.retries()).isEqualTo(proxy.slowDowns());
+  }
+
+  @Test
   void exhaustedAttemptsFailNamingTheFileAndRange() throws Exception {
     String path = "safetensors/mlverse-safetensors__hello.safetensors"; // 736 bytes
     SourceFile file = listed(path);

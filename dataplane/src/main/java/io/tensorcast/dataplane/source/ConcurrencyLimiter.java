@@ -1,0 +1,303 @@
+package io.tensorcast.dataplane.source;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.LongSupplier;
+
+/**
+ * How many source reads may be in flight at once: fixed, or adaptive — following what the origin
+ * delivers. Shared by every worker of one read ({@code ParallelRangeReader}, the peer swarm's
+ * source reads); each request attempt holds one permit from {@link #acquire} to {@link #release}.
+ *
+ * <p>The adaptive rules (additive-increase / multiplicative-decrease, with the increase kept only
+ * while it pays, as TCP and the AIMD / gradient limiters do):
+ *
+ * <ul>
+ *   <li>Time is cut into windows of {@code window} (500 ms by default); a window's throughput is
+ *       the bytes {@link #delivered} in it divided by its length. A window ends at the first call
+ *       after its length has passed.
+ *   <li><b>Throttled</b> (a request released with {@code throttled}: 429, 503 SlowDown): the limit
+ *       is halved (never below 1) at once, at most once per window — one storm of refusals is one
+ *       signal. The limit then holds for {@link #HOLD_WINDOWS} windows before probing again.
+ *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
+ *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
+ *       probe that did not pay or the first throttling — never above {@code max}. The next window
+ *       keeps the step only when its throughput rose by at least half of the step's proportion
+ *       (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose single
+ *       connections are slow scales about linearly and keeps growing; one that is saturated does
+ *       not, and the limit steps back to where it was and holds for {@link #HOLD_WINDOWS} windows
+ *       before the next probe.
+ *   <li>A window in which nothing was in flight and no permit was waited for (the read had run out
+ *       of work) is not judged.
+ * </ul>
+ *
+ * <p>A fixed limiter ({@link #fixed}) never changes its limit. Thread-safe; waiting is
+ * interruptible and ends at {@link #close}.
+ */
+public final class ConcurrencyLimiter {
+  /** Default length of one measurement window. */
+  public static final Duration DEFAULT_WINDOW = Duration.ofMillis(500);
+
+  /** Limit an adaptive limiter starts at (or {@code max}, when lower). */
+  public static final int DEFAULT_INITIAL = 4;
+
+  /** Windows a limit holds after a throttling halving or a probe that did not pay. */
+  public static final int HOLD_WINDOWS = 6;
+
+  private final boolean adaptive;
+  private final int max;
+  private final long windowNanos;
+  private final LongSupplier clock;
+  private final Object lock = new Object();
+
+  // guarded by lock
+  private int limit;
+  private int inFlight;
+  private int waiting;
+  private boolean closed;
+  private long windowStart;
+  private long windowBytes;
+  private boolean windowThrottled;
+  private boolean windowBusy;
+  private int baseLimit; // the limit before the probe under judgement; 0 = none
+  private double baseRate;
+  private int hold;
+  private boolean slowStart = true;
+  private long throttleSignals;
+  private long decreases;
+  private int peak;
+
+  private ConcurrencyLimiter(
+      boolean adaptive, int initial, int max, Duration window, LongSupplier clock) {
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be at least 1, got " + max);
+    }
+    if (initial < 1 || initial > max) {
+      throw new IllegalArgumentException(
+          "initial must be between 1 and max " + max + ", got " + initial);
+    }
+    Objects.requireNonNull(window, "window");
+    if (window.isNegative() || window.isZero()) {
+      throw new IllegalArgumentException("window must be positive, got " + window);
+    }
+    this.adaptive = adaptive;
+    this.max = max;
+    this.windowNanos = window.toNanos();
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.limit = initial;
+    this.peak = initial;
+    this.windowStart = clock.getAsLong();
+  }
+
+  /** A limiter that always allows {@code limit} in flight. */
+  public static ConcurrencyLimiter fixed(int limit) {
+    return new ConcurrencyLimiter(false, limit, limit, DEFAULT_WINDOW, System::nanoTime);
+  }
+
+  /**
+   * An adaptive limiter between 1 and {@code max}, starting at {@code min(max, 4)}, on the system
+   * clock with 500 ms windows.
+   */
+  public static ConcurrencyLimiter adaptive(int max) {
+    return adaptive(Math.min(max, DEFAULT_INITIAL), max, DEFAULT_WINDOW, System::nanoTime);
+  }
+
+  /**
+   * An adaptive limiter.
+   *
+   * @param initial the first limit, 1 ≤ initial ≤ max
+   * @param max the most in flight ever allowed, ≥ 1
+   * @param window length of one measurement window, positive
+   * @param clock nanoseconds, monotonic ({@link System#nanoTime} outside tests)
+   */
+  public static ConcurrencyLimiter adaptive(
+      int initial, int max, Duration window, LongSupplier clock) {
+    return new ConcurrencyLimiter(true, initial, max, window, clock);
+  }
+
+  /** Adaptive when {@code adaptive}, else fixed at {@code max}. */
+  public static ConcurrencyLimiter of(boolean adaptive, int max) {
+    return adaptive ? adaptive(max) : fixed(max);
+  }
+
+  /**
+   * Waits for a permit: returns true once fewer than the limit are in flight (the caller then holds
+   * one and must {@link #release} it), false when the limiter was closed.
+   *
+   * @throws InterruptedException when the waiting thread is interrupted
+   */
+  public boolean acquire() throws InterruptedException {
+    synchronized (lock) {
+      waiting++;
+      try {
+        while (!closed && inFlight >= limit) {
+          windowBusy = true;
+          lock.wait(Math.max(1, windowNanos / 1_000_000));
+          roll();
+        }
+        if (closed) {
+          return false;
+        }
+        inFlight++;
+        windowBusy = true;
+        roll();
+        return true;
+      } finally {
+        waiting--;
+      }
+    }
+  }
+
+  /**
+   * Gives back a permit taken by {@link #acquire}.
+   *
+   * @param throttled whether the origin refused or slowed the request (429, 503 SlowDown)
+   */
+  public void release(boolean throttled) {
+    synchronized (lock) {
+      if (inFlight <= 0) {
+        throw new IllegalStateException("release without a permit in flight");
+      }
+      roll();
+      inFlight--;
+      if (throttled) {
+        throttleSignals++;
+        if (adaptive && !windowThrottled) {
+          windowThrottled = true;
+          decrease();
+        }
+      }
+      lock.notifyAll();
+    }
+  }
+
+  /** Counts {@code bytes} received from the origin now, for the window's throughput. */
+  public void delivered(long bytes) {
+    synchronized (lock) {
+      windowBytes += bytes;
+      roll();
+    }
+  }
+
+  /** Ends every wait: {@link #acquire} returns false from now on. */
+  public void close() {
+    synchronized (lock) {
+      closed = true;
+      lock.notifyAll();
+    }
+  }
+
+  /** The current limit of requests in flight. */
+  public int limit() {
+    synchronized (lock) {
+      roll();
+      return limit;
+    }
+  }
+
+  /** The highest limit so far. */
+  public int peakLimit() {
+    synchronized (lock) {
+      return peak;
+    }
+  }
+
+  /** Requests released as throttled so far. */
+  public long throttleSignals() {
+    synchronized (lock) {
+      return throttleSignals;
+    }
+  }
+
+  /** Times the limit was halved. */
+  public long decreases() {
+    synchronized (lock) {
+      return decreases;
+    }
+  }
+
+  public int max() {
+    return max;
+  }
+
+  public boolean isAdaptive() {
+    return adaptive;
+  }
+
+  @Override
+  public String toString() {
+    synchronized (lock) {
+      return (adaptive ? "adaptive" : "fixed")
+          + " limit "
+          + limit
+          + " of max "
+          + max
+          + " (peak "
+          + peak
+          + ", "
+          + inFlight
+          + " in flight, "
+          + throttleSignals
+          + " throttled)";
+    }
+  }
+
+  // ---------------------------------------------------------------------- rules (under lock)
+
+  private void decrease() {
+    limit = Math.max(1, limit / 2);
+    decreases++;
+    slowStart = false;
+    baseLimit = 0;
+    hold = HOLD_WINDOWS;
+  }
+
+  /** Ends every window that has passed, judging the first one. */
+  private void roll() {
+    long now = clock.getAsLong();
+    long elapsed = now - windowStart;
+    if (elapsed < windowNanos) {
+      return;
+    }
+    double rate = windowBytes * 1e9 / elapsed;
+    boolean judged = windowBusy || inFlight > 0 || waiting > 0;
+    boolean throttled = windowThrottled;
+    windowStart = now;
+    windowBytes = 0;
+    windowThrottled = false;
+    windowBusy = inFlight > 0 || waiting > 0;
+    if (!adaptive || !judged || throttled) {
+      return;
+    }
+    if (baseLimit > 0) {
+      double step = (double) (limit - baseLimit) / baseLimit;
+      if (rate >= baseRate * (1 + step / 2)) {
+        probe(rate);
+      } else {
+        limit = baseLimit;
+        baseLimit = 0;
+        slowStart = false;
+        hold = HOLD_WINDOWS;
+      }
+      return;
+    }
+    if (hold > 0) {
+      hold--;
+      return;
+    }
+    probe(rate);
+  }
+
+  private void probe(double rate) {
+    if (limit >= max || waiting == 0 && inFlight < limit) {
+      // At the ceiling, or not using what it has: nothing to learn from more.
+      baseLimit = 0;
+      return;
+    }
+    baseLimit = limit;
+    baseRate = rate;
+    limit = Math.min(max, limit + (slowStart ? limit : Math.max(1, limit / 4)));
+    peak = Math.max(peak, limit);
+    lock.notifyAll();
+  }
+}

@@ -550,7 +550,8 @@ class ModelArtifactIT {
         .contains("nodes are eligible for 2 replicas")
         .contains(
             "2 not RDMA-capable (no tensorcast.io/rdma in allocatable, no label"
-                + " tensorcast.io/rdma=true; spec.placement.rdma is Required) ["
+                + " tensorcast.io/rdma=true; spec.placement.rdma is Required: Preferred or"
+                + " Disabled uses them too) ["
                 + ns
                 + "-plain-1, "
                 + ns

@@ -159,6 +159,14 @@ final class ServeWritesCommand implements Callable<Integer> {
           "A reservation not committed within this is dropped (default ${DEFAULT-VALUE}).")
   String reservationTimeout;
 
+  @Option(
+      names = "--kind",
+      description =
+          "The artifact's kind (spec.kind: ModelWeights, KVCache, RLCheckpoint): a version created"
+              + " without a kind gets it, one of another kind is refused. Default: not bound"
+              + " (ModelWeights when a version names none).")
+  String kind;
+
   @Override
   public Integer call() throws Exception {
     WriteNode node = WriteNode.start(settings(System.getenv()));
@@ -264,6 +272,7 @@ final class ServeWritesCommand implements Callable<Integer> {
         retain,
         maxVersions,
         ServeCommand.duration(reservationTimeout, "--reservation-timeout"),
+        kind,
         env::get);
   }
 }

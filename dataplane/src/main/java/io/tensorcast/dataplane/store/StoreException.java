@@ -1,6 +1,8 @@
 package io.tensorcast.dataplane.store;
 
 import io.tensorcast.api.Reason;
+import java.io.IOException;
+import java.nio.file.Path;
 
 /**
  * The page-locked store refused or failed an operation. {@link #reason()} says why ({@link
@@ -24,6 +26,22 @@ public class StoreException extends Exception {
 
   public StoreException(Reason reason, String message) {
     this(reason, message, null);
+  }
+
+  /**
+   * A {@code StoreIoError} for an I/O failure on one of an artifact's files or directories.
+   *
+   * @param artifactId the artifact whose file it is
+   * @param action what failed, e.g. {@code "cannot write"}
+   * @param target the file or directory
+   * @param cause the I/O failure; its message ends the exception's message
+   * @return "artifact ID: ACTION TARGET: CAUSE-MESSAGE", with {@code cause} as the cause
+   */
+  static StoreException ioError(String artifactId, String action, Path target, IOException cause) {
+    return new StoreException(
+        Reason.StoreIoError,
+        "artifact " + artifactId + ": " + action + " " + target + ": " + cause.getMessage(),
+        cause);
   }
 
   /** Why, for the status and conditions. */

@@ -151,10 +151,7 @@ public final class StoredArtifact {
       return new StoredArtifact(
           artifactId, directory, stateFile, done, windowBytes, chargedBytes, reserveOnWrite);
     } catch (IOException e) {
-      throw new StoreException(
-          Reason.StoreIoError,
-          "artifact " + artifactId + ": cannot create " + directory + ": " + e.getMessage(),
-          e);
+      throw StoreException.ioError(artifactId, "cannot create", directory, e);
     } finally {
       if (!ok) {
         unmapQuietly(done);
@@ -252,10 +249,7 @@ public final class StoredArtifact {
       return new StoredArtifact(
           artifactId, directory, stateFile, ordered, windowBytes, chargedBytes, false);
     } catch (IOException e) {
-      throw new StoreException(
-          Reason.StoreIoError,
-          "artifact " + artifactId + ": cannot install into " + directory + ": " + e.getMessage(),
-          e);
+      throw StoreException.ioError(artifactId, "cannot install into", directory, e);
     } finally {
       if (!ok) {
         for (Map.Entry<String, StagedFile> m : moved.entrySet()) {
@@ -512,10 +506,7 @@ public final class StoredArtifact {
           Files.deleteIfExists(rangesFile());
           deleteTree(directory);
         } catch (IOException e) {
-          throw new StoreException(
-              Reason.StoreIoError,
-              "artifact " + artifactId + ": cannot delete " + directory + ": " + e.getMessage(),
-              e);
+          throw StoreException.ioError(artifactId, "cannot delete", directory, e);
         }
       }
     } finally {
@@ -746,10 +737,7 @@ public final class StoredArtifact {
         ArtifactState.writeAtomically(stateFile, currentState());
       } catch (IOException e) {
         sha256ByPath.remove(path, actual);
-        throw new StoreException(
-            Reason.StoreIoError,
-            "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
-            e);
+        throw StoreException.ioError(artifactId, "cannot write", stateFile, e);
       } finally {
         guard.readLock().unlock();
       }
@@ -795,10 +783,7 @@ public final class StoredArtifact {
         checkLive();
         StoredRanges.write(rangesFile(), storedByPath);
       } catch (IOException e) {
-        throw new StoreException(
-            Reason.StoreIoError,
-            "artifact " + artifactId + ": cannot write " + rangesFile() + ": " + e.getMessage(),
-            e);
+        throw StoreException.ioError(artifactId, "cannot write", rangesFile(), e);
       } finally {
         guard.readLock().unlock();
       }
@@ -847,10 +832,7 @@ public final class StoredArtifact {
           ArtifactState.writeAtomically(stateFile, currentState());
         }
       } catch (IOException e) {
-        throw new StoreException(
-            Reason.StoreIoError,
-            "artifact " + artifactId + ": cannot write " + stateFile + ": " + e.getMessage(),
-            e);
+        throw StoreException.ioError(artifactId, "cannot write", stateFile, e);
       } finally {
         guard.readLock().unlock();
       }

@@ -191,7 +191,8 @@ public final class WriteNode implements AutoCloseable {
                   self,
                   settings.peer().pieceSize(),
                   settings.reservationTimeout(),
-                  settings.maxVersions()));
+                  settings.maxVersions(),
+                  settings.kind()));
       writeServer =
           WriteServer.start(
               service,

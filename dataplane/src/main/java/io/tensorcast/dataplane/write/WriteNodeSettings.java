@@ -35,6 +35,8 @@ import java.util.function.Function;
  * @param retain versions kept on this node (the newest, and older ones still held for consumers)
  * @param maxVersions most versions the put API holds open or sealed at once
  * @param reservationTimeout a reservation not committed within this is dropped at the next seal
+ * @param kind the artifact's kind ({@code spec.kind}): what a version written here is recorded as
+ *     (see {@link WriteService.Settings#artifactKind()}); null: not bound to an artifact
  * @param env the process environment (save credentials: {@code AWS_*}, {@code OSS_*}, {@code
  *     HF_TOKEN})
  */
@@ -56,6 +58,7 @@ public record WriteNodeSettings(
     int retain,
     int maxVersions,
     Duration reservationTimeout,
+    String kind,
     Function<String, String> env) {
 
   public WriteNodeSettings {

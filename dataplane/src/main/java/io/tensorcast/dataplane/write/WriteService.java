@@ -45,6 +45,8 @@ public final class WriteService implements AutoCloseable {
   /** Kinds a version may declare ({@code spec.kind} of a ModelArtifact). */
   public static final Set<String> KINDS = Set.of("ModelWeights", "KVCache", "RLCheckpoint");
 
+  private static final String KIND_NAMES = "ModelWeights, KVCache, RLCheckpoint";
+
   private static final Pattern NAME = Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
   private static final int MAX_NAME = 63;
   private static final int MAX_METADATA_ENTRIES = 64;
@@ -56,9 +58,17 @@ public final class WriteService implements AutoCloseable {
    * @param pieceSize bytes per piece of a sealed version (what peers transfer and hash)
    * @param reservationTimeout a reservation not committed within this is dropped at the next seal
    * @param maxVersions most versions (open or sealed) held at once
+   * @param artifactKind the kind of the artifact the versions belong to ({@code spec.kind}, one of
+   *     {@link #KINDS}): a version created without a kind gets it and one of another kind is
+   *     refused; null when the service serves no ModelArtifact (a version without a kind is then
+   *     {@code ModelWeights})
    */
   public record Settings(
-      String writerId, int pieceSize, Duration reservationTimeout, int maxVersions) {
+      String writerId,
+      int pieceSize,
+      Duration reservationTimeout,
+      int maxVersions,
+      String artifactKind) {
     public Settings {
       Objects.requireNonNull(writerId, "writerId");
       Objects.requireNonNull(reservationTimeout, "reservationTimeout");
@@ -68,6 +78,15 @@ public final class WriteService implements AutoCloseable {
       if (maxVersions < 1) {
         throw new IllegalArgumentException("maxVersions must be >= 1");
       }
+      if (artifactKind != null && !KINDS.contains(artifactKind)) {
+        throw new IllegalArgumentException(
+            "artifact kind '" + artifactKind + "' is not one of " + KIND_NAMES);
+      }
+    }
+
+    /** Settings of a service that serves no ModelArtifact (any kind; ModelWeights by default). */
+    public Settings(String writerId, int pieceSize, Duration reservationTimeout, int maxVersions) {
+      this(writerId, pieceSize, reservationTimeout, maxVersions, null);
     }
   }
 
@@ -120,20 +139,34 @@ public final class WriteService implements AutoCloseable {
    *
    * @param name a DNS-1123 label (lowercase letters, digits, '-'; at most 63): the sealed
    *     artifact's store id
-   * @param kind {@code ModelWeights} (default when null), {@code KVCache} or {@code RLCheckpoint}
+   * @param kind {@code ModelWeights}, {@code KVCache} or {@code RLCheckpoint}; when null, the
+   *     artifact's kind ({@link Settings#artifactKind()}), or {@code ModelWeights} when the service
+   *     serves no artifact
    * @param metadata written into every file's {@code __metadata__}; at most {@value
    *     #MAX_METADATA_ENTRIES} entries, keys other than {@code tp_rank} and {@code tp_size}
-   * @throws WriteException 400 {@code InvalidName}, {@code BadRequest}; 409 {@code VersionExists}
-   *     (another kind or metadata, or sealed already, or a store artifact of that name), {@code
-   *     TooManyVersions}
+   * @throws WriteException 400 {@code InvalidName}, {@code BadRequest}, {@code KindMismatch} (a
+   *     kind other than the artifact's); 409 {@code VersionExists} (another kind or metadata, or
+   *     sealed already, or a store artifact of that name), {@code TooManyVersions}
    */
   public WritableVersion create(String name, String kind, Map<String, String> metadata)
       throws WriteException {
     checkName(name);
-    String k = kind == null ? "ModelWeights" : kind;
+    String artifactKind = settings.artifactKind();
+    String k = kind != null ? kind : artifactKind != null ? artifactKind : "ModelWeights";
     if (!KINDS.contains(k)) {
+      throw WriteException.bad("BadRequest", "kind '" + k + "' is not one of " + KIND_NAMES);
+    }
+    if (artifactKind != null && !artifactKind.equals(k)) {
       throw WriteException.bad(
-          "BadRequest", "kind '" + k + "' is not one of ModelWeights, KVCache, RLCheckpoint");
+          "KindMismatch",
+          "version "
+              + name
+              + ": kind '"
+              + k
+              + "' differs from the artifact's kind "
+              + artifactKind
+              + " (spec.kind): leave kind out, or send "
+              + artifactKind);
     }
     Map<String, String> meta = metadata == null ? Map.of() : metadata;
     checkMetadata(meta);

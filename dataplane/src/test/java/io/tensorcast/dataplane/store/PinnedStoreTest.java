@@ -346,6 +346,26 @@ class PinnedStoreTest {
   }
 
   @Test
+  void aStateFileThatCannotBeWrittenIsAStoreIoErrorNamingTheArtifactAndTheFile() throws Exception {
+    PinnedStore store = store(MIB, LockPolicy.DISABLED, PAGE);
+    StoredArtifact a = store.allocate("m", List.of(new StoreFile("a.bin", 100)));
+    byte[] data = pattern(6, 100);
+    a.write("a.bin", 0, ByteBuffer.wrap(data));
+    // The state file is written through a temporary sibling: a directory there fails the write.
+    Path blocker = Files.createDirectories(root.resolve(".tensorcast/.m.json.tmp"));
+
+    StoreException e = catchThrowableOfType(StoreException.class, () -> a.markComplete("a.bin"));
+
+    assertThat(e.reason()).isEqualTo(Reason.StoreIoError);
+    assertThat(e.getMessage())
+        .startsWith("artifact m: cannot write " + root.resolve(".tensorcast/m.json") + ": ");
+    assertThat(e.getCause()).isInstanceOf(IOException.class);
+    assertThat(a.isComplete("a.bin")).isFalse();
+    Files.delete(blocker);
+    assertThat(a.markComplete("a.bin")).isEqualTo(sha256(data));
+  }
+
+  @Test
   void completeFilesAreVerifiedRecordedAndReadOnly() throws Exception {
     PinnedStore store = store(MIB, LockPolicy.DISABLED, PAGE);
     StoredArtifact a =

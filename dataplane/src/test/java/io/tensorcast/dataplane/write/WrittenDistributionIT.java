@@ -117,6 +117,7 @@ class WrittenDistributionIT {
             2,
             8,
             Duration.ofMinutes(5),
+            null,
             k -> null);
     WriteNode n = WriteNode.start(s);
     nodes.add(n);

@@ -7,7 +7,6 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
-import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.api.model.storage.CSIDriverBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.tensorcast.api.ConsumerVolumes;
@@ -26,8 +25,6 @@ import io.tensorcast.csi.artifacts.InformerArtifactSource;
 import io.tensorcast.csi.mount.LinuxMounter;
 import io.tensorcast.csi.mount.MountTable;
 import io.tensorcast.csi.node.KubernetesPodEvents;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.testing.Corpus;
@@ -48,7 +45,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Consumers end to end: the real CSI node driver (one per simulated node, in this JVM, on its own
@@ -57,26 +53,15 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Python process reading every tensor of every safetensors file from their read-only mount and
  * comparing it with the source files.
  */
-@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
-class ConsumerVolumeIT {
-  static final String GROUP_LABEL = ModelArtifactIT.GROUP_LABEL;
+class ConsumerVolumeIT extends OperatorTestBase {
   static final String CONSUMER_IMAGE = "tensorcast/e2e-consumer";
-  static final String SECRET = "s3-credentials";
 
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
-  private final List<AutoCloseable> drivers = new ArrayList<>();
   private final List<String> otherNamespaces = new ArrayList<>();
   private Path source;
 
   @BeforeEach
-  void setUp(TestNamespace namespace) throws Exception {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
+  void setUp() throws Exception {
     source = Corpus.dir().resolve("index/safetensorsjl-tiny-sharded");
     env.cluster
         .runtime()
@@ -94,40 +79,11 @@ class ConsumerVolumeIT {
                 .endSpec()
                 .build())
         .serverSideApply();
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(SECRET)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
   }
 
   @AfterEach
-  void tearDown() throws Exception {
-    try {
-      client.pods().inNamespace(ns).withLabel("app", "consumer").delete();
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      otherNamespaces.forEach(env.cluster::deleteNamespace);
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(
-              () ->
-                  client.resources(ModelArtifact.class).inNamespace(ns).list().getItems().isEmpty()
-                      && client.pods().inNamespace(ns).list().getItems().isEmpty());
-    } finally {
-      for (AutoCloseable d : drivers) {
-        d.close();
-      }
-      nodes.forEach(SimulatedNode::remove);
-    }
+  void deleteOtherNamespaces() {
+    otherNamespaces.forEach(env.cluster::deleteNamespace);
   }
 
   @Test
@@ -360,7 +316,7 @@ class ConsumerVolumeIT {
             new LinuxMounter(),
             events);
     node.registerCsiDriver(ConsumerVolumes.DRIVER, socket);
-    drivers.add(
+    closeAfterPods(
         () -> {
           node.unregisterCsiDriver(ConsumerVolumes.DRIVER);
           driver.close();
@@ -383,7 +339,7 @@ class ConsumerVolumeIT {
     s.setInsecureEndpoint(true); // S3Mock on loopback: plain http
     s.setRegion(S3MockServer.REGION);
     s.setPathStyle(true);
-    s.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    s.setCredentialsSecretRef(new CredentialsSecretRef(CREDENTIALS));
     spec.setSource(s);
     spec.getPlacement().setReplicas(1);
     spec.getPlacement().setRdma(RdmaPolicy.Disabled);

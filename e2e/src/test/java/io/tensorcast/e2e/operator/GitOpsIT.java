@@ -8,15 +8,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.SecretBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
-import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.e2e.gitops.ArgoCdHealth;
@@ -30,16 +25,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * What a GitOps tool sees of a ModelArtifact, against the real API server with the operator
@@ -52,54 +44,15 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * written there as YAML: that is how the Argo CD health check's test fixtures
  * (charts/tensorcast/argocd/tensorcast.io/ModelArtifact/testdata/) were taken.
  */
-@ExtendWith(LocalClusterExtension.class)
-class GitOpsIT {
+class GitOpsIT extends OperatorTestBase {
   static final String FIXTURES_PROPERTY = "tensorcast.argocd.fixtures";
-  static final String GROUP_LABEL = "tensorcast.io/e2e-group";
-  static final String SECRET = "s3-credentials";
   static final Duration LOAD_TIMEOUT = Duration.ofSeconds(90);
 
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
   private ArgoCdHealth health;
 
   @BeforeEach
-  void setUp(TestNamespace namespace) throws IOException {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
+  void setUp() throws IOException {
     health = ArgoCdHealth.of(ModelArtifact.GROUP, "ModelArtifact");
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(SECRET)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    try {
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(
-              () ->
-                  client.resources(ModelArtifact.class).inNamespace(ns).list().getItems().isEmpty()
-                      && client.pods().inNamespace(ns).list().getItems().isEmpty());
-    } finally {
-      nodes.forEach(SimulatedNode::remove);
-    }
   }
 
   @Test
@@ -250,7 +203,8 @@ class GitOpsIT {
             nodeSelector:
               tensorcast.io/e2e-group: %s
         %s"""
-        .formatted(name, ns, uri, env.s3.endpoint(), S3MockServer.REGION, SECRET, ns, extraSpec);
+        .formatted(
+            name, ns, uri, env.s3.endpoint(), S3MockServer.REGION, CREDENTIALS, ns, extraSpec);
   }
 
   private String seed() throws IOException {

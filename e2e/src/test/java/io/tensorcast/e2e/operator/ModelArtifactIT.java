@@ -7,8 +7,6 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.SecretBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.Resource;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactNodeStatus;
@@ -20,8 +18,6 @@ import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.operator.desired.DataPlanePod;
@@ -43,10 +39,7 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The operator end to end on a real kube-apiserver 1.20 with the real scheduler, garbage collector
@@ -57,53 +50,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * <p>Each test has its own namespace and its own simulated nodes, labelled {@value #GROUP_LABEL} =
  * namespace; the artifacts select them with {@code placement.nodeSelector}.
  */
-@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
-class ModelArtifactIT {
-  static final String GROUP_LABEL = "tensorcast.io/e2e-group";
-  static final String SECRET = "s3-credentials";
+class ModelArtifactIT extends OperatorTestBase {
   static final Duration LOAD_TIMEOUT = Duration.ofSeconds(90);
-
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
-
-  @BeforeEach
-  void setUp(TestNamespace namespace) {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(SECRET)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
-  }
-
-  /** Deletes what the test left (waiting for the operator's cleanup), then the test's nodes. */
-  @AfterEach
-  void tearDown() {
-    try {
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(
-              () ->
-                  client.resources(ModelArtifact.class).inNamespace(ns).list().getItems().isEmpty()
-                      && pods().isEmpty());
-    } finally {
-      nodes.forEach(SimulatedNode::remove);
-    }
-  }
 
   // ------------------------------------------------------------------------------------ cases
 
@@ -550,7 +498,8 @@ class ModelArtifactIT {
         .contains("nodes are eligible for 2 replicas")
         .contains(
             "2 not RDMA-capable (no tensorcast.io/rdma in allocatable, no label"
-                + " tensorcast.io/rdma=true; spec.placement.rdma is Required) ["
+                + " tensorcast.io/rdma=true; spec.placement.rdma is Required: Preferred or"
+                + " Disabled uses them too) ["
                 + ns
                 + "-plain-1, "
                 + ns
@@ -1045,7 +994,7 @@ class ModelArtifactIT {
     source.setInsecureEndpoint(true);
     source.setRegion(S3MockServer.REGION);
     source.setPathStyle(true);
-    source.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    source.setCredentialsSecretRef(new CredentialsSecretRef(CREDENTIALS));
     spec.setSource(source);
     spec.getPlacement().setReplicas(replicas);
     spec.getPlacement().setRdma(rdma);

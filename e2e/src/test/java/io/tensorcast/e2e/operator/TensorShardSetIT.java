@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.SecretBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ArtifactRef;
@@ -22,8 +20,6 @@ import io.tensorcast.api.v1alpha1.TensorShardSetSpec;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
 import io.tensorcast.dataplane.testing.ScaledModel;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.operator.desired.ShardSetPod;
@@ -40,10 +36,8 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -53,37 +47,13 @@ import org.junit.jupiter.api.io.TempDir;
  * node's store; an MoE model with ep places each expert only on its owners; bad rules fail before
  * anything is stored.
  */
-@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
-class TensorShardSetIT {
-  static final String GROUP_LABEL = ModelArtifactIT.GROUP_LABEL;
-  static final String SECRET = "s3-credentials";
+class TensorShardSetIT extends OperatorTestBase {
   static final Duration TIMEOUT = Duration.ofSeconds(120);
 
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
   @TempDir Path tmp;
 
   @BeforeEach
-  void setUp(TestNamespace namespace) {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(SECRET)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
+  void setUp() {
     for (int i = 1; i <= 2; i++) {
       nodes.add(
           env.cluster
@@ -100,19 +70,6 @@ class TensorShardSetIT {
                           env.cluster.nextNodeAddress(),
                           env.cluster.nextNodeAddress())
                       .build()));
-    }
-  }
-
-  @AfterEach
-  void tearDown() {
-    try {
-      client.resources(TensorShardSet.class).inNamespace(ns).delete();
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(() -> client.pods().inNamespace(ns).list().getItems().isEmpty());
-    } finally {
-      nodes.forEach(SimulatedNode::remove);
     }
   }
 
@@ -379,7 +336,7 @@ class TensorShardSetIT {
     s.setEndpoint(env.s3.endpoint().toString());
     s.setRegion(S3MockServer.REGION);
     s.setPathStyle(true);
-    s.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    s.setCredentialsSecretRef(new CredentialsSecretRef(CREDENTIALS));
     s.setInsecureEndpoint(true); // S3Mock serves plain http on loopback
     return s;
   }

@@ -10,7 +10,6 @@ import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.CredentialsSecretRef;
@@ -18,8 +17,6 @@ import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactSpec;
 import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.operator.desired.DataPlanePod;
@@ -48,10 +45,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Trust on a real API server, with the operator running under the Helm chart's RBAC (no read access
@@ -61,53 +55,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * it), its pods run unprivileged and mount only their own store directory, and specs that would
  * make the operator a confused deputy are {@code InvalidSpec} before any request leaves.
  */
-@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
-class TrustIT {
-  static final String GROUP_LABEL = "tensorcast.io/e2e-group";
-  static final String CREDENTIALS = "s3-credentials";
+class TrustIT extends OperatorTestBase {
   static final Duration TIMEOUT = Duration.ofSeconds(90);
   static final long UID = 10001;
-
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
-
-  @BeforeEach
-  void setUp(TestNamespace namespace) {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(CREDENTIALS)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    try {
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(
-              () ->
-                  client.resources(ModelArtifact.class).inNamespace(ns).list().getItems().isEmpty()
-                      && pods().isEmpty());
-    } finally {
-      nodes.forEach(SimulatedNode::remove);
-    }
-  }
 
   @Test
   void eachArtifactGetsItsOwnSecretDirectoryNetworkPolicyAndUnprivilegedPods() throws Exception {

@@ -6,8 +6,6 @@ import static org.awaitility.Awaitility.await;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.SecretBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactKind;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
@@ -21,8 +19,6 @@ import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.v1alpha1.WritersSpec;
 import io.tensorcast.api.v1alpha1.WrittenVersionsStatus;
 import io.tensorcast.dataplane.write.WriteClient;
-import io.tensorcast.e2e.cluster.LocalClusterExtension;
-import io.tensorcast.e2e.cluster.LocalClusterExtension.TestNamespace;
 import io.tensorcast.e2e.cluster.NodeSpec;
 import io.tensorcast.e2e.cluster.SimulatedNode;
 import io.tensorcast.operator.desired.ArtifactChildren;
@@ -38,16 +34,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A written ModelArtifact ({@code spec.source.writers}, kind {@code RLCheckpoint}) end to end on
@@ -58,41 +51,17 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * in {@code status.versions}, the reader node serves the very bytes written, the operator saves the
  * version to the S3-compatible server, and a new ModelArtifact loads the saved version back.
  */
-@ExtendWith({LocalClusterExtension.class, ArtifactDumpOnFailure.class})
 @Timeout(240)
-class WrittenArtifactIT {
-  static final String GROUP_LABEL = ModelArtifactIT.GROUP_LABEL;
-  static final String SECRET = "s3-credentials";
+class WrittenArtifactIT extends OperatorTestBase {
   static final String WRITER_IMAGE = "tensorcast-e2e/writer:1";
   static final Duration TIMEOUT = Duration.ofSeconds(90);
 
-  private OperatorEnvironment env;
-  private KubernetesClient client;
-  private String ns;
-  private final List<SimulatedNode> nodes = new ArrayList<>();
   private final HttpClient http = HttpClient.newHttpClient();
 
   @BeforeEach
-  void setUp(TestNamespace namespace) {
-    env = OperatorEnvironment.get();
-    client = env.client();
-    ns = namespace.name();
+  void setUp() {
     // The trainer's container: the test process does its writing, the pod only has to run.
     env.cluster.runtime().map(WRITER_IMAGE, "sleep", "600");
-    client
-        .resource(
-            new SecretBuilder()
-                .withNewMetadata()
-                .withName(SECRET)
-                .withNamespace(ns)
-                .endMetadata()
-                .withStringData(
-                    Map.of(
-                        CredentialsSecretRef.DEFAULT_ACCESS_KEY_ID_KEY, S3MockServer.ACCESS_KEY,
-                        CredentialsSecretRef.DEFAULT_SECRET_ACCESS_KEY_KEY,
-                            S3MockServer.SECRET_KEY))
-                .build())
-        .create();
     for (String role : List.of("writer", "reader")) {
       nodes.add(
           env.cluster
@@ -106,19 +75,6 @@ class WrittenArtifactIT {
                           env.cluster.nextNodeAddress(),
                           env.cluster.nextNodeAddress())
                       .build()));
-    }
-  }
-
-  @AfterEach
-  void tearDown() {
-    try {
-      client.resources(ModelArtifact.class).inNamespace(ns).delete();
-      client.pods().inNamespace(ns).delete();
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(() -> client.pods().inNamespace(ns).list().getItems().isEmpty());
-    } finally {
-      nodes.forEach(SimulatedNode::remove);
     }
   }
 
@@ -152,7 +108,7 @@ class WrittenArtifactIT {
     save.setRegion(S3MockServer.REGION);
     save.setPathStyle(true);
     save.setInsecureEndpoint(true); // S3Mock serves plain http on loopback
-    save.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    save.setCredentialsSecretRef(new CredentialsSecretRef(CREDENTIALS));
     spec.setSave(save);
     ma.setSpec(spec);
     client.resource(ma).create();
@@ -197,7 +153,9 @@ class WrittenArtifactIT {
     await().atMost(TIMEOUT).until(() -> Files.exists(socket));
     String writeToken = secret(created, TensorcastConstants.SECRET_WRITE_TOKEN);
     try (WriteClient w = WriteClient.unix(socket, writeToken)) {
-      w.create("step-1", null, Map.of("step", "1")).ok();
+      assertThat(w.create("step-1", null, Map.of("step", "1")).ok().json().get("kind").asText())
+          .as("a version created without a kind is the artifact's spec.kind")
+          .isEqualTo("RLCheckpoint");
       w.putTensor(
               "step-1",
               new WriteClient.Tensor(
@@ -270,7 +228,7 @@ class WrittenArtifactIT {
     backSource.setRegion(S3MockServer.REGION);
     backSource.setPathStyle(true);
     backSource.setInsecureEndpoint(true);
-    backSource.setCredentialsSecretRef(new CredentialsSecretRef(SECRET));
+    backSource.setCredentialsSecretRef(new CredentialsSecretRef(CREDENTIALS));
     backSpec.setSource(backSource);
     backSpec.getPlacement().setReplicas(1);
     backSpec.getPlacement().setNodeSelector(Map.of(GROUP_LABEL, ns));

@@ -389,7 +389,7 @@ public final class NodeSelection {
                   + TensorcastConstants.RDMA_NODE_LABEL
                   + "="
                   + TensorcastConstants.RDMA_NODE_LABEL_VALUE
-                  + "; spec.placement.rdma is Required)";
+                  + "; spec.placement.rdma is Required: Preferred or Disabled uses them too)";
           case INSUFFICIENT_MEMORY ->
               k
                   + " with too little free memory (most free: "

@@ -396,30 +396,17 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
             .filter(n -> writerNodes.contains(n.getMetadata().getName()))
             .map(NodeSelection.Candidate::of)
             .toList();
-    List<NodeSelection.Candidate> readers = List.of();
+    NodeSelection.Result readerChoice = null;
     if (WrittenArtifacts.hasReaders(spec) && !writerNodes.isEmpty()) {
-      var placement = spec.getPlacement();
-      long overhead = config.memoryOverheadBytes();
-      readers =
+      readerChoice =
           NodeSelection.select(
-                  allNodes.stream()
-                      .filter(n -> !writerNodes.contains(n.getMetadata().getName()))
-                      .toList(),
-                  new NodeSelection.Request(
-                      placement.getReplicas() == null ? 1 : placement.getReplicas(),
-                      placement.getRdma() == null ? RdmaPolicy.Required : placement.getRdma(),
-                      placement.getNodeSelector(),
-                      placement.getTolerations(),
-                      DataPlanePod.memoryRequestBytes(spec, perNode, overhead),
-                      DataPlanePod.memoryBasis(spec, perNode, overhead),
-                      pods.stream()
-                          .filter(p -> !PodPlan.terminating(p))
-                          .map(PodPlan::node)
-                          .collect(Collectors.toSet()),
-                      committedByOthers(artifact),
-                      List.of()))
-              .chosen();
+              allNodes.stream()
+                  .filter(n -> !writerNodes.contains(n.getMetadata().getName()))
+                  .toList(),
+              selectionRequest(artifact, pods, perNode, List.of()));
     }
+    List<NodeSelection.Candidate> readers =
+        readerChoice == null ? List.of() : readerChoice.chosen();
     List<String> writerPodNames =
         writers.stream().map(c -> DataPlanePod.podName(artifact, c.name())).toList();
     List<Pod> desired = new ArrayList<>();
@@ -494,7 +481,7 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
       }
     }
     ModelArtifactStatus status =
-        WrittenStatus.build(artifact, writerNodes, readers.size(), views.pods(), clock.instant());
+        WrittenStatus.build(artifact, writerNodes, readerChoice, views.pods(), clock.instant());
     return patchIfChanged(artifact, status, context).rescheduleAfter(config.pollInterval());
   }
 
@@ -643,26 +630,35 @@ public class ModelArtifactReconciler implements Reconciler<ModelArtifact>, Clean
   /** Chooses nodes for the current generation: see {@link NodeSelection}. */
   NodeSelection.Result selectNodes(
       ModelArtifact artifact, List<Pod> pods, Optional<Resolution> resolution) {
-    ModelArtifactSpec spec = artifact.getSpec();
     OptionalLong size =
         resolution.map(r -> OptionalLong.of(r.totalBytes())).orElse(OptionalLong.empty());
-    long overhead = config.memoryOverheadBytes();
-    var placement = spec.getPlacement();
     return NodeSelection.select(
         nodes == null ? List.of() : nodes.list(n -> true).toList(),
-        new NodeSelection.Request(
-            placement.getReplicas() == null ? 1 : placement.getReplicas(),
-            placement.getRdma() == null ? RdmaPolicy.Required : placement.getRdma(),
-            placement.getNodeSelector(),
-            placement.getTolerations(),
-            DataPlanePod.memoryRequestBytes(spec, size, overhead),
-            DataPlanePod.memoryBasis(spec, size, overhead),
-            pods.stream()
-                .filter(p -> !PodPlan.terminating(p))
-                .map(PodPlan::node)
-                .collect(Collectors.toSet()),
-            committedByOthers(artifact),
-            readyLongest(artifact)));
+        selectionRequest(artifact, pods, size, readyLongest(artifact)));
+  }
+
+  /**
+   * What {@code spec.placement} asks of the nodes, for pods of {@code bytes} each (empty: not known
+   * yet), given the artifact's current pods and the memory other artifacts' pods hold.
+   */
+  private NodeSelection.Request selectionRequest(
+      ModelArtifact artifact, List<Pod> pods, OptionalLong bytes, List<String> readyLongest) {
+    ModelArtifactSpec spec = artifact.getSpec();
+    long overhead = config.memoryOverheadBytes();
+    var placement = spec.getPlacement();
+    return new NodeSelection.Request(
+        placement.getReplicas() == null ? 1 : placement.getReplicas(),
+        placement.getRdma() == null ? RdmaPolicy.Required : placement.getRdma(),
+        placement.getNodeSelector(),
+        placement.getTolerations(),
+        DataPlanePod.memoryRequestBytes(spec, bytes, overhead),
+        DataPlanePod.memoryBasis(spec, bytes, overhead),
+        pods.stream()
+            .filter(p -> !PodPlan.terminating(p))
+            .map(PodPlan::node)
+            .collect(Collectors.toSet()),
+        committedByOthers(artifact),
+        readyLongest);
   }
 
   /**

@@ -35,6 +35,8 @@ import java.util.TreeSet;
  *   <li>Reader nodes: chosen by {@code spec.placement} among the others, in the reader role ({@code
  *       serve-writes --want all}); a written {@code KVCache} has none (its snapshots are saved and
  *       loaded back by key).
+ *   <li>Every pod is told the artifact's kind ({@code --kind}, from {@code spec.kind}): a version
+ *       written without a kind is recorded as that kind, one of another kind is refused.
  *   <li>Every pod names the writers by pod name ({@code --writers}); each reaches the writers'
  *       control endpoints at their peer-membership addresses, which the operator sends as for any
  *       peer-to-peer artifact.
@@ -159,6 +161,10 @@ public final class WrittenArtifacts {
     a.add(String.join(",", new TreeSet<>(writerPods)));
     a.add("--retain");
     a.add(Integer.toString(retain(spec)));
+    if (spec.getKind() != null) {
+      a.add("--kind");
+      a.add(spec.getKind().name());
+    }
     a.add("--lock-policy");
     a.add(DataPlanePod.pinned(spec) ? "REQUIRED" : "DISABLED");
     if (role == Role.WRITER) {

@@ -155,8 +155,8 @@ class NodeSelectionTest {
     assertThat(r.message())
         .isEqualTo(
             "0 of 3 nodes are eligible for 2 replicas: 3 not RDMA-capable (no tensorcast.io/rdma in"
-                + " allocatable, no label tensorcast.io/rdma=true; spec.placement.rdma is Required)"
-                + " [n1, n2, n3]");
+                + " allocatable, no label tensorcast.io/rdma=true; spec.placement.rdma is Required:"
+                + " Preferred or Disabled uses them too) [n1, n2, n3]");
     assertThat(r.noNodeHasEnoughMemory()).isFalse();
   }
 

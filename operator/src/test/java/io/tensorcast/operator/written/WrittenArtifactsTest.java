@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.tuple;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -17,16 +18,19 @@ import io.tensorcast.api.v1alpha1.ArtifactKind;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
 import io.tensorcast.api.v1alpha1.ModelArtifactStatus;
+import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SaveSpec;
 import io.tensorcast.api.v1alpha1.WritersSpec;
 import io.tensorcast.api.v1alpha1.WrittenVersionsStatus;
 import io.tensorcast.operator.desired.DataPlanePod;
+import io.tensorcast.operator.desired.NodeSelection;
 import io.tensorcast.operator.status.WrittenStatus;
 import io.tensorcast.operator.testing.Fixtures;
 import io.tensorcast.operator.written.WrittenArtifacts.PodVersions;
 import io.tensorcast.operator.written.WrittenArtifacts.Role;
 import io.tensorcast.operator.written.WrittenArtifacts.SaveOrder;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -114,6 +118,7 @@ class WrittenArtifactsTest {
     assertThat(wa)
         .containsSequence("--writers", "policy-dp-n1,policy-dp-n2")
         .containsSequence("--retain", "2")
+        .containsSequence("--kind", "RLCheckpoint")
         .contains("--writer")
         .containsSequence(
             "--write-token-file",
@@ -210,7 +215,7 @@ class WrittenArtifactsTest {
   void statusIsReadyWhenEveryReaderServesAVersionAndServingIsTheCommonOne() throws Exception {
     ModelArtifact a = written(ArtifactKind.RLCheckpoint);
     Instant now = Instant.parse("2026-12-01T12:00:00Z");
-    ModelArtifactStatus none = WrittenStatus.build(a, Set.of(), 2, List.of(), now);
+    ModelArtifactStatus none = WrittenStatus.build(a, Set.of(), null, List.of(), now);
     assertThat(none.getPhase()).isEqualTo(ArtifactPhase.Pending);
     assertThat(none.getConditions())
         .anySatisfy(c -> assertThat(c.getReason()).isEqualTo("NoWriters"));
@@ -220,7 +225,7 @@ class WrittenArtifactsTest {
             new PodVersions("w", Role.WRITER, "step-2", Map.of()),
             new PodVersions("r1", Role.READER, "step-2", Map.of()),
             new PodVersions("r2", Role.READER, "step-1", Map.of()));
-    ModelArtifactStatus s = WrittenStatus.build(a, Set.of("n1"), 2, halfway, now);
+    ModelArtifactStatus s = WrittenStatus.build(a, Set.of("n1"), readers(2, 2), halfway, now);
     assertThat(s.getPhase()).as("every reader serves a version").isEqualTo(ArtifactPhase.Ready);
     assertThat(s.getVersions().getLatest()).isEqualTo("step-2");
     assertThat(s.getVersions().getServing()).as("not every reader has step-2 yet").isNull();
@@ -232,7 +237,7 @@ class WrittenArtifactsTest {
             new PodVersions(
                 "r1", Role.READER, "step-2", Map.of("step-2", entry("Ready", true, "Saved"))),
             new PodVersions("r2", Role.READER, "step-2", Map.of()));
-    s = WrittenStatus.build(a, Set.of("n1"), 2, switched, now);
+    s = WrittenStatus.build(a, Set.of("n1"), readers(2, 2), switched, now);
     assertThat(s.getVersions().getServing()).isEqualTo("step-2");
     assertThat(s.getResolvedRevision()).isEqualTo("step-2");
     assertThat(s.getVersions().getSaved())
@@ -243,8 +248,117 @@ class WrittenArtifactsTest {
         List.of(
             new PodVersions("w", Role.WRITER, "step-1", Map.of()),
             new PodVersions("r1", Role.READER, null, Map.of()));
-    s = WrittenStatus.build(a, Set.of("n1"), 2, waiting, now);
+    s = WrittenStatus.build(a, Set.of("n1"), readers(2, 2), waiting, now);
     assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
     assertThat(s.getReady()).isEqualTo("0/2");
+  }
+
+  /** {@code chosen} of {@code wanted} reader nodes, chosen among plain nodes with rdma Disabled. */
+  private static NodeSelection.Result readers(int chosen, int wanted) {
+    List<Node> nodes = new ArrayList<>();
+    for (int i = 1; i <= chosen; i++) {
+      nodes.add(node("r" + i).build());
+    }
+    return NodeSelection.select(
+        nodes,
+        new NodeSelection.Request(
+            wanted, RdmaPolicy.Disabled, Map.of(), List.of(), 0, "", Set.of()));
+  }
+
+  @Test
+  void rdmaRequiredWithoutRdmaReaderNodesIsPendingAndTheStatusSaysWhyAndHowToRelaxIt() {
+    ModelArtifact a = written(ArtifactKind.RLCheckpoint);
+    Instant now = Instant.parse("2026-12-01T12:00:00Z");
+    NodeSelection.Result none =
+        NodeSelection.select(
+            List.of(node("plain-1").build(), node("plain-2").build()),
+            new NodeSelection.Request(
+                1, RdmaPolicy.Required, Map.of(), List.of(), 0, "", Set.of()));
+    List<PodVersions> writerOnly = List.of(new PodVersions("w", Role.WRITER, "step-1", Map.of()));
+
+    ModelArtifactStatus s = WrittenStatus.build(a, Set.of("n1"), none, writerOnly, now);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Pending);
+    assertThat(s.getReady()).isEqualTo("0/1");
+    assertThat(s.getConditions())
+        .filteredOn(c -> c.getType().equals("Scheduled"))
+        .singleElement()
+        .satisfies(
+            c -> {
+              assertThat(c.getStatus()).isEqualTo("False");
+              assertThat(c.getReason()).isEqualTo("InsufficientNodes");
+              assertThat(c.getMessage())
+                  .isEqualTo(
+                      "1 writer node(s), 0 reader node(s); reader nodes (spec.placement, other"
+                          + " than the writers'): 0 of 2 nodes are eligible for 1 replica: 2 not"
+                          + " RDMA-capable (no tensorcast.io/rdma in allocatable, no label"
+                          + " tensorcast.io/rdma=true; spec.placement.rdma is Required: Preferred"
+                          + " or Disabled uses them too) [plain-1, plain-2]");
+            });
+    assertThat(s.getConditions())
+        .filteredOn(c -> c.getType().equals("Ready"))
+        .singleElement()
+        .satisfies(
+            c -> {
+              assertThat(c.getStatus()).isEqualTo("False");
+              assertThat(c.getReason()).isEqualTo("InsufficientNodes");
+              assertThat(c.getMessage()).contains("no node can hold a reader copy");
+            });
+    assertThat(s.getVersions().getLatest())
+        .as("what the writer sealed is still listed")
+        .isEqualTo("step-1");
+  }
+
+  @Test
+  void fewerReaderNodesThanReplicasKeepTheArtifactLoadingWithScheduledFalse() {
+    ModelArtifact a = written(ArtifactKind.RLCheckpoint);
+    Instant now = Instant.parse("2026-12-01T12:00:00Z");
+    List<PodVersions> serving =
+        List.of(
+            new PodVersions("w", Role.WRITER, "step-1", Map.of()),
+            new PodVersions("r1", Role.READER, "step-1", Map.of()));
+
+    ModelArtifactStatus s = WrittenStatus.build(a, Set.of("n1"), readers(1, 2), serving, now);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Loading);
+    assertThat(s.getReady()).isEqualTo("1/2");
+    assertThat(s.getConditions())
+        .filteredOn(c -> c.getType().equals("Scheduled"))
+        .singleElement()
+        .satisfies(
+            c -> {
+              assertThat(c.getStatus()).isEqualTo("False");
+              assertThat(c.getReason()).isEqualTo("InsufficientNodes");
+              assertThat(c.getMessage()).contains("1 of 1 nodes are eligible for 2 replicas");
+            });
+    assertThat(s.getConditions())
+        .filteredOn(c -> c.getType().equals("Ready"))
+        .singleElement()
+        .satisfies(
+            c ->
+                assertThat(c.getMessage())
+                    .isEqualTo(
+                        "1 of 2 reader node(s) serve a version (1 could be chosen; see the"
+                            + " Scheduled condition); latest sealed: step-1"));
+  }
+
+  @Test
+  void aKvCacheHasNoReadersAndIsReadyWhenEveryWriterServes() {
+    ModelArtifact a = written(ArtifactKind.KVCache);
+    Instant now = Instant.parse("2026-12-01T12:00:00Z");
+    ModelArtifactStatus s =
+        WrittenStatus.build(
+            a,
+            Set.of("n1"),
+            null,
+            List.of(new PodVersions("w", Role.WRITER, "snap-1", Map.of())),
+            now);
+
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Ready);
+    assertThat(s.getReady()).isEqualTo("1/1");
+    assertThat(s.getConditions())
+        .filteredOn(c -> c.getType().equals("Scheduled"))
+        .singleElement()
+        .satisfies(c -> assertThat(c.getMessage()).isEqualTo("1 writer node(s), 0 reader node(s)"));
   }
 }

@@ -120,9 +120,4 @@ public record ReadOptions(
     return new ReadOptions(
         rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, v, stagingBudget);
   }
-
-  public ReadOptions withStagingBudget(long v) {
-    return new ReadOptions(
-        rangeSize, concurrency, maxAttempts, backoffBase, backoffCap, stagingBufferSize, v);
-  }
 }

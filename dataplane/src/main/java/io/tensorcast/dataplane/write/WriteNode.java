@@ -244,11 +244,6 @@ public final class WriteNode implements AutoCloseable {
     return writeServer;
   }
 
-  /** The versions written here (null on a reader node). */
-  public WriteService writeService() {
-    return service;
-  }
-
   /** The control endpoint's address. */
   public java.net.InetSocketAddress address() {
     return control.address();

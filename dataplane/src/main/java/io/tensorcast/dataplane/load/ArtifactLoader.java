@@ -60,13 +60,14 @@ import org.slf4j.LoggerFactory;
  * source. A {@link StoreFiller} is then told to offer the copy to others ({@link
  * StoreFiller#serveComplete}: the peer swarm announces and serves every piece).
  *
- * <p>A load from the source alone that fails on a transient reason ({@link
- * LoadFailure#isTransient}) leaves its copy in the store with the ranges it stored ({@link
- * StoredArtifact#recordStored}). The next load of the same files (paths and sizes) resumes it:
- * complete files and stored ranges of every object whose ETag is unchanged are kept (the ranges
- * hashed again from the store), the rest is read. An object that changed under the load ({@code
- * ObjectChanged}) fails it as the transient {@link Reason#SourceChanged}, so the next load lists
- * again and reads only the changed files.
+ * <p>A load that fails on a transient reason ({@link LoadFailure#isTransient}) leaves its copy in
+ * the store with the ranges it stored ({@link StoredArtifact#recordStored}). The next load of the
+ * same files (paths and sizes) resumes it: from the source alone, complete files and stored ranges
+ * of every object whose ETag is unchanged are kept (the ranges hashed again from the store), the
+ * rest is read; with a {@link StoreFiller}, the filler is handed the copy and keeps the pieces
+ * recorded under the listed ETags (the peer swarm confirms each against its reader's hash). An
+ * object that changed under the load ({@code ObjectChanged}) fails it as the transient {@link
+ * Reason#SourceChanged}, so the next load lists again and reads only the changed files.
  *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
@@ -179,7 +180,7 @@ public final class ArtifactLoader implements Loader {
       long total = files.stream().mapToLong(SourceFile::size).sum();
       admit(total);
       long allocating = System.nanoTime();
-      StoredArtifact resumed = filler == null ? resumableCopy(files) : null;
+      StoredArtifact resumed = resumableCopy(files);
       if (resumed != null) {
         stored = resumed;
       } else {
@@ -201,6 +202,9 @@ public final class ArtifactLoader implements Loader {
       long loading = System.nanoTime();
       verification = new Verification(stored, files, resolved);
       if (filler != null) {
+        if (resumed != null) {
+          verification.reopenChanged();
+        }
         verification.trackAll();
         fillWith(filler, stored, files);
         verification.allStored();
@@ -337,7 +341,7 @@ public final class ArtifactLoader implements Loader {
     if (verification != null) {
       verification.close(); // no digest reads the store once it is unloaded
     }
-    if (stored != null && filler == null && f.isTransient()) {
+    if (stored != null && f.isTransient()) {
       // Kept for the next load, which reads only the ranges that are missing.
       try {
         stored.writeStoredRanges();
@@ -743,6 +747,19 @@ public final class ArtifactLoader implements Loader {
           d.present()
               ? java.util.EnumSet.of(d.algorithm())
               : java.util.EnumSet.noneOf(PublishedDigest.Algorithm.class));
+    }
+
+    /**
+     * Before a {@link StoreFiller} resumes a copy: a file complete under another version of its
+     * object is made writable again (the filler keeps only pieces recorded under the listed one).
+     */
+    void reopenChanged() throws LoadFailure {
+      for (SourceFile f : files) {
+        if (stored.isComplete(f.path())
+            && !stored.storedVersion(f.path()).equals(Optional.ofNullable(f.etag()))) {
+          reopen(f);
+        }
+      }
     }
 
     /** Tracks every file: a {@link StoreFiller} fills them all. */

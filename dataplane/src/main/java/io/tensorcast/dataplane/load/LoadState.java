@@ -125,7 +125,8 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
   }
 
   /** Bytes an earlier load left in the store, which this one keeps instead of reading again. */
-  void kept(long bytes) {
+  @Override
+  public void kept(long bytes) {
     bytesLoaded.addAndGet(bytes);
   }
 

@@ -49,5 +49,11 @@ public interface StoreFiller {
 
     /** A source read is being retried: shown as the status's reason and message. */
     void retrying(ReadProgressListener.RetryEvent event);
+
+    /**
+     * {@code count} bytes an earlier fill left in the store were confirmed and are kept: neither
+     * read nor fetched again.
+     */
+    default void kept(long count) {}
   }
 }

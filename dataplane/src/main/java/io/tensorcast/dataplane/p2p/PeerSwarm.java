@@ -30,11 +30,13 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -65,6 +67,10 @@ import org.slf4j.LoggerFactory;
  *       its hash; a piece from a peer is hashed before it is written and must carry a valid tag and
  *       equal the policy's expected hash ({@link SwarmPolicy#expectedHash}); otherwise it is
  *       dropped and counted ({@code tensorcast_dataplane_pieces_rejected_total}).
+ *   <li>Resume: every piece stored (and verified) is recorded in the store's stored ranges ({@link
+ *       StoredArtifact#recordStored}); a fill handed a copy that already holds recorded pieces (a
+ *       retried load, a restarted process) hashes them from the store and gives them to the policy
+ *       ({@link SwarmPolicy#resume}), which confirms them before they are announced.
  * </ul>
  *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
@@ -235,6 +241,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       transport.dial(dial.peer(), dial.address());
     } else if (d instanceof Decision.Forget<PeerTransport.PeerConnection> f) {
       transport.forget(f.peer());
+    } else if (d instanceof Decision.Kept<PeerTransport.PeerConnection> k) {
+      progress.kept(map.piece(k.piece()).length());
     } else if (d instanceof Decision.Note<PeerTransport.PeerConnection> n) {
       if (n.warn()) {
         log.warn("{}", n.message());
@@ -285,6 +293,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     Map<String, SourceFile> byPath = new HashMap<>();
     files.forEach(f -> byPath.put(f.path(), f));
     int threads = Math.max(1, read.concurrency());
+    byte[][] heldHashes = new byte[pm.size()][];
+    BitSet held = heldPieces(pm, stored, byPath, heldHashes);
     synchronized (this) {
       if (closed) {
         throw new LoadFailure(Reason.Interrupted, "the peer swarm was closed");
@@ -297,6 +307,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.progress = progress;
       this.filling = true;
       policy.startFill(pm, threads, read.rangeSize());
+      if (!held.isEmpty()) {
+        policy.resume(held, heldHashes);
+      }
       act();
     }
     PeerTransport t = startTransport(pm, files, "loading from the source alone");
@@ -361,6 +374,52 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         awaitQuietly(v);
       }
     }
+  }
+
+  /**
+   * The pieces an earlier fill of this copy left in the store (a failed load retried, or a copy the
+   * store adopted after a restart): those inside the ranges the store recorded under each file's
+   * listed version ({@link StoredArtifact#recordStored}, written only once a piece's bytes are in),
+   * or in a file complete under that version. Each is hashed from the store into {@code sha256}.
+   */
+  private static BitSet heldPieces(
+      PieceMap pm, StoredArtifact copy, Map<String, SourceFile> byPath, byte[][] sha256) {
+    BitSet held = new BitSet(pm.size());
+    Map<String, List<long[]>> ranges = new HashMap<>();
+    for (SourceFile f : byPath.values()) {
+      Optional<String> version = copy.storedVersion(f.path());
+      if (copy.isComplete(f.path()) && version.isPresent() && version.get().equals(f.etag())) {
+        ranges.put(f.path(), List.of(new long[] {0, f.size()}));
+      } else {
+        ranges.put(f.path(), copy.storedRanges(f.path(), f.etag()));
+      }
+    }
+    long bytes = 0;
+    for (PieceMap.Piece p : pm.pieces()) {
+      for (long[] r : ranges.getOrDefault(p.path(), List.of())) {
+        if (r[0] <= p.offset() && p.offset() + p.length() <= r[1]) {
+          sha256[p.index()] = sha256(copy.readOnly(p.path(), p.offset(), p.length()));
+          held.set(p.index());
+          bytes += p.length();
+          break;
+        }
+      }
+    }
+    if (!held.isEmpty()) {
+      log.info(
+          "artifact {}: {} pieces ({} bytes) of an earlier fill are in the store; kept once"
+              + " confirmed",
+          copy.artifactId(),
+          held.cardinality(),
+          bytes);
+    }
+    return held;
+  }
+
+  /** Records a piece whose bytes are in the store, so a later fill of this copy keeps it. */
+  private void recordStored(PieceMap.Piece pc) {
+    SourceFile f = sourceFiles.get(pc.path());
+    stored.recordStored(pc.path(), f.etag(), pc.offset(), pc.length());
   }
 
   /**
@@ -654,6 +713,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   /** A piece of a source run is in the store: the policy announces it; its bytes count. */
   private void sourcePieceStored(PieceMap.Piece piece, byte[] sha) {
+    recordStored(piece);
     synchronized (this) {
       if (policy.onPieceStored(null, piece.index(), sha)) {
         progress.fromSource(piece.length());
@@ -787,13 +847,19 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         copy = stored;
       }
       copy.write(pc.path(), pc.offset(), buf.nioBuffer());
+      boolean isNew;
       synchronized (this) {
-        if (policy.onPieceStored(peer, piece, actual)) {
+        isNew = policy.onPieceStored(peer, piece, actual);
+        if (isNew) {
           progress.fromPeers(pc.length());
           bytesReceived.increment(pc.length());
         }
         act();
         wake();
+      }
+      if (isNew) {
+        // Only bytes that hash to the piece's expected hash of the moment are kept for later.
+        recordStored(pc);
       }
     } catch (RuntimeException e) {
       log.warn("storing piece {} from {} failed: {}", piece, peer, e.toString());

@@ -84,6 +84,10 @@ import java.util.function.LongSupplier;
  *       itself ({@link #leave}). The handed-over set only grows during a fill and is sent on every
  *       new connection, so the members converge on it; a handed-over member still holds, serves and
  *       fetches pieces, and one that learns it was handed over reads nothing more for the plan.
+ *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
+ *       announced, requested nor read, until their hash is known — the reader's announcement, or
+ *       this member's own hash when it is the piece's reader — and are then present and announced
+ *       ({@link Decision.Kept}), or dropped and fetched again when the reader's hash differs.
  *   <li><b>Serving</b>: REQUESTs from members in good standing are answered with the piece ({@link
  *       Decision.SendPiece}) or a REJECT; a peer with {@value #MAX_QUEUED_SENDS} requested pieces
  *       still unsent is disconnected.
@@ -184,6 +188,12 @@ public final class SwarmPolicy<C> {
 
     /** Something worth a log line ({@code warn}: a fault or refusal; else information). */
     record Note<C>(boolean warn, String message) implements Decision<C> {}
+
+    /**
+     * Piece {@code piece}, kept in the store from an earlier fill ({@link #resume}), was confirmed
+     * and is present now: count its bytes as kept, not as read.
+     */
+    record Kept<C>(int piece) implements Decision<C> {}
   }
 
   private final Config config;
@@ -216,6 +226,13 @@ public final class SwarmPolicy<C> {
   private long sourceProgressAt;
 
   private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
+
+  /**
+   * Pieces an earlier fill left in this member's store ({@link #resume}) that wait for their
+   * confirmation → their SHA-256 computed from the store now. Held back from announcements and
+   * schedules until then.
+   */
+  private final Map<Integer, byte[]> resumed = new TreeMap<>();
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
@@ -450,6 +467,86 @@ public final class SwarmPolicy<C> {
     this.hashes = new byte[pm.size()][];
     this.hashFrom = new String[pm.size()];
     this.fillStarted = now();
+  }
+
+  /**
+   * Pieces {@code held} are in this member's store already, left by an earlier fill of the same map
+   * (a failed load retried, a restarted process): they are neither fetched nor read while they wait
+   * to be confirmed. A piece is confirmed when its hash is known and equals {@code sha256[piece]}:
+   * its reader's announcement, or — when the plan names this member its reader — this member's own
+   * hash (the bytes were verified when they were stored and are hashed again now). A confirmed
+   * piece is present and announced ({@link Decision.Kept}); one whose reader announced another hash
+   * is dropped and fetched again, from peers, like any missing piece. Call right after {@link
+   * #startFill}, before any peer connected.
+   *
+   * @param sha256 the SHA-256 of each held piece as it is in the store now, by index
+   * @throws IllegalStateException outside a fill, or after a peer connected
+   */
+  public void resume(BitSet held, byte[][] sha256) {
+    if (map == null || !filling || !present.isEmpty() || connectedPeers() > 0) {
+      throw new IllegalStateException("resume only right after startFill, before any peer");
+    }
+    for (int i = held.nextSetBit(0); i >= 0; i = held.nextSetBit(i + 1)) {
+      if (i >= map.size() || sha256[i] == null || sha256[i].length != 32) {
+        throw new IllegalArgumentException("held piece " + i + " needs a 32-byte SHA-256");
+      }
+      resumed.put(i, sha256[i].clone());
+      inProgress.set(i);
+    }
+    if (!resumed.isEmpty()) {
+      note(
+          false,
+          resumed.size()
+              + " pieces are kept from an earlier fill; each is announced once it is confirmed");
+    }
+  }
+
+  /** Pieces kept from an earlier fill that still wait for their confirmation. */
+  public int resumedPending() {
+    return resumed.size();
+  }
+
+  /**
+   * The hash of resumed piece {@code piece} is known now: present when it equals the stored one,
+   * else dropped (to be fetched again).
+   */
+  private void settleResumed(int piece) {
+    byte[] mine = resumed.remove(piece);
+    if (mine == null) {
+      return;
+    }
+    inProgress.clear(piece);
+    if (!Arrays.equals(mine, hashes[piece])) {
+      note(
+          true,
+          "piece "
+              + piece
+              + " kept from an earlier fill has sha256 "
+              + hex(mine)
+              + " but "
+              + (self.equals(hashFrom[piece]) ? "this member" : "its reader " + hashFrom[piece])
+              + " announced "
+              + hex(hashes[piece])
+              + "; dropped and fetched again");
+      return;
+    }
+    present.set(piece);
+    settleClaims(piece);
+    broadcast(new Frame.Have(piece, mine));
+    emit(new Decision.Kept<>(piece));
+  }
+
+  /** Resumed pieces the plan names this member the reader of: its own hash confirms them. */
+  private void confirmOwnReads(SwarmPlan plan) {
+    for (Integer piece : List.copyOf(resumed.keySet())) {
+      if (hashes[piece] == null && self.equals(plan.reader(piece))) {
+        hashes[piece] = resumed.get(piece);
+        hashFrom[piece] = self;
+      }
+      if (hashes[piece] != null) {
+        settleResumed(piece);
+      }
+    }
   }
 
   /** Every piece is present. */
@@ -942,6 +1039,9 @@ public final class SwarmPolicy<C> {
       view = view(now);
     }
     lastView = view;
+    if (!resumed.isEmpty()) {
+      confirmOwnReads(view.plan());
+    }
     List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
     if (!readersKey.equals(lastReaders)) {
       lastReaders = readersKey;
@@ -1361,6 +1461,7 @@ public final class SwarmPolicy<C> {
     p.has.set(piece);
     p.claims.remove(piece);
     settleClaims(piece);
+    settleResumed(piece);
   }
 
   /** Checks the other members' claims on {@code piece} against its now known hash. */

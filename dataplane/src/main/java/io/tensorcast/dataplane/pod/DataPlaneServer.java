@@ -197,8 +197,9 @@ public final class DataPlaneServer implements AutoCloseable {
    * Loads until Ready, a failure that retrying will not fix, or {@link #close()}: after a failure
    * whose reason is transient ({@link LoadFailure#isTransient()}) waits as {@link
    * ServeSettings#loadRetry()} says and loads again with a fresh {@link ArtifactLoader} (and a
-   * fresh {@link PeerSwarm}: one fills once). The failed load already released its store files; a
-   * copy the store still holds under this id is discarded by the next load, a complete one adopted.
+   * fresh {@link PeerSwarm}: one fills once). The failed load left its copy in the store with the
+   * ranges or pieces it stored; the next load resumes it (the new swarm confirms and announces the
+   * pieces it keeps and fetches only the others), a complete one is adopted.
    */
   private void loadUntilDone() {
     int failures = 0;

@@ -470,6 +470,137 @@ class SwarmPolicyTest {
             });
   }
 
+  // ------------------------------------------------------------------ resuming an earlier fill
+
+  private static byte[][] hashesOf(BitSet held, java.util.function.IntFunction<byte[]> hash) {
+    byte[][] out = new byte[MAP.size()][];
+    for (int i = held.nextSetBit(0); i >= 0; i = held.nextSetBit(i + 1)) {
+      out[i] = hash.apply(i);
+    }
+    return out;
+  }
+
+  private static BitSet pieces(int... indexes) {
+    BitSet b = new BitSet();
+    for (int i : indexes) {
+      b.set(i);
+    }
+    return b;
+  }
+
+  private static List<Integer> kept(List<Decision<String>> ds) {
+    return only(ds, Decision.Kept.class).stream().map(k -> ((Decision.Kept<?>) k).piece()).toList();
+  }
+
+  private static List<Integer> haves(List<Frame> frames) {
+    return frames.stream()
+        .filter(Frame.Have.class::isInstance)
+        .map(f -> ((Frame.Have) f).piece())
+        .toList();
+  }
+
+  @Test
+  void keptPiecesItReadsItselfAreConfirmedByItsOwnHashAndNeitherReadNorFetchedAgain() {
+    // a kept its whole block (0-3) and piece 5 of b's block from a fill that failed.
+    SwarmPolicy<String> a = member("a", ABC, 6, 4 * 1024);
+    BitSet held = pieces(0, 1, 2, 3, 5);
+    a.resume(held, hashesOf(held, SwarmSimulation::trueHash));
+    assertThat(notes(a.drain())).anyMatch(n -> n.startsWith("5 pieces are kept"));
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    List<Decision<String>> connected = a.drain();
+    Frame.Bitfield sent =
+        framesTo(connected, "c-b").stream()
+            .filter(Frame.Bitfield.class::isInstance)
+            .map(Frame.Bitfield.class::cast)
+            .findFirst()
+            .orElseThrow();
+    assertThat(sent.have().isEmpty()).as("nothing announced before it is confirmed").isTrue();
+    a.onFrame("c-b", "b", bitfield());
+    a.onFrame("c-c", "c", bitfield());
+    a.drain();
+
+    List<Decision<String>> ds = tick(a);
+    assertThat(kept(ds))
+        .as("confirmed by a's own hash: a is their reader")
+        .containsExactly(0, 1, 2, 3);
+    assertThat(haves(framesTo(ds, "c-c"))).containsExactly(0, 1, 2, 3);
+    assertThat(runs(ds)).as("nothing of a's block is read again").isEmpty();
+    assertThat(requests(ds)).isEmpty();
+    assertThat(a.present()).isEqualTo(pieces(0, 1, 2, 3));
+    assertThat(a.resumedPending()).isEqualTo(1);
+
+    // b, the reader of 5, announces it with the hash a holds: kept, never requested.
+    a.onFrame("c-b", "b", new Frame.Have(5, trueHash(5)));
+    List<Decision<String>> confirmed = a.drain();
+    assertThat(kept(confirmed)).containsExactly(5);
+    assertThat(haves(framesTo(confirmed, "c-c"))).containsExactly(5);
+    assertThat(only(confirmed, Decision.Drop.class)).isEmpty();
+    a.onFrame("c-b", "b", new Frame.Have(4, trueHash(4)));
+    List<Decision<String>> later = tick(a);
+    assertThat(requests(later)).containsExactly("b:4");
+    assertThat(a.present().get(5)).isTrue();
+    assertThat(a.resumedPending()).isZero();
+  }
+
+  @Test
+  void aKeptPieceWhoseReaderAnnouncesAnotherHashIsDroppedAndFetchedOnceFromThatReader() {
+    SwarmPolicy<String> a = member("a", ABC, 6, 1024);
+    BitSet held = pieces(5, 6);
+    // Piece 5's bytes in a's store are not the ones its reader b announces.
+    a.resume(held, hashesOf(held, i -> i == 5 ? SwarmSimulation.forgedHash(5) : trueHash(i)));
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    a.onFrame("c-b", "b", bitfield(range(4, 8)));
+    a.onFrame("c-c", "c", bitfield());
+    List<Decision<String>> ds = a.drain();
+    assertThat(kept(ds)).containsExactly(6);
+    assertThat(notes(ds))
+        .anyMatch(
+            n ->
+                n.startsWith("piece 5 kept from an earlier fill has sha256 ")
+                    && n.endsWith(
+                        "but its reader b announced "
+                            + hex(trueHash(5))
+                            + "; dropped and fetched again"));
+    assertThat(only(ds, Decision.Drop.class)).as("the reader is believed, not dropped").isEmpty();
+    assertThat(a.resumedPending()).isZero();
+
+    List<String> asked = requests(tick(a));
+    assertThat(asked).contains("b:5").doesNotContain("b:6");
+    assertThat(a.onPieceArrived("c-b", "b", 5)).isTrue();
+    assertThat(a.expectedHash(5)).isEqualTo(trueHash(5));
+    assertThat(a.onPieceVerified(5)).isTrue();
+    assertThat(a.onPieceStored("b", 5, trueHash(5))).isTrue();
+    assertThat(requests(tick(a))).doesNotContain("b:5");
+    assertThat(a.present().get(5)).isTrue();
+  }
+
+  @Test
+  void aMemberAloneKeepsEveryPieceItHoldsAndCompletesWithoutReading() {
+    SwarmPolicy<String> a = alone("a", 4, 4 * 1024);
+    BitSet held = new BitSet();
+    held.set(0, MAP.size());
+    held.clear(9);
+    a.resume(held, hashesOf(held, SwarmSimulation::trueHash));
+    List<Decision<String>> ds = tick(a);
+    assertThat(kept(ds)).hasSize(MAP.size() - 1);
+    assertThat(runs(ds)).containsExactly(new Run(9, 1));
+  }
+
+  @Test
+  void resumeIsRefusedOnceAPeerConnected() {
+    SwarmPolicy<String> a = member("a", ABC, 6, 1024);
+    a.onConnected("c-b", "b");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> a.resume(pieces(1), hashesOf(pieces(1), SwarmSimulation::trueHash)))
+        .isInstanceOf(IllegalStateException.class);
+  }
+
+  private static String hex(byte[] b) {
+    return java.util.HexFormat.of().formatHex(b);
+  }
+
   // ------------------------------------------------------------------ connections and serving
 
   @Test

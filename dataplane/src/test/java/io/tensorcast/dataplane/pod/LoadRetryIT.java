@@ -136,8 +136,8 @@ class LoadRetryIT {
 
   /**
    * The source fails in the middle of the load: the next load (with a new peer swarm in
-   * peer-to-peer mode, on the same peer port, which fills the store again from nothing; from the
-   * source alone it resumes the copy) ends Ready with every byte accounted for once.
+   * peer-to-peer mode, on the same peer port) resumes the copy and ends Ready with every byte
+   * accounted for once.
    */
   @ParameterizedTest
   @ValueSource(strings = {"source-only", "peer-to-peer"})

@@ -126,10 +126,6 @@ class ModuleDependencyRulesTest {
                 "io.tensorcast.operator.desired.ByteSize"
               },
               new String[] {
-                "io.tensorcast.operator.status.DataPlaneClient",
-                "io.tensorcast.operator.peers.Membership"
-              },
-              new String[] {
                 "io.tensorcast.operator.written.WrittenArtifacts",
                 "io.tensorcast.operator.desired.DataPlanePod"
               },

@@ -28,11 +28,6 @@ public class ModelArtifactSpec {
           + " held by the readers.")
   private ArtifactKind kind = ArtifactKind.ModelWeights;
 
-  @Default("Auto")
-  @JsonPropertyDescription(
-      "File format: Auto (by name and first bytes), Safetensors or Torch. Default Auto.")
-  private ArtifactFormat format = ArtifactFormat.Auto;
-
   @Default("{}")
   @JsonPropertyDescription("Which nodes hold a copy, and how many.")
   private PlacementSpec placement = new PlacementSpec();
@@ -68,14 +63,6 @@ public class ModelArtifactSpec {
 
   public void setKind(ArtifactKind kind) {
     this.kind = kind;
-  }
-
-  public ArtifactFormat getFormat() {
-    return format;
-  }
-
-  public void setFormat(ArtifactFormat format) {
-    this.format = format;
   }
 
   public PlacementSpec getPlacement() {
@@ -123,7 +110,6 @@ public class ModelArtifactSpec {
     return o instanceof ModelArtifactSpec that
         && Objects.equals(source, that.source)
         && kind == that.kind
-        && format == that.format
         && Objects.equals(placement, that.placement)
         && Objects.equals(memory, that.memory)
         && Objects.equals(distribution, that.distribution)
@@ -133,6 +119,6 @@ public class ModelArtifactSpec {
 
   @Override
   public int hashCode() {
-    return Objects.hash(source, kind, format, placement, memory, distribution, save, versions);
+    return Objects.hash(source, kind, placement, memory, distribution, save, versions);
   }
 }

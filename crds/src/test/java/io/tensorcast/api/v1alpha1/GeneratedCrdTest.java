@@ -191,8 +191,7 @@ class GeneratedCrdTest {
   void enumsAndDefaults() {
     assertEnum(spec.getProperties().get("kind"), "ModelWeights", "KVCache", "RLCheckpoint");
     assertThat(spec.getProperties().get("kind").getDefault().asText()).isEqualTo("ModelWeights");
-    assertEnum(spec.getProperties().get("format"), "Auto", "Safetensors", "Torch");
-    assertThat(spec.getProperties().get("format").getDefault().asText()).isEqualTo("Auto");
+    assertThat(spec.getProperties()).doesNotContainKey("format");
 
     Map<String, JSONSchemaProps> placement = spec.getProperties().get("placement").getProperties();
     assertEnum(placement.get("rdma"), "Required", "Preferred", "Disabled");
@@ -237,7 +236,6 @@ class GeneratedCrdTest {
     assertThat(defaults)
         .containsExactlyInAnyOrder(
             "/kind",
-            "/format",
             "/placement",
             "/placement/replicas",
             "/placement/rdma",

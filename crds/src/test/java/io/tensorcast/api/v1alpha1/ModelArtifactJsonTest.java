@@ -38,7 +38,6 @@ class ModelArtifactJsonTest {
     ModelArtifactSpec spec = ma.getSpec();
     spec.setSource(source);
     spec.setKind(ArtifactKind.KVCache);
-    spec.setFormat(ArtifactFormat.Torch);
     spec.getPlacement().setNodeSelector(Map.of("zone", "a"));
     spec.getPlacement()
         .setTolerations(
@@ -118,7 +117,7 @@ class ModelArtifactJsonTest {
     assertThat(json.at("/apiVersion").asText()).isEqualTo("tensorcast.io/v1alpha1");
     assertThat(json.at("/kind").asText()).isEqualTo("ModelArtifact");
     assertThat(json.at("/spec/kind").asText()).isEqualTo("KVCache");
-    assertThat(json.at("/spec/format").asText()).isEqualTo("Torch");
+    assertThat(json.at("/spec").has("format")).isFalse();
     assertThat(json.at("/spec/placement/rdma").asText()).isEqualTo("Preferred");
     assertThat(json.at("/spec/distribution/mode").asText()).isEqualTo("SourceOnly");
     assertThat(json.at("/spec/memory/limit").isTextual()).isTrue();
@@ -152,7 +151,6 @@ class ModelArtifactJsonTest {
     assertThat(ma.getSpec().getSource().getCredentialsSecretRef()).isNull();
     // Java initial values mirror the CRD defaults the API server would fill in.
     assertThat(ma.getSpec().getKind()).isEqualTo(ArtifactKind.ModelWeights);
-    assertThat(ma.getSpec().getFormat()).isEqualTo(ArtifactFormat.Auto);
     assertThat(ma.getSpec().getPlacement().getReplicas()).isEqualTo(1);
     assertThat(ma.getSpec().getPlacement().getRdma()).isEqualTo(RdmaPolicy.Required);
     assertThat(ma.getSpec().getMemory().getPinned()).isTrue();

@@ -1,8 +1,8 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlToken;
-import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSecret;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.p2p.PieceMap;

@@ -180,18 +180,6 @@ public record ReadOptions(
         adaptiveConcurrency);
   }
 
-  public ReadOptions withStagingBudget(long v) {
-    return new ReadOptions(
-        rangeSize,
-        concurrency,
-        maxAttempts,
-        backoffBase,
-        backoffCap,
-        stagingBufferSize,
-        v,
-        adaptiveConcurrency);
-  }
-
   /** The same options with a fixed ({@code false}) or adaptive ({@code true}) concurrency. */
   public ReadOptions withAdaptiveConcurrency(boolean v) {
     return new ReadOptions(

@@ -17,6 +17,7 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.tensorcast.api.wire.Membership;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -529,7 +530,7 @@ public final class NettyPeerTransport implements PeerTransport {
             "refusing a peer connection from " + ip.getHostAddress() + ": no membership yet");
         return false;
       }
-      if (!m.publishes(ip)) {
+      if (!PeerHandshake.publishes(m, ip)) {
         refused(
             "not-a-member-address",
             "refusing a peer connection from "

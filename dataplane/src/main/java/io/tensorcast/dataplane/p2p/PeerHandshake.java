@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.p2p;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import io.tensorcast.api.wire.Membership;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -107,6 +108,19 @@ public final class PeerHandshake {
           + " for it";
     }
     return null;
+  }
+
+  /**
+   * Whether some member of {@code m} has {@code ip} as its published address (IPv4-mapped IPv6
+   * equals its IPv4).
+   */
+  static boolean publishes(Membership m, InetAddress ip) {
+    for (Membership.Member member : m.members()) {
+      if (sameAddress(ip, member.address().getAddress())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether two addresses are the same host address (IPv4-mapped IPv6 equals its IPv4). */

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.p2p;
 
+import io.tensorcast.api.wire.Membership;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;

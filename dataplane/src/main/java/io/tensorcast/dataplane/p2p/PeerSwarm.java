@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Tags;
 import io.netty.buffer.ByteBuf;
 import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.load.ReadProgressListener;

@@ -1,6 +1,7 @@
 package io.tensorcast.dataplane.p2p;
 
 import io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer;
+import io.tensorcast.api.wire.Membership;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayDeque;

@@ -366,11 +366,6 @@ public final class ShardSetPlan {
     return layers;
   }
 
-  /** The decisions, in source order. */
-  public List<Decision> decisions() {
-    return List.copyOf(decisions);
-  }
-
   /** Whether rank {@code c} holds the tensor decided by {@code d}. */
   boolean holds(Parallelism.Coordinates c, Decision d) {
     if (d.expert() >= 0 && d.expert() / (experts / parallelism.ep()) != c.ep()) {

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.source;
 
+import io.tensorcast.api.PathGlob;
 import java.util.List;
 import java.util.stream.Collectors;
 

@@ -299,20 +299,6 @@ public final class SourceOptions {
       return this;
     }
 
-    /** Sends unsigned requests (public buckets). */
-    public Builder anonymous() {
-      this.credentials = null;
-      this.credentialsMode = CredentialsMode.ANONYMOUS;
-      return this;
-    }
-
-    /** Uses the SDK default credentials chain (the default). */
-    public Builder defaultCredentialsChain() {
-      this.credentials = null;
-      this.credentialsMode = CredentialsMode.DEFAULT_CHAIN;
-      return this;
-    }
-
     public Builder maxConnections(int maxConnections) {
       this.maxConnections = maxConnections;
       return this;

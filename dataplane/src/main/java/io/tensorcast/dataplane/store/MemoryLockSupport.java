@@ -123,11 +123,6 @@ public final class MemoryLockSupport {
     return capIpcLockIn(procSelfStatus());
   }
 
-  /** The {@code RLIMIT_MEMLOCK} soft limit in bytes, {@link Long#MAX_VALUE} if unlimited. */
-  public static long memlockLimitBytes() {
-    return facts().softLimitBytes();
-  }
-
   /** The system page size in bytes ({@code sysconf(_SC_PAGESIZE)}). */
   public static long pageSize() {
     return PageSize.VALUE;

@@ -13,8 +13,8 @@ import java.util.Objects;
  * totalBytes)} exactly, so they may be streamed in order (e.g. as an HTTP body, honouring {@code
  * Range} by skipping). Adjacent runs that are contiguous in both the source file and the result are
  * coalesced; an exact-match shard read, a full read of an unsplit tensor and any read of one
- * contiguous stored range are a single copy ({@link #isSingleRange()}), which a server can send
- * zero-copy from the stored file. A zero-size tensor has no copies.
+ * contiguous stored range are a single copy, which a server can send zero-copy from the stored
+ * file. A zero-size tensor has no copies.
  *
  * @param tensorName the tensor's name in the layout
  * @param target the read target planned for
@@ -43,11 +43,6 @@ public record TensorReadPlan(
   @Override
   public long[] shape() {
     return shape.clone();
-  }
-
-  /** Whether the result is one contiguous range of one stored file (or empty). */
-  public boolean isSingleRange() {
-    return copies.size() <= 1;
   }
 
   /**

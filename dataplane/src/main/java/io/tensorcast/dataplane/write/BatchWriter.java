@@ -29,16 +29,6 @@ public final class BatchWriter {
     skipEmpty();
   }
 
-  /** Bytes the whole put must carry. */
-  public long expectedBytes() {
-    return expected;
-  }
-
-  /** Bytes accepted so far. */
-  public long receivedBytes() {
-    return received;
-  }
-
   /**
    * Takes the next bytes of the stream (all of {@code chunk}'s remaining bytes; its position moves
    * to its limit).

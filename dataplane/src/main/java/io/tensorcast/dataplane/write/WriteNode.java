@@ -16,13 +16,13 @@ import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import io.tensorcast.api.Reason;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.consumer.DefaultTensorReadPlanner;
 import io.tensorcast.dataplane.consumer.TensorEndpoint;
 import io.tensorcast.dataplane.http.BodyStreaming;
 import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlServer;
 import io.tensorcast.dataplane.http.ControlToken;
-import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.OriginSwarm;
 import io.tensorcast.dataplane.p2p.PeerHandshake;
 import io.tensorcast.dataplane.p2p.PeerSecret;
@@ -243,11 +243,6 @@ public final class WriteNode implements AutoCloseable {
   /** The put API (null on a reader node). */
   public WriteServer writeServer() {
     return writeServer;
-  }
-
-  /** The versions written here (null on a reader node). */
-  public WriteService writeService() {
-    return service;
   }
 
   /** The control endpoint's address. */

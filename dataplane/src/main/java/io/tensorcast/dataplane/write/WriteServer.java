@@ -166,16 +166,6 @@ public final class WriteServer implements AutoCloseable {
         .channel();
   }
 
-  /** The TCP address bound (port 0 resolved), or null when listening on the socket only. */
-  public InetSocketAddress tcpAddress() {
-    for (Channel c : channels) {
-      if (c.localAddress() instanceof InetSocketAddress a) {
-        return a;
-      }
-    }
-    return null;
-  }
-
   /** The unix socket file, or null. */
   public Path socket() {
     return socket;

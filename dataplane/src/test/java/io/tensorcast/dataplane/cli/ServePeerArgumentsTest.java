@@ -3,8 +3,8 @@ package io.tensorcast.dataplane.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.http.ControlAuth;
-import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.pod.ServeSettings;
 import java.net.InetSocketAddress;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.tensorcast.dataplane.p2p.Membership;
+import io.tensorcast.api.wire.Membership;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

@@ -7,6 +7,7 @@ import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.tensorcast.api.wire.Membership;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

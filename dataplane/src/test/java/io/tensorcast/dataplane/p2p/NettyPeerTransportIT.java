@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.netty.buffer.ByteBufUtil;
+import io.tensorcast.api.wire.Membership;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;

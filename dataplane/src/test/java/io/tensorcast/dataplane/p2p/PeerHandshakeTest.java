@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.p2p;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.tensorcast.api.wire.Membership;
 import java.net.InetAddress;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;

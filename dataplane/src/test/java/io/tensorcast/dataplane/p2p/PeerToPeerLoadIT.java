@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;

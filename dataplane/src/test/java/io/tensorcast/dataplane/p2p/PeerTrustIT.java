@@ -9,6 +9,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;

@@ -11,6 +11,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.tensorcast.api.wire.Membership;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayDeque;

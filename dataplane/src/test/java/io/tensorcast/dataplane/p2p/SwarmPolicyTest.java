@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p;
 import static io.tensorcast.dataplane.p2p.SwarmSimulation.trueHash;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Run;
 import io.tensorcast.dataplane.store.StoreFile;

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.p2p;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
 import io.tensorcast.dataplane.store.StoreFile;
 import java.net.InetSocketAddress;

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.p2p;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.p2p.SwarmSimulation.Node;
 import java.time.Duration;
 import java.util.BitSet;

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.p2p;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.tensorcast.api.wire.Membership;
 import java.security.SecureRandom;
 import java.util.concurrent.atomic.AtomicReference;
 

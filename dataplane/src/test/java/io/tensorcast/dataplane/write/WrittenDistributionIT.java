@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.http.ControlAuth;
 import io.tensorcast.dataplane.http.ControlToken;
-import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.OriginSwarm;
 import io.tensorcast.dataplane.p2p.PeerSecret;
 import io.tensorcast.dataplane.p2p.PeerSettings;

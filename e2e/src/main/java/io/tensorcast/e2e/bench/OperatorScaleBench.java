@@ -480,7 +480,6 @@ public final class OperatorScaleBench implements Callable<Integer> {
             credentialsSecretRef:
               name: model-store-credentials
           kind: ModelWeights
-          format: Safetensors
           placement:
             replicas: 1
             rdma: Required

@@ -392,7 +392,6 @@ public final class ClusterDemo implements Callable<Integer> {
             credentialsSecretRef:
               name: model-store-credentials
           kind: ModelWeights
-          format: Safetensors
           placement:
             replicas: %d
             rdma: Required

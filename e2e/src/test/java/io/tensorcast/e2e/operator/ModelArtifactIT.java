@@ -240,7 +240,7 @@ class ModelArtifactIT extends OperatorTestBase {
       // Every pod applied the membership the operator computes for the three of them.
       List<Pod> pods = pods();
       String epoch =
-          io.tensorcast.operator.peers.Membership.of(pods, env.config.peerPort()).epoch();
+          io.tensorcast.operator.peers.PeerMembers.of(pods, env.config.peerPort()).epoch();
       for (Pod p : pods) {
         io.tensorcast.api.wire.DataPlaneStatus st =
             new com.fasterxml.jackson.databind.ObjectMapper()

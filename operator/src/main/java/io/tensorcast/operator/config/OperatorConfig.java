@@ -497,58 +497,6 @@ public record OperatorConfig(
         retryMax);
   }
 
-  /** A copy with another memory overhead. */
-  public OperatorConfig withMemoryOverheadBytes(long bytes) {
-    return new OperatorConfig(
-        dataPlaneImage,
-        imagePullPolicy,
-        controlPort,
-        peerPort,
-        metricsPort,
-        storeRoot,
-        bytes,
-        pollInterval,
-        readyResync,
-        statusTimeout,
-        masterKeyFile,
-        allowedEndpoints,
-        dataPlaneUser,
-        networkPolicy,
-        operatorNamespace,
-        formatLimits,
-        healthPort,
-        leaderElection,
-        dataPlanePod,
-        retryInitial,
-        retryMax);
-  }
-
-  /** A copy with another endpoint allowlist. */
-  public OperatorConfig withAllowedEndpoints(EndpointAllowlist allowlist) {
-    return new OperatorConfig(
-        dataPlaneImage,
-        imagePullPolicy,
-        controlPort,
-        peerPort,
-        metricsPort,
-        storeRoot,
-        memoryOverheadBytes,
-        pollInterval,
-        readyResync,
-        statusTimeout,
-        masterKeyFile,
-        allowlist,
-        dataPlaneUser,
-        networkPolicy,
-        operatorNamespace,
-        formatLimits,
-        healthPort,
-        leaderElection,
-        dataPlanePod,
-        retryInitial,
-        retryMax);
-  }
-
   /** A copy with other leader-election settings (empty: none). */
   public OperatorConfig withLeaderElection(Optional<LeaderElection> election) {
     return new OperatorConfig(

@@ -2,6 +2,7 @@ package io.tensorcast.operator.peers;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.operator.status.DataPlaneClient;
 import java.util.Collections;
 import java.util.List;
@@ -80,12 +81,12 @@ public final class PeerCoordinator {
       String adminToken) {
     List<Pod> serving =
         currentPods.stream().filter(p -> !failed(reports.get(p.getMetadata().getName()))).toList();
-    Membership m = Membership.of(serving, peerPort);
+    Membership m = PeerMembers.of(serving, peerPort);
     Map<String, String> known = applied.computeIfAbsent(artifact, k -> new ConcurrentHashMap<>());
     known.keySet().retainAll(Set.copyOf(m.ids()));
     List<Pod> targets =
         serving.stream()
-            .filter(Membership::isMember)
+            .filter(PeerMembers::isMember)
             .filter(p -> needs(p.getMetadata().getName(), m.epoch(), known, reports))
             .toList();
     if (targets.isEmpty()) {

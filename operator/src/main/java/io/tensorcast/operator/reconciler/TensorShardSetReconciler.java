@@ -29,6 +29,7 @@ import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.v1alpha1.TensorShardSet;
 import io.tensorcast.api.v1alpha1.TensorShardSetStatus;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.desired.PodPlan;
@@ -38,7 +39,7 @@ import io.tensorcast.operator.desired.ShardSetPod;
 import io.tensorcast.operator.events.EventRecorder;
 import io.tensorcast.operator.events.StatusEvents;
 import io.tensorcast.operator.metrics.OperatorMetrics;
-import io.tensorcast.operator.peers.Membership;
+import io.tensorcast.operator.peers.PeerMembers;
 import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.status.ShardSetStatusAggregator;
 import io.tensorcast.operator.status.ShardSetStatusAggregator.Resolution;
@@ -403,7 +404,7 @@ public class TensorShardSetReconciler
                                     .get(TensorcastConstants.LABEL_ARTIFACT))
                     && g.equals(p.getMetadata().getLabels().get(DataPlanePod.LABEL_GENERATION))
                     && readyNodes.contains(PodPlan.node(p))
-                    && Membership.isMember(p))
+                    && PeerMembers.isMember(p))
         .toList();
   }
 
@@ -418,10 +419,10 @@ public class TensorShardSetReconciler
     if (copies.isEmpty() || plan.keep().isEmpty()) {
       return true;
     }
-    Membership m = Membership.of(copies, config.controlPort());
+    Membership m = PeerMembers.of(copies, config.controlPort());
     List<Pod> targets =
         plan.keep().values().stream()
-            .filter(Membership::isMember)
+            .filter(PeerMembers::isMember)
             .filter(
                 p -> {
                   DataPlaneStatus r = reports.get(p.getMetadata().getName());

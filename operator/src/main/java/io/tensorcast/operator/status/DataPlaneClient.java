@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.operator.peers.Membership;
+import io.tensorcast.api.wire.Membership;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -155,12 +155,7 @@ public final class DataPlaneClient {
    * @return names of the pods that applied it
    */
   public Set<String> putPeers(List<Pod> targets, Membership membership, String adminToken) {
-    byte[] body;
-    try {
-      body = json.writeValueAsBytes(membership);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot write membership as JSON", e);
-    }
+    byte[] body = membership.toJson().getBytes(StandardCharsets.UTF_8);
     Optional<String> token = Optional.of(adminToken);
     Map<String, CompletableFuture<Boolean>> calls = new LinkedHashMap<>();
     for (Pod p : targets) {

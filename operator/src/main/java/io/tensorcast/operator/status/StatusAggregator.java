@@ -783,13 +783,7 @@ public final class StatusAggregator {
     if (p == null) {
       return ArtifactPhase.Pending;
     }
-    return switch (p) {
-      case Pending -> ArtifactPhase.Pending;
-      case Resolving -> ArtifactPhase.Resolving;
-      case Loading, Verifying -> ArtifactPhase.Loading;
-      case Ready -> ArtifactPhase.Ready;
-      case Failed -> ArtifactPhase.Failed;
-    };
+    return p.artifactPhase();
   }
 
   /** Pods of {@code generation} not being deleted, ordered by node then name. */

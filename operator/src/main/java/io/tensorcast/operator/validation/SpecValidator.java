@@ -2,6 +2,7 @@ package io.tensorcast.operator.validation;
 
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.Toleration;
+import io.tensorcast.api.PathGlob;
 import io.tensorcast.api.v1alpha1.DistributionSpec;
 import io.tensorcast.api.v1alpha1.MemorySpec;
 import io.tensorcast.api.v1alpha1.ModelArtifact;
@@ -13,7 +14,6 @@ import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -27,7 +27,7 @@ import java.util.regex.Pattern;
  * naming rules"), Hugging Face repo id rules ({@code huggingface_hub.utils.validate_repo_id}),
  * Kubernetes label and quantity syntax (apimachinery {@code validation.IsQualifiedName}, {@code
  * IsValidLabelValue}, {@code resource.ParseQuantity}), toleration rules (core/v1 validation of
- * {@code Toleration}), and the data plane's glob syntax ({@link GlobSyntax}).
+ * {@code Toleration}), and the glob grammar the data plane matches with ({@link PathGlob}).
  *
  * <p>Rules of trust, which depend on the operator's {@link SourcePolicy}: a {@code file://} source
  * may not reach into (or contain) the store root, which holds every artifact's copy on a node, and
@@ -262,9 +262,10 @@ public final class SpecValidator {
       return;
     }
     for (int i = 0; i < globs.size(); i++) {
-      Optional<String> bad = GlobSyntax.check(globs.get(i));
-      if (bad.isPresent()) {
-        out.add(new Violation(field + "[" + i + "]", bad.get()));
+      try {
+        PathGlob.compile(globs.get(i));
+      } catch (IllegalArgumentException e) {
+        out.add(new Violation(field + "[" + i + "]", e.getMessage()));
       }
     }
   }

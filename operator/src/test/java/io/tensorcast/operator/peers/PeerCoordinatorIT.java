@@ -1,6 +1,6 @@
 package io.tensorcast.operator.peers;
 
-import static io.tensorcast.operator.peers.MembershipTest.pod;
+import static io.tensorcast.operator.peers.PeerMembersTest.pod;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

@@ -101,11 +101,6 @@ public final class DevicePluginServer implements AutoCloseable {
     loop.scheduleWithFixedDelay(this::pollSafely, ms, ms, TimeUnit.MILLISECONDS);
   }
 
-  /** The service (for its current device list). */
-  public RdmaDevicePluginService service() {
-    return service;
-  }
-
   /** Number of successful registrations with a kubelet so far. */
   public synchronized int registrations() {
     return registrations;

@@ -121,11 +121,6 @@ public final class RdmaDevicePluginService extends DevicePluginGrpc.DevicePlugin
     return true;
   }
 
-  /** The device list last sent (or to be sent first) on {@code ListAndWatch}. */
-  public ListAndWatchResponse currentDevices() {
-    return current;
-  }
-
   /** Ends every open {@code ListAndWatch} stream (the server is going away). */
   public synchronized void completeWatchers() {
     for (ServerCallStreamObserver<ListAndWatchResponse> watcher : watchers) {

@@ -63,11 +63,6 @@ public record TensorInfo(String name, Dtype dtype, long[] shape, long begin, lon
     return shape.length;
   }
 
-  /** Dimension {@code axis} (0-based). */
-  public long dim(int axis) {
-    return shape[axis];
-  }
-
   /** Product of the dimensions; 1 for a scalar, 0 if any dimension is 0. */
   public long numElements() {
     return TensorDeclaration.numElements(name, shape);

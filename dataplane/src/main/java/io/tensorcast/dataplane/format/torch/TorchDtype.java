@@ -63,11 +63,6 @@ public enum TorchDtype {
     return torchName;
   }
 
-  /** The legacy storage class after {@code torch.}, e.g. {@code "BFloat16Storage"}. */
-  public String storageClass() {
-    return storageClass;
-  }
-
   /** Bytes per element (a complex element counts both parts). */
   public int elementSize() {
     return elementSize;

@@ -81,21 +81,6 @@ public record TorchLimits(
     }
   }
 
-  public TorchLimits withMaxPickleBytes(long v) {
-    return new TorchLimits(
-        v,
-        maxMemoEntries,
-        maxStackDepth,
-        maxStringBytes,
-        maxNesting,
-        maxRank,
-        maxObjects,
-        maxTensors,
-        maxReuse,
-        maxZipEntries,
-        maxZipRatio);
-  }
-
   public TorchLimits withMaxMemoEntries(int v) {
     return new TorchLimits(
         maxPickleBytes,
@@ -118,21 +103,6 @@ public record TorchLimits(
         v,
         maxStringBytes,
         maxNesting,
-        maxRank,
-        maxObjects,
-        maxTensors,
-        maxReuse,
-        maxZipEntries,
-        maxZipRatio);
-  }
-
-  public TorchLimits withMaxNesting(int v) {
-    return new TorchLimits(
-        maxPickleBytes,
-        maxMemoEntries,
-        maxStackDepth,
-        maxStringBytes,
-        v,
         maxRank,
         maxObjects,
         maxTensors,
@@ -186,21 +156,6 @@ public record TorchLimits(
         maxZipRatio);
   }
 
-  public TorchLimits withMaxReuse(int v) {
-    return new TorchLimits(
-        maxPickleBytes,
-        maxMemoEntries,
-        maxStackDepth,
-        maxStringBytes,
-        maxNesting,
-        maxRank,
-        maxObjects,
-        maxTensors,
-        v,
-        maxZipEntries,
-        maxZipRatio);
-  }
-
   public TorchLimits withMaxZipEntries(int v) {
     return new TorchLimits(
         maxPickleBytes,
@@ -214,20 +169,5 @@ public record TorchLimits(
         maxReuse,
         v,
         maxZipRatio);
-  }
-
-  public TorchLimits withMaxZipRatio(int v) {
-    return new TorchLimits(
-        maxPickleBytes,
-        maxMemoEntries,
-        maxStackDepth,
-        maxStringBytes,
-        maxNesting,
-        maxRank,
-        maxObjects,
-        maxTensors,
-        maxReuse,
-        maxZipEntries,
-        v);
   }
 }

@@ -87,11 +87,6 @@ public final class TorchTensor {
     return storage;
   }
 
-  /** The storage key (zip record {@code data/<key>}). */
-  public String storageKey() {
-    return storage.key();
-  }
-
   /** Byte offset of the storage's element 0 in the checkpoint file. */
   public long storageFileOffset() {
     return storage.fileOffset();

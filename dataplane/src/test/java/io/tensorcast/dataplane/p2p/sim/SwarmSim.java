@@ -1,7 +1,7 @@
 package io.tensorcast.dataplane.p2p.sim;
 
+import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.p2p.Frame;
-import io.tensorcast.dataplane.p2p.Membership;
 import io.tensorcast.dataplane.p2p.PieceMap;
 import io.tensorcast.dataplane.p2p.SwarmPolicy;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;

@@ -1,6 +1,8 @@
-package io.tensorcast.dataplane.source;
+package io.tensorcast.api;
 
+import io.tensorcast.api.v1alpha1.SourceSpec;
 import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 
 /**
  * One include/exclude glob (the {@code include}/{@code exclude} fields of a ModelArtifact source),
@@ -23,8 +25,13 @@ import java.util.regex.Pattern;
  *       {@code /config.json} and {@code unet/*.safetensors} match only there.
  *   <li>A trailing {@code /} names a directory: {@code vae/} matches every file below any directory
  *       named {@code vae}; {@code /vae/} only the top-level one.
- *   <li>{@code \} escapes the next character. Matching is case-sensitive.
+ *   <li>{@code \} escapes the next character, also inside {@code [...]}: {@code [\]]} is the class
+ *       of {@code ]}. Matching is case-sensitive.
  * </ul>
+ *
+ * <p>This is the one implementation of the grammar: the operator validates {@code spec.source} with
+ * {@link #compile} and the data plane matches with it, so the operator accepts exactly what the
+ * data plane can match.
  */
 public final class PathGlob {
   private final String glob;
@@ -38,13 +45,23 @@ public final class PathGlob {
   /**
    * Compiles a glob.
    *
-   * @throws IllegalArgumentException naming the glob, the position and the rule broken (empty glob,
-   *     {@code **} inside a segment, unclosed {@code [} or <code>{</code>, empty segment, {@code
+   * @throws IllegalArgumentException naming the glob and the rule broken (empty glob, longer than
+   *     {@value SourceSpec#MAX_GLOB_LENGTH} characters, {@code **} inside a segment, unclosed
+   *     {@code [} or <code>{</code>, reversed range in {@code [...]}, empty segment, {@code
    *     .}/{@code ..} segment, trailing {@code \})
    */
   public static PathGlob compile(String glob) {
     if (glob == null || glob.isEmpty()) {
       throw new IllegalArgumentException("glob is empty; give a pattern such as '*.safetensors'");
+    }
+    if (glob.length() > SourceSpec.MAX_GLOB_LENGTH) {
+      throw new IllegalArgumentException(
+          "glob '"
+              + glob.substring(0, 40)
+              + "...' is "
+              + glob.length()
+              + " characters long; at most "
+              + SourceSpec.MAX_GLOB_LENGTH);
     }
     String body = glob;
     boolean directory = false;
@@ -93,7 +110,12 @@ public final class PathGlob {
       translateSegment(glob, segment, re);
       needSeparator = true;
     }
-    return new PathGlob(glob, Pattern.compile(re.toString(), Pattern.DOTALL));
+    try {
+      return new PathGlob(glob, Pattern.compile(re.toString(), Pattern.DOTALL));
+    } catch (PatternSyntaxException e) {
+      throw new IllegalArgumentException(
+          "glob '" + glob + "' cannot be matched: " + e.getDescription(), e);
+    }
   }
 
   private static void translateSegment(String glob, String segment, StringBuilder re) {
@@ -147,7 +169,11 @@ public final class PathGlob {
     }
   }
 
-  /** Translates {@code [...]} starting at {@code start}; returns the index of the closing ']'. */
+  /**
+   * Translates {@code [...]} starting at {@code start}; returns the index of the closing ']'. Every
+   * member is written as a regex code-unit escape, so no character of the glob is read as regex
+   * syntax.
+   */
   private static int translateClass(String glob, String segment, int start, StringBuilder re) {
     int i = start + 1;
     boolean negate = false;
@@ -158,20 +184,27 @@ public final class PathGlob {
     StringBuilder cls = new StringBuilder();
     boolean first = true;
     while (i < segment.length() && (segment.charAt(i) != ']' || first)) {
-      char c = segment.charAt(i);
-      if (c == '\\' && i + 1 < segment.length()) {
-        i++;
-        c = segment.charAt(i);
-        cls.append('\\').append(c);
-      } else if (c == '-' && !first && i + 1 < segment.length() && segment.charAt(i + 1) != ']') {
-        cls.append('-');
-      } else if (Character.isLetterOrDigit(c)) {
-        cls.append(c);
-      } else {
-        cls.append('\\').append(c);
-      }
       first = false;
+      if (segment.charAt(i) == '\\' && i + 1 < segment.length()) {
+        i++;
+      }
+      char lo = segment.charAt(i);
       i++;
+      if (i + 1 < segment.length() && segment.charAt(i) == '-' && segment.charAt(i + 1) != ']') {
+        i++;
+        if (segment.charAt(i) == '\\' && i + 1 < segment.length()) {
+          i++;
+        }
+        char hi = segment.charAt(i);
+        i++;
+        if (hi < lo) {
+          throw new IllegalArgumentException(
+              "glob '" + glob + "': range '" + lo + "-" + hi + "' in '[...]' is reversed");
+        }
+        cls.append(codeUnit(lo)).append('-').append(codeUnit(hi));
+      } else {
+        cls.append(codeUnit(lo));
+      }
     }
     if (i >= segment.length()) {
       throw new IllegalArgumentException(
@@ -183,6 +216,10 @@ public final class PathGlob {
       re.append('[').append(cls).append(']');
     }
     return i;
+  }
+
+  private static String codeUnit(char c) {
+    return "\\x{" + Integer.toHexString(c) + "}";
   }
 
   /** Whether the artifact-relative path (e.g. {@code unet/model.safetensors}) matches. */

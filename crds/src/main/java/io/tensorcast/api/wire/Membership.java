@@ -1,51 +1,83 @@
-package io.tensorcast.dataplane.p2p;
+package io.tensorcast.api.wire;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.Inet6Address;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 
 /**
- * The members of an artifact's swarm, as the operator sends them ({@code PUT /v1/peers}) or as
- * {@code --peers} gives them. The list includes the receiving member itself (matched by id).
+ * The members of one artifact's swarm: what the operator (the coordinator) sends to every member
+ * with {@code PUT /v1/peers}, and what a data-plane pod applies (from that call, or from its {@code
+ * --peers} list). The list includes the receiving member itself (matched by id).
  *
- * @param epoch opaque identity of this member set (the operator's hex SHA-256 of the sorted {@code
- *     id=address} lines)
+ * <p>JSON: {@code {"epoch":"<hex>","members":[{"id":"<pod name>","address":"<ip>:<port>"}, ...]}},
+ * an IPv6 address in brackets ({@code [fd00::5]:8472}). {@link #parseJson} is the one reader of
+ * that body and {@link #toJson} (equally Jackson's {@code ObjectMapper}) the one writer.
+ *
+ * <p>Rules, checked by the constructors whatever the origin: the epoch is a non-blank string;
+ * member ids are non-blank and unique; a member's port is in 1..65535 (a member is dialled on it).
+ * Members are kept sorted by id.
+ *
+ * @param epoch opaque identity of this member set; the operator sends {@link #epochOf} of the
+ *     members (lowercase hex SHA-256, 64 characters), so equal member sets give equal epochs in any
+ *     operator process
  * @param members the members, sorted by id, ids unique
  */
+@JsonPropertyOrder({"epoch", "members"})
 public record Membership(String epoch, List<Member> members) {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /**
    * One member.
    *
-   * @param id pod name
-   * @param address where its peer transport listens
+   * @param id pod name (the pod runs with {@code --peer-id $(POD_NAME)}); non-blank
+   * @param address where its peer transport listens; port in 1..65535
    */
-  public record Member(String id, InetSocketAddress address) {
+  public record Member(String id, @JsonIgnore InetSocketAddress address) {
     public Member {
       Objects.requireNonNull(id, "id");
       Objects.requireNonNull(address, "address");
+      if (id.isBlank()) {
+        throw new IllegalArgumentException("member id: must be a non-empty string");
+      }
+      if (address.getPort() == 0) {
+        throw new IllegalArgumentException(
+            "member "
+                + id
+                + ": port 0 is not in 1..65535 ('"
+                + Membership.hostPort(address)
+                + "'); a member is dialled on its port");
+      }
     }
 
-    /** {@code host:port} as given. */
+    /** The address as sent on the wire: {@code host:port}, an IPv6 host in brackets. */
+    @JsonProperty("address")
     public String hostPort() {
-      return address.getHostString() + ":" + address.getPort();
+      return Membership.hostPort(address);
     }
   }
 
   public Membership {
     Objects.requireNonNull(epoch, "epoch");
+    if (epoch.isBlank()) {
+      throw new IllegalArgumentException("epoch: must be a non-empty string");
+    }
     List<Member> sorted = new ArrayList<>(members);
     sorted.sort(Comparator.comparing(Member::id));
     Set<String> ids = new HashSet<>();
@@ -55,6 +87,11 @@ public record Membership(String epoch, List<Member> members) {
       }
     }
     members = List.copyOf(sorted);
+  }
+
+  /** A membership whose epoch is {@link #epochOf} the members. */
+  public static Membership of(List<Member> members) {
+    return new Membership(epochOf(members), members);
   }
 
   /** The member with this id, or null. */
@@ -67,26 +104,25 @@ public record Membership(String epoch, List<Member> members) {
     return null;
   }
 
-  /** Whether some member's published address has this IP (IPv4-mapped IPv6 equals its IPv4). */
-  public boolean publishes(java.net.InetAddress ip) {
-    for (Member m : members) {
-      if (PeerHandshake.sameAddress(ip, m.address().getAddress())) {
-        return true;
-      }
-    }
-    return false;
+  /** The member ids, in id order. */
+  public Set<String> ids() {
+    Set<String> out = new LinkedHashSet<>();
+    members.forEach(m -> out.add(m.id()));
+    return Collections.unmodifiableSet(out);
   }
 
-  /** The member ids. */
-  public Set<String> ids() {
-    Set<String> out = new HashSet<>();
-    members.forEach(m -> out.add(m.id()));
-    return out;
+  /** This membership as the JSON body of {@code PUT /v1/peers} (see the class). */
+  public String toJson() {
+    try {
+      return JSON.writeValueAsString(this);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write membership as JSON", e);
+    }
   }
 
   /**
-   * Parses the body of {@code PUT /v1/peers}: {@code {"epoch":"...","members":[{"id":"...",
-   * "address":"<ip>:<port>"}, ...]}}.
+   * Parses the body of {@code PUT /v1/peers} (see the class); unknown fields are ignored, so the
+   * operator may be newer.
    *
    * @throws IllegalArgumentException with a one-line message naming the field and the rule broken
    */
@@ -130,8 +166,8 @@ public record Membership(String epoch, List<Member> members) {
   }
 
   /**
-   * Parses {@code --peers ID=HOST:PORT,...}; the epoch is the hex SHA-256 of the sorted {@code
-   * id=address} lines, as the operator computes it.
+   * Parses {@code --peers ID=HOST:PORT,...}; the epoch is {@link #epochOf} the members, as the
+   * operator computes it.
    *
    * @throws IllegalArgumentException naming {@code --peers} and the entry
    */
@@ -153,10 +189,13 @@ public record Membership(String epoch, List<Member> members) {
     if (out.isEmpty()) {
       throw new IllegalArgumentException("--peers: no members given");
     }
-    return new Membership(epochOf(out), out);
+    return of(out);
   }
 
-  /** Hex SHA-256 of the members' {@code id=host:port} lines, sorted by id, each ending in \n. */
+  /**
+   * Lowercase hex SHA-256 (64 characters) of the members' lines {@code id=host:port\n} ({@link
+   * Member#hostPort}), sorted by id.
+   */
   public static String epochOf(List<Member> members) {
     List<Member> sorted = new ArrayList<>(members);
     sorted.sort(Comparator.comparing(Member::id));
@@ -206,5 +245,52 @@ public record Membership(String epoch, List<Member> members) {
       throw new IllegalArgumentException(field + ": port " + port + " is not in 0..65535");
     }
     return new InetSocketAddress(host, port);
+  }
+
+  /**
+   * {@code host:port}; an IPv6 address in brackets and in its RFC 5952 text form ({@code fd00::2},
+   * as Kubernetes writes a pod IP), whatever form it was given in.
+   */
+  private static String hostPort(InetSocketAddress a) {
+    String host =
+        a.getAddress() instanceof Inet6Address v6 && v6.getScopeId() == 0
+            ? rfc5952(v6.getAddress())
+            : a.getHostString();
+    boolean brackets = host.indexOf(':') >= 0 && !host.startsWith("[");
+    return (brackets ? "[" + host + "]" : host) + ":" + a.getPort();
+  }
+
+  /** RFC 5952 text of 16 address bytes: lowercase, no leading zeros, the longest zero run as ::. */
+  private static String rfc5952(byte[] raw) {
+    int[] groups = new int[8];
+    for (int i = 0; i < 8; i++) {
+      groups[i] = ((raw[2 * i] & 0xff) << 8) | (raw[2 * i + 1] & 0xff);
+    }
+    int bestStart = -1;
+    int bestLength = 1;
+    for (int i = 0; i < 8; ) {
+      int j = i;
+      while (j < 8 && groups[j] == 0) {
+        j++;
+      }
+      if (j - i > bestLength) {
+        bestStart = i;
+        bestLength = j - i;
+      }
+      i = j == i ? i + 1 : j;
+    }
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < 8; i++) {
+      if (i == bestStart) {
+        out.append("::");
+        i += bestLength - 1;
+        continue;
+      }
+      if (out.length() > 0 && out.charAt(out.length() - 1) != ':') {
+        out.append(':');
+      }
+      out.append(Integer.toHexString(groups[i]));
+    }
+    return out.toString();
   }
 }

@@ -1,9 +1,8 @@
-package io.tensorcast.dataplane.source;
+package io.tensorcast.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -55,6 +54,18 @@ class PathGlobTest {
     "a.bin, axbin, false",
     // case-sensitive
     "*.JSON, config.json, false",
+    // inside [...] every character is literal, escaped or not
+    "'[\\d]x', dx, true",
+    "'[\\d]x', 1x, false",
+    "'[\\]]x', ]x, true",
+    "'[.+]x', +x, true",
+    "'[.+]x', ax, false",
+    "'[\\Q]x', Qx, true",
+    "'[a\\-z]', -, true",
+    "'[a\\-z]', b, false",
+    "'[-a]', -, true",
+    "'[a-]', -, true",
+    "'[!a]', /, false",
   })
   void matches(String glob, String path, boolean expected) {
     assertThat(PathGlob.compile(glob).matches(path)).isEqualTo(expected);
@@ -73,6 +84,10 @@ class PathGlobTest {
         "../x | '..' segment",
         "/ | names only the root",
         "abc\\ | lone '\\'",
+        "[z-a] | range 'z-a' in '[...]' is reversed",
+        "x[9-0].bin | range '9-0' in '[...]' is reversed",
+        "[!] | '[' without a closing ']'",
+        "[\\] | '[' without a closing ']'",
       })
   void rejectsMalformedGlobsNamingTheRule(String glob, String expected) {
     assertThatThrownBy(() -> PathGlob.compile(glob))
@@ -81,16 +96,12 @@ class PathGlobTest {
   }
 
   @org.junit.jupiter.api.Test
-  void filterKeepsIncludedAndNotExcludedAndNamesTheBadField() {
-    PathFilter filter = PathFilter.of(List.of("*.safetensors", "*.json"), List.of("*.index.json"));
-    assertThat(filter.accepts("model.safetensors")).isTrue();
-    assertThat(filter.accepts("config.json")).isTrue();
-    assertThat(filter.accepts("model.safetensors.index.json")).isFalse();
-    assertThat(filter.accepts("pytorch_model.bin")).isFalse();
-    assertThat(PathFilter.of(List.of(), List.of("*.bin")).accepts("x/y.txt")).isTrue();
-    assertThat(PathFilter.all().accepts("anything")).isTrue();
+  void aGlobLongerThanTheApiAllowsIsRefusedWithBothLengths() {
+    String longest = "a".repeat(io.tensorcast.api.v1alpha1.SourceSpec.MAX_GLOB_LENGTH);
 
-    assertThatThrownBy(() -> PathFilter.of(List.of("ok"), List.of("fine", "bad[")))
-        .hasMessageStartingWith("exclude[1]: glob 'bad['");
+    assertThat(PathGlob.compile(longest).matches(longest)).isTrue();
+    assertThatThrownBy(() -> PathGlob.compile(longest + "a"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("is 1025 characters long; at most 1024");
   }
 }

@@ -64,7 +64,10 @@ import java.util.function.LongSupplier;
  *       member's own source read. Another member's hash is a claim, neither fetched from nor
  *       planned around, checked once the reader's hash is known (or promoted when the readers
  *       change and it becomes the reader); a differing claim drops that member ({@link
- *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader.
+ *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader; a
+ *       member whose READING mark was taken while it was the reader stays the reader of that piece
+ *       while its mark is fresh (renewals included), so a read started before a membership change
+ *       moved the piece is neither read again nor demoted to a claim.
  *   <li><b>Backing</b>: a piece from the peer whose own announcement is the piece's expected hash
  *       that does not hash to it drops that peer at once: it announced a hash it cannot back. The
  *       hashes a dropped or refused peer set are withdrawn for every piece not yet present here, so
@@ -642,9 +645,11 @@ public final class SwarmPolicy<C> {
     } else if (frame instanceof Frame.Reading r) {
       // Only the piece's reader keeps others from reading it: marks from anyone else would let a
       // member hold every piece back by renewing marks for pieces it never reads.
+      // A renewal of a mark taken while it was the reader keeps that read its own when the readers
+      // change meanwhile.
       if (checkIndex(conn, r.piece(), "READING")
           && !p.has.get(r.piece())
-          && p.id.equals(readerOf(r.piece()))) {
+          && (p.id.equals(readerOf(r.piece())) || fresh(p.reading.get(r.piece()), now()))) {
         p.reading.put(r.piece(), now());
       }
     } else if (frame instanceof Frame.Request r) {
@@ -1428,8 +1433,11 @@ public final class SwarmPolicy<C> {
    * when it differs.
    */
   private void announced(Peer<C> p, int piece, byte[] sha) {
-    p.reading.remove(piece);
-    if (p.id.equals(readerOf(piece))) {
+    // A READING mark is only ever taken from the piece's reader of that moment: a member whose
+    // read started before the readers changed (a membership change) is still the reader of it.
+    boolean markedReading = fresh(p.reading.remove(piece), now());
+    boolean reader = p.id.equals(readerOf(piece));
+    if (reader) {
       p.shareProgressAt = now();
     }
     byte[] known = hashes[piece];
@@ -1446,7 +1454,7 @@ public final class SwarmPolicy<C> {
       }
       return;
     }
-    if (p.id.equals(readerOf(piece))) {
+    if (reader || markedReading) {
       accept(p, piece, sha);
     } else {
       p.claims.put(piece, sha);

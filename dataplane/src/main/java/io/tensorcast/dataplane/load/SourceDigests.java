@@ -40,7 +40,7 @@ final class SourceDigests {
           digest("SHA-1", ("blob " + size + "\0").getBytes(StandardCharsets.US_ASCII));
       case CRC32 -> crc(new CRC32(), 4);
       case CRC32C -> crc(new CRC32C(), 4);
-      case CRC64NVME -> crc(new Crc64Nvme(), 8);
+      case CRC64NVME -> crc(Crc64Nvme.create(), 8);
     };
   }
 

@@ -5,6 +5,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.zip.Checksum;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CRC-64/NVME, the checksum S3 computes by default for new objects ({@code
@@ -17,8 +19,20 @@ import java.util.zip.Checksum;
  * independent lookups in one flat table of 16 × 256 entries). Bytes of a direct buffer (a mapping
  * of the store) are copied in chunks of {@link #CHUNK} bytes into a heap array first: one bulk copy
  * is cheaper than reading each long through the buffer's bounds and scope checks. Not thread-safe.
+ *
+ * <p>{@link #create()} is what callers use: the AWS Common Runtime's native CRC (carry-less
+ * multiply, several GB/s per core) when its library loads on this platform, else this table (about
+ * 1 GB/s per core).
  */
 public final class Crc64Nvme implements Checksum {
+  private static final Logger log = LoggerFactory.getLogger(Crc64Nvme.class);
+
+  /** System property: {@code false} keeps the table even where the native CRC loads. */
+  public static final String NATIVE_PROPERTY = "tensorcast.crc64nvme.native";
+
+  /** CRC-64/NVME of the ASCII bytes {@code "123456789"}. */
+  static final long CHECK_VALUE = 0xAE8B14860A799888L;
+
   private static final long POLY = 0x9A6C9329AC4BC9B5L;
   private static final int SLICES = 16;
 
@@ -33,6 +47,60 @@ public final class Crc64Nvme implements Checksum {
 
   private long crc = -1L;
   private byte[] chunk;
+
+  /** Whether {@link #create()} returns the native CRC; decided once, on first use. */
+  private static final class Native {
+    static final boolean AVAILABLE = probe();
+
+    private static boolean probe() {
+      if (!Boolean.parseBoolean(System.getProperty(NATIVE_PROPERTY, "true"))) {
+        log.info("CRC-64/NVME: table-driven ({}=false)", NATIVE_PROPERTY);
+        return false;
+      }
+      String why = nativeUnusable();
+      if (why == null) {
+        log.debug("CRC-64/NVME: native (AWS Common Runtime)");
+        return true;
+      }
+      log.warn(
+          "CRC-64/NVME: the AWS Common Runtime's native CRC is not usable here ({}); using the"
+              + " table-driven one (about 1 GB/s per core)",
+          why);
+      return false;
+    }
+  }
+
+  /**
+   * Why the native CRC cannot be used on this platform, or null if it loads and computes the check
+   * value. Loading extracts the library into {@code aws.crt.lib.dir} or {@code java.io.tmpdir}.
+   */
+  static String nativeUnusable() {
+    try {
+      CrtCrc64Nvme c = new CrtCrc64Nvme();
+      c.update("123456789".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      long v = c.getValue();
+      return v == CHECK_VALUE
+          ? null
+          : "it computed "
+              + Long.toHexString(v)
+              + " for the check value "
+              + Long.toHexString(CHECK_VALUE);
+    } catch (LinkageError | RuntimeException e) {
+      return e.toString();
+    }
+  }
+
+  /**
+   * A new CRC-64/NVME: the native one where it loads (see the class comment), else this table's.
+   */
+  public static Checksum create() {
+    return Native.AVAILABLE ? new CrtCrc64Nvme() : new Crc64Nvme();
+  }
+
+  /** Whether {@link #create()} returns the native CRC in this process. */
+  public static boolean nativeInUse() {
+    return Native.AVAILABLE;
+  }
 
   private static long[] table() {
     long[] t = new long[SLICES * 256];

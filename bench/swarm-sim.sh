@@ -9,8 +9,9 @@
 #   bench/swarm-sim.sh [--nodes "8"] [--scenarios "uniform hetero slow churn"] [--seed 1]
 #                      [--size BYTES] [--calibrate-only] [--skip-calibration]
 #
-# Larger swarms take longer: every node runs the policy's scheduling round (its cost grows with
-# members x pieces). The defaults run in minutes on a 2-core VM; README.md has the commands used.
+# Larger swarms take longer: every node runs the policy's scheduling rounds (each costs O(members
+# + pieces) word operations) and every HAVE goes to every member (N^2 frames per piece). The
+# defaults run in minutes on a 2-core VM; README.md has the commands used for N up to 1,000.
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -63,9 +64,6 @@ public final class SwarmPlan {
         alive.add(m);
       }
     }
-    if (alive.isEmpty()) {
-      throw new IllegalArgumentException("a swarm plan needs at least one live member");
-    }
     BitSet held = new BitSet(pieceCount);
     for (String m : alive) {
       BitSet h = holdings.get(m);
@@ -73,26 +71,51 @@ public final class SwarmPlan {
         held.or(h);
       }
     }
-    String[] owner = new String[pieceCount];
+    return of(readers(pieceCount, all, alive), all, alive, held);
+  }
+
+  /**
+   * Every piece's reader: the base assignment over {@code members}, the orphans re-split over
+   * {@code alive} ({@link #reader}). A function of the two lists alone, so a caller may keep it
+   * while they stay the same; O(pieceCount).
+   *
+   * @param members every member id, sorted
+   * @param alive the live members, sorted, a subset of {@code members}; must not be empty
+   * @throws IllegalArgumentException when {@code alive} is empty
+   */
+  static String[] readers(int pieceCount, List<String> members, List<String> alive) {
+    if (alive.isEmpty()) {
+      throw new IllegalArgumentException("a swarm plan needs at least one live member");
+    }
+    Set<String> liveSet = new HashSet<>(alive);
+    String[] reader = new String[pieceCount];
     List<Integer> orphans = new ArrayList<>();
-    int m = all.size();
+    int m = members.size();
     for (int i = 0; i < pieceCount; i++) {
-      String base = all.get((int) ((long) i * m / pieceCount));
-      if (live.contains(base)) {
-        owner[i] = base;
+      String base = members.get((int) ((long) i * m / pieceCount));
+      if (liveSet.contains(base)) {
+        reader[i] = base;
       } else {
         orphans.add(i);
       }
     }
     int k = orphans.size();
     for (int j = 0; j < k; j++) {
-      owner[orphans.get(j)] = alive.get((int) ((long) j * alive.size() / k));
+      reader[orphans.get(j)] = alive.get((int) ((long) j * alive.size() / k));
     }
-    String[] reader = owner.clone();
-    for (int i = held.nextSetBit(0); i >= 0 && i < pieceCount; i = held.nextSetBit(i + 1)) {
+    return reader;
+  }
+
+  /**
+   * The plan from {@link #readers} (not copied: not to be changed afterwards) and the pieces live
+   * members hold or read ({@code held}): a held piece has no source owner. O(pieceCount).
+   */
+  static SwarmPlan of(String[] readers, List<String> members, List<String> alive, BitSet held) {
+    String[] owner = readers.clone();
+    for (int i = held.nextSetBit(0); i >= 0 && i < owner.length; i = held.nextSetBit(i + 1)) {
       owner[i] = null;
     }
-    return new SwarmPlan(all, List.copyOf(alive), owner, reader);
+    return new SwarmPlan(List.copyOf(members), List.copyOf(alive), owner, readers);
   }
 
   /**

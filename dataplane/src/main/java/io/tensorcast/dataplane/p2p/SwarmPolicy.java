@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -66,7 +65,10 @@ import java.util.function.LongSupplier;
  *       member's own source read. Another member's hash is a claim, neither fetched from nor
  *       planned around, checked once the reader's hash is known (or promoted when the readers
  *       change and it becomes the reader); a differing claim drops that member ({@link
- *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader.
+ *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader; a
+ *       member whose READING mark was taken while it was the reader stays the reader of that piece
+ *       while its mark is fresh (renewals included), so a read started before a membership change
+ *       moved the piece is neither read again nor demoted to a claim.
  *   <li><b>Backing</b>: a piece from the peer whose own announcement is the piece's expected hash
  *       that does not hash to it drops that peer at once: it announced a hash it cannot back. The
  *       hashes a dropped or refused peer set are withdrawn for every piece not yet present here, so
@@ -207,6 +209,25 @@ public final class SwarmPolicy<C> {
   private long membershipSince;
   private final Map<String, InetSocketAddress> dialled = new TreeMap<>();
   private final Map<String, Peer<C>> peers = new TreeMap<>();
+
+  /** {@link #peers} by id, for lookups in O(1). */
+  private final Map<String, Peer<C>> byId = new HashMap<>();
+
+  /** Ids of {@link #membership}'s members; empty without one. */
+  private Set<String> memberIds = Set.of();
+
+  /** {@link #byRank()}; null: to be computed. */
+  private List<Peer<C>> byRank;
+
+  /** {@link #memberList()}; null: to be computed. */
+  private List<String> memberList;
+
+  /** The readers of {@link #readersMembers} with {@link #readersLive} live ({@link SwarmPlan}). */
+  private String[] readers;
+
+  private List<String> readersMembers;
+  private List<String> readersLive = List.of();
+  private Set<String> readersLiveSet = Set.of();
   private boolean transportUp;
 
   private PieceMap map;
@@ -294,6 +315,9 @@ public final class SwarmPolicy<C> {
     /** When it first connected during this policy's life, or last announced a piece it reads. */
     long shareProgressAt;
 
+    /** Pieces to ask it for in the current scheduling round; null outside one. */
+    BitSet candidates;
+
     /** The connection {@link #queuedSends} counts for. */
     C sendsOn;
 
@@ -362,6 +386,8 @@ public final class SwarmPolicy<C> {
     note(false, "membership " + m.epoch() + ": " + m.members().size() + " members");
     Membership old = membership;
     membership = m;
+    memberIds = m.ids();
+    memberList = null;
     membershipSince = now();
     lastView = null; // the next source pick plans with it, not with the last round's view
     for (Peer<C> p : peers.values()) {
@@ -394,6 +420,7 @@ public final class SwarmPolicy<C> {
   /** The transport listens now: members can be dialled, and a fill waits for a membership. */
   public void transportStarted() {
     transportUp = true;
+    memberList = null;
     if (filling && membership == null) {
       membershipDeadline = now() + config.membershipWait().toNanos();
     }
@@ -637,7 +664,7 @@ public final class SwarmPolicy<C> {
       emit(new Decision.Close<>(conn, "dropped earlier: " + p.dropped));
       return;
     }
-    if (membership == null || membership.member(peer) == null) {
+    if (membership == null || !memberIds.contains(peer)) {
       emit(new Decision.Close<>(conn, "not a member of the current membership"));
       return;
     }
@@ -675,7 +702,7 @@ public final class SwarmPolicy<C> {
 
   /** A connection reported by {@link #onConnected} closed; its requests are asked elsewhere. */
   public void onDisconnected(C conn, String peer) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p == null || p.conn != conn) {
       return;
     }
@@ -691,7 +718,7 @@ public final class SwarmPolicy<C> {
    * REJECT; anything else closes the connection). Frames of a replaced connection are ignored.
    */
   public void onFrame(C conn, String peer, Frame frame) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p == null || p.conn != conn || map == null || p.dropped != null) {
       return;
     }
@@ -716,9 +743,11 @@ public final class SwarmPolicy<C> {
     } else if (frame instanceof Frame.Reading r) {
       // Only the piece's reader keeps others from reading it: marks from anyone else would let a
       // member hold every piece back by renewing marks for pieces it never reads.
+      // A renewal of a mark taken while it was the reader keeps that read its own when the readers
+      // change meanwhile.
       if (checkIndex(conn, r.piece(), "READING")
           && !p.has.get(r.piece())
-          && p.id.equals(readerOf(r.piece()))) {
+          && (p.id.equals(readerOf(r.piece())) || fresh(p.reading.get(r.piece()), now()))) {
         p.reading.put(r.piece(), now());
       }
     } else if (frame instanceof Frame.Request r) {
@@ -726,7 +755,7 @@ public final class SwarmPolicy<C> {
         serve(p, conn, r.piece());
       }
     } else if (frame instanceof Frame.Handover h) {
-      if (!p.refused && membership != null && membership.member(h.member()) != null) {
+      if (!p.refused && membership != null && memberIds.contains(h.member())) {
         handOver(h.member(), h.why(), p.id);
       }
     } else if (frame instanceof Frame.Reject r) {
@@ -762,7 +791,7 @@ public final class SwarmPolicy<C> {
    *     #onPieceRejected}); false for a late or unasked piece (release it)
    */
   public boolean onPieceArrived(C conn, String peer, int piece) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p != null && p.conn == conn) {
       p.lastPieceAt = now();
     }
@@ -779,7 +808,7 @@ public final class SwarmPolicy<C> {
    * the peer is delivering, so its requests are not stuck.
    */
   public void onPieceProgress(C conn, String peer, long at) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p != null && p.conn == conn && at > p.progressAt) {
       p.progressAt = at;
     }
@@ -791,7 +820,7 @@ public final class SwarmPolicy<C> {
    */
   public void onPieceRejected(String peer, int piece, String problem) {
     abandon(piece);
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p != null) {
       p.bad.set(piece);
       fault(p, problem);
@@ -807,7 +836,7 @@ public final class SwarmPolicy<C> {
    * @param actual the SHA-256 of the bytes received (32 bytes)
    */
   public void onPieceHashMismatch(String peer, int piece, byte[] actual) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p != null
         && hashes != null
         && peer.equals(hashFrom[piece])
@@ -872,7 +901,7 @@ public final class SwarmPolicy<C> {
     }
     if (from == null) {
       if (hashes[piece] != null && !Arrays.equals(hashes[piece], sha256)) {
-        Peer<C> announcer = hashFrom[piece] == null ? null : peers.get(hashFrom[piece]);
+        Peer<C> announcer = hashFrom[piece] == null ? null : byId.get(hashFrom[piece]);
         if (announcer != null) {
           drop(
               announcer,
@@ -927,7 +956,7 @@ public final class SwarmPolicy<C> {
   // ------------------------------------------------------------------ serving
 
   private void serve(Peer<C> p, C conn, int piece) {
-    if (p.dropped != null || membership == null || membership.member(p.id) == null) {
+    if (p.dropped != null || membership == null || !memberIds.contains(p.id)) {
       emit(
           new Decision.Close<>(
               conn, "REQUEST from a peer that is not a member in good standing; not served"));
@@ -967,7 +996,7 @@ public final class SwarmPolicy<C> {
 
   /** A piece decided by {@link Decision.SendPiece} on {@code conn} was handed to the network. */
   public void onPieceSent(C conn, String peer) {
-    Peer<C> p = peers.get(peer);
+    Peer<C> p = byId.get(peer);
     if (p != null && p.sendsOn == conn) {
       p.queuedSends--;
     }
@@ -1016,7 +1045,7 @@ public final class SwarmPolicy<C> {
     // delivering is only busy (its queue is deep because its link or CPU is shared).
     for (Peer<C> p : peers.values()) {
       long progress = Math.max(p.lastPieceAt, p.conn == null ? 0 : p.progressAt);
-      if (progress != 0 && now - progress <= timeout) {
+      if (p.inFlight.isEmpty() || (progress != 0 && now - progress <= timeout)) {
         continue;
       }
       List<Integer> stuck = new ArrayList<>();
@@ -1050,29 +1079,31 @@ public final class SwarmPolicy<C> {
     Set<String> live = view.live();
     SwarmPlan plan = view.plan();
     int n = map.size();
-    int[] holders = new int[n];
+    // What this member still needs and nobody was asked for: pieces not present, not in progress.
+    BitSet want = new BitSet(n);
+    want.set(0, n);
+    want.andNot(present);
+    want.andNot(inProgress);
     List<Peer<C>> usable = new ArrayList<>();
-    Map<Peer<C>, BitSet> candidates = new LinkedHashMap<>();
+    BitSet offered = new BitSet(n);
+    BitSet scratch = new BitSet(n);
     for (Peer<C> p : peers.values()) {
       if (!p.usable()) {
         continue;
       }
       usable.add(p);
-      BitSet c = (BitSet) p.has.clone();
-      c.andNot(p.bad);
-      for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
-        holders[i]++;
-      }
-      c.andNot(present);
-      c.andNot(inProgress);
-      candidates.put(p, c);
+      scratch.clear();
+      scratch.or(p.has);
+      scratch.andNot(p.bad);
+      offered.or(scratch);
     }
-    // Last resorts. The plan's own pieces are picked when a run can start (nextSourceRun), from
-    // the plan of that moment, so a membership change re-splits everything not yet started.
-    for (int i = 0; i < n; i++) {
-      if (present.get(i) || inProgress.get(i) || holders[i] > 0) {
-        continue;
-      }
+    // Last resorts: wanted pieces no usable peer offers. The plan's own pieces are picked when a
+    // run can start (nextSourceRun), from the plan of that moment, so a membership change re-splits
+    // everything not yet started.
+    BitSet unoffered = (BitSet) want.clone();
+    unoffered.andNot(offered);
+    BitSet backed = unoffered.isEmpty() ? null : backedByLive(live, now);
+    for (int i = unoffered.nextSetBit(0); i >= 0; i = unoffered.nextSetBit(i + 1)) {
       if (plan.sourceOwner(i) != null) {
         starvedSince.remove(i);
         continue;
@@ -1081,17 +1112,7 @@ public final class SwarmPolicy<C> {
       // every live holder is connected and failed this piece, no live member is reading it, and no
       // peer relayed it within the peer timeout, read it from the source (a reconnecting holder is
       // waited for).
-      boolean starved = true;
-      for (String m : live) {
-        Peer<C> p = peers.get(m);
-        if (p != null
-            && ((p.has.get(i) && !(p.conn != null && p.bad.get(i)))
-                || fresh(p.reading.get(i), now))) {
-          starved = false;
-          break;
-        }
-      }
-      if (!starved) {
+      if (backed.get(i)) {
         starvedSince.remove(i);
         continue;
       }
@@ -1099,6 +1120,7 @@ public final class SwarmPolicy<C> {
       if (now - since > timeout) {
         starvedSince.remove(i);
         inProgress.set(i);
+        want.clear(i);
         lastResort.add(i);
       }
     }
@@ -1109,41 +1131,98 @@ public final class SwarmPolicy<C> {
         broadcast(new Frame.Reading(e.getKey()));
       }
     }
-    // Peer requests: least-loaded peer first, rarest piece first.
-    boolean sent = true;
+    // Peer requests: least-loaded peer first, rarest piece first. Only the pieces still wanted are
+    // counted and offered, so a round with no request to send costs no per-piece work.
     int total = 0;
     for (Peer<C> p : usable) {
       total += p.inFlight.size();
     }
     int maxTotal = maxTotalInFlight(config.maxInFlight());
+    if (total >= maxTotal || want.isEmpty()) {
+      return;
+    }
+    int[] holders = new int[n];
+    for (Peer<C> p : usable) {
+      BitSet c = (BitSet) p.has.clone();
+      c.andNot(p.bad);
+      c.and(want);
+      for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
+        holders[i]++;
+      }
+      p.candidates = c;
+    }
     int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
+    List<Peer<C>> order = byRank();
+    boolean sent = true;
     while (sent && total < maxTotal) {
       sent = false;
-      usable.sort(
-          (a, b) ->
-              a.inFlight.size() != b.inFlight.size()
-                  ? Integer.compare(a.inFlight.size(), b.inFlight.size())
-                  : Long.compare(a.rank, b.rank));
-      for (Peer<C> p : usable) {
-        if (p.inFlight.size() >= perPeer) {
-          continue;
+      // The first peer in (requests in flight, tieRank) order with a piece to ask for.
+      search:
+      for (int load = 0; load < perPeer; load++) {
+        for (Peer<C> p : order) {
+          if (p.candidates == null || p.inFlight.size() != load || !p.usable()) {
+            continue;
+          }
+          int piece = SwarmPlan.rarest(p.candidates, holders, salt + load * 7919);
+          if (piece < 0) {
+            p.candidates = null;
+            continue;
+          }
+          for (Peer<C> q : usable) {
+            if (q.candidates != null) {
+              q.candidates.clear(piece);
+            }
+          }
+          inProgress.set(piece);
+          p.inFlight.put(piece, now + timeout);
+          emit(new Decision.Send<>(p.conn, new Frame.Request(piece)));
+          total++;
+          sent = true;
+          break search;
         }
-        BitSet c = candidates.get(p);
-        int piece = SwarmPlan.rarest(c, holders, salt + p.inFlight.size() * 7919);
-        if (piece < 0) {
-          continue;
-        }
-        for (BitSet other : candidates.values()) {
-          other.clear(piece);
-        }
-        inProgress.set(piece);
-        p.inFlight.put(piece, now + timeout);
-        emit(new Decision.Send<>(p.conn, new Frame.Request(piece)));
-        total++;
-        sent = true;
-        break;
       }
     }
+    for (Peer<C> p : usable) {
+      p.candidates = null;
+    }
+  }
+
+  /**
+   * Pieces some live peer holds and did not fail on its current connection, or announced it is
+   * reading from the source (fresh): a piece among them is waited for, not a last resort.
+   */
+  private BitSet backedByLive(Set<String> live, long now) {
+    BitSet backed = new BitSet(map.size());
+    for (String m : live) {
+      Peer<C> p = byId.get(m);
+      if (p == null) {
+        continue;
+      }
+      if (p.conn != null) {
+        BitSet h = (BitSet) p.has.clone();
+        h.andNot(p.bad);
+        backed.or(h);
+      } else {
+        backed.or(p.has);
+      }
+      p.reading.forEach(
+          (piece, at) -> {
+            if (fresh(at, now)) {
+              backed.set(piece);
+            }
+          });
+    }
+    return backed;
+  }
+
+  /** Every peer, by {@link #tieRank} (then id); kept until a peer is added. */
+  private List<Peer<C>> byRank() {
+    if (byRank == null) {
+      List<Peer<C>> all = new ArrayList<>(peers.values());
+      all.sort((x, y) -> x.rank != y.rank ? Long.compare(x.rank, y.rank) : x.id.compareTo(y.id));
+      byRank = all;
+    }
+    return byRank;
   }
 
   /**
@@ -1160,20 +1239,19 @@ public final class SwarmPolicy<C> {
     }
     long since = Math.max(fillStarted, membershipSince);
     boolean any = false;
+    Map<String, Integer> waitingBy = null;
     for (Peer<C> p : peers.values()) {
-      if (p.conn == null
+      if (now - Math.max(since, p.shareProgressAt) <= stall
+          || p.conn == null
           || p.refused
           || handedOver.containsKey(p.id)
-          || !view.live().contains(p.id)
-          || now - Math.max(since, p.shareProgressAt) <= stall) {
+          || !view.live().contains(p.id)) {
         continue;
       }
-      int waiting = 0;
-      for (int i = 0; i < map.size(); i++) {
-        if (!present.get(i) && p.id.equals(view.plan().reader(i)) && !heldByLive(view, i)) {
-          waiting++;
-        }
+      if (waitingBy == null) {
+        waitingBy = waitingByReader(view);
       }
+      int waiting = waitingBy.getOrDefault(p.id, 0);
       if (waiting > 0) {
         handOver(
             p.id,
@@ -1188,15 +1266,23 @@ public final class SwarmPolicy<C> {
     return any;
   }
 
-  /** A live member other than the piece's reader holds it (announced with the expected hash). */
-  private boolean heldByLive(View view, int piece) {
+  /**
+   * Per reader, the pieces it reads that are neither present here nor held by a live member
+   * (announced with the expected hash): one pass over the pieces, not one per member.
+   */
+  private Map<String, Integer> waitingByReader(View view) {
+    BitSet held = (BitSet) present.clone();
     for (String m : view.live()) {
-      Peer<C> q = peers.get(m);
-      if (q != null && q.has.get(piece)) {
-        return true;
+      Peer<C> q = byId.get(m);
+      if (q != null) {
+        held.or(q.has);
       }
     }
-    return false;
+    Map<String, Integer> out = new HashMap<>();
+    for (int i = held.nextClearBit(0); i < map.size(); i = held.nextClearBit(i + 1)) {
+      out.merge(view.plan().reader(i), 1, Integer::sum);
+    }
+    return out;
   }
 
   /**
@@ -1228,22 +1314,15 @@ public final class SwarmPolicy<C> {
   private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
 
   private View view(long now) {
-    Set<String> members = new TreeSet<>();
-    members.add(self);
-    if (membership != null && transportUp) {
-      members.addAll(membership.ids());
-    }
-    Set<String> live = new HashSet<>();
-    Map<String, BitSet> holdings = new HashMap<>();
-    live.add(self);
-    BitSet mine = (BitSet) present.clone();
-    sourceReading.keySet().forEach(mine::set);
-    holdings.put(self, mine);
+    List<String> members = memberList();
+    List<String> alive = new ArrayList<>(members.size());
+    BitSet held = new BitSet(map.size());
     for (String m : members) {
       if (m.equals(self)) {
+        alive.add(m);
         continue;
       }
-      Peer<C> p = peers.get(m);
+      Peer<C> p = byId.get(m);
       if ((p != null && p.refused) || handedOver.containsKey(m)) {
         continue;
       }
@@ -1256,24 +1335,50 @@ public final class SwarmPolicy<C> {
           continue;
         }
       }
-      live.add(m);
+      alive.add(m);
       if (p != null) {
         // Pieces a live member holds or is reading from the source are nobody's source read.
-        BitSet claimed = (BitSet) p.has.clone();
+        held.or(p.has);
         p.reading.forEach(
             (piece, at) -> {
               if (fresh(at, now)) {
-                claimed.set(piece);
+                held.set(piece);
               }
             });
-        holdings.put(m, claimed);
       }
     }
-    if (handedOver.containsKey(self) && live.size() > 1) {
-      live.remove(self); // its share went to the others; alone, it reads everything itself
+    if (handedOver.containsKey(self) && alive.size() > 1) {
+      alive.remove(self); // its share went to the others; alone, it reads everything itself
+    } else {
+      held.or(present);
+      sourceReading.keySet().forEach(held::set);
     }
-    SwarmPlan plan = SwarmPlan.compute(map.size(), members, live, holdings);
-    return new View(live, plan, plan.assignedTo(self));
+    // The readers depend only on (members, live): kept while both stay the same, so a round costs
+    // O(members + pieces) word operations, not members x pieces.
+    if (members != readersMembers || !alive.equals(readersLive)) {
+      readersMembers = members;
+      readersLive = List.copyOf(alive);
+      readers = SwarmPlan.readers(map.size(), members, readersLive);
+      readersLiveSet = Set.copyOf(readersLive);
+    }
+    SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
+    return new View(readersLiveSet, plan, plan.assignedTo(self));
+  }
+
+  /**
+   * Every member id, this member's own included, sorted; kept until the membership or the
+   * transport's state changes.
+   */
+  private List<String> memberList() {
+    if (memberList == null) {
+      Set<String> members = new TreeSet<>();
+      members.add(self);
+      if (membership != null && transportUp) {
+        members.addAll(membership.ids());
+      }
+      memberList = List.copyOf(members);
+    }
+    return memberList;
   }
 
   /** A READING mark from {@code at} (or null) has not lapsed at {@code now}. */
@@ -1305,11 +1410,11 @@ public final class SwarmPolicy<C> {
       return null;
     }
     List<Peer<C>> others = new ArrayList<>();
-    for (String m : new TreeSet<>(v.live())) {
+    for (String m : v.plan().live()) {
       if (m.equals(self)) {
         continue;
       }
-      Peer<C> p = peers.get(m);
+      Peer<C> p = byId.get(m);
       boolean unknown =
           p == null
               || (p.conn != null ? !p.synced && now - p.connectedAt <= timeout : !p.everSynced);
@@ -1429,8 +1534,11 @@ public final class SwarmPolicy<C> {
    * when it differs.
    */
   private void announced(Peer<C> p, int piece, byte[] sha) {
-    p.reading.remove(piece);
-    if (p.id.equals(readerOf(piece))) {
+    // A READING mark is only ever taken from the piece's reader of that moment: a member whose
+    // read started before the readers changed (a membership change) is still the reader of it.
+    boolean markedReading = fresh(p.reading.remove(piece), now());
+    boolean reader = p.id.equals(readerOf(piece));
+    if (reader) {
       p.shareProgressAt = now();
     }
     byte[] known = hashes[piece];
@@ -1447,7 +1555,7 @@ public final class SwarmPolicy<C> {
       }
       return;
     }
-    if (p.id.equals(readerOf(piece))) {
+    if (reader || markedReading) {
       accept(p, piece, sha);
     } else {
       p.claims.put(piece, sha);
@@ -1590,7 +1698,14 @@ public final class SwarmPolicy<C> {
   }
 
   private Peer<C> peer(String id) {
-    return peers.computeIfAbsent(id, k -> new Peer<>(k, tieRank(self, k)));
+    Peer<C> p = byId.get(id);
+    if (p == null) {
+      p = new Peer<>(id, tieRank(self, id));
+      byId.put(id, p);
+      peers.put(id, p);
+      byRank = null;
+    }
+    return p;
   }
 
   private void broadcast(Frame f) {

@@ -144,4 +144,48 @@ class SwarmPlanTest {
     assertThat(SwarmPlan.rarest(c, holders, 3)).isEqualTo(3);
     assertThat(SwarmPlan.rarest(new BitSet(), holders, 0)).isEqualTo(-1);
   }
+
+  @Test
+  void keptReadersWithTodaysHoldingsGiveTheSamePlanAsComputingItAnew() {
+    // The policy keeps the readers while (members, live) stay the same and applies the holdings of
+    // each round to them: that must be the plan compute() gives, piece for piece.
+    java.util.Random rnd = new java.util.Random(7);
+    for (int round = 0; round < 200; round++) {
+      int pieces = 1 + rnd.nextInt(300);
+      List<String> members = new java.util.ArrayList<>();
+      int m = 1 + rnd.nextInt(40);
+      for (int i = 0; i < m; i++) {
+        members.add(String.format("n%03d", i));
+      }
+      List<String> alive = new java.util.ArrayList<>();
+      for (String id : members) {
+        if (rnd.nextInt(4) > 0) {
+          alive.add(id);
+        }
+      }
+      if (alive.isEmpty()) {
+        alive.add(members.get(rnd.nextInt(m)));
+      }
+      Map<String, BitSet> holdings = new HashMap<>();
+      BitSet held = new BitSet();
+      for (String id : members) {
+        BitSet h = new BitSet();
+        for (int k = rnd.nextInt(pieces / 4 + 1); k > 0; k--) {
+          h.set(rnd.nextInt(pieces));
+        }
+        holdings.put(id, h);
+        if (alive.contains(id)) {
+          held.or(h);
+        }
+      }
+      SwarmPlan fresh = SwarmPlan.compute(pieces, Set.copyOf(members), Set.copyOf(alive), holdings);
+      SwarmPlan kept =
+          SwarmPlan.of(SwarmPlan.readers(pieces, members, alive), members, alive, held);
+      assertThat(kept.live()).isEqualTo(fresh.live());
+      for (int i = 0; i < pieces; i++) {
+        assertThat(kept.reader(i)).as("reader of %d", i).isEqualTo(fresh.reader(i));
+        assertThat(kept.sourceOwner(i)).as("owner of %d", i).isEqualTo(fresh.sourceOwner(i));
+      }
+    }
+  }
 }

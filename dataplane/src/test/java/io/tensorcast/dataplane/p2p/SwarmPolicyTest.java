@@ -454,6 +454,31 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void aReadStartedBeforeAJoinMovedItsPieceStaysItsReadersAndIsNotReadAgain() {
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
+    assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    // a reads its block 0-3 (blocks of 4 over {a, b, c}) and says so.
+    for (int i = 0; i < 4; i++) {
+      b.onFrame("c-a", "a", new Frame.Reading(i));
+    }
+    // d joins: blocks of 3 over {a, b, c, d}, so piece 3's reader is b now.
+    b.applyMembership(SwarmSimulation.membership("abcd", "a", "b", "c", "d"));
+    b.onConnected("c-d", "d");
+    b.onFrame("c-d", "d", bitfield());
+    b.drain();
+    advance(T * 3 / 4);
+    b.onFrame("c-a", "a", new Frame.Reading(3)); // a's renewal: its read goes on
+    advance(T / 2); // a's first mark has lapsed, the renewal has not
+    assertThat(runs(tick(b))).as("piece 3 is a's read, not b's").isEmpty();
+
+    b.onFrame("c-a", "a", new Frame.Have(3, trueHash(3)));
+    assertThat(b.expectedHash(3)).as("a's hash is piece 3's").isEqualTo(trueHash(3));
+    List<Decision<String>> ds = tick(b);
+    assertThat(requests(ds)).contains("a:3");
+    assertThat(runs(ds)).isEmpty();
+  }
+
+  @Test
   void aSourceReadThatContradictsTheReadersHashDropsTheReader() {
     Membership ab = SwarmSimulation.membership("ab", "a", "b");
     SwarmPolicy<String> a = member("a", ab, 2, 1024);

@@ -1,8 +1,9 @@
 package io.tensorcast.api;
 
 import io.tensorcast.api.v1alpha1.SourceSpec;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
 
 /**
  * One include/exclude glob (the {@code include}/{@code exclude} fields of a ModelArtifact source),
@@ -32,14 +33,19 @@ import java.util.regex.PatternSyntaxException;
  * <p>This is the one implementation of the grammar: the operator validates {@code spec.source} with
  * {@link #compile} and the data plane matches with it, so the operator accepts exactly what the
  * data plane can match.
+ *
+ * <p>A glob compiles to a nondeterministic automaton that {@link #matches} runs over the path one
+ * character (UTF-16 code unit) at a time, keeping the set of states it may be in: matching costs at
+ * most path length × glob length steps whatever the pattern, so a hostile glob such as {@code
+ * *a*a*a*a*b} cannot make a match backtrack for minutes, as a regular-expression translation would.
  */
 public final class PathGlob {
   private final String glob;
-  private final Pattern regex;
+  private final Nfa nfa;
 
-  private PathGlob(String glob, Pattern regex) {
+  private PathGlob(String glob, Nfa nfa) {
     this.glob = glob;
-    this.regex = regex;
+    this.nfa = nfa;
   }
 
   /**
@@ -84,7 +90,7 @@ public final class PathGlob {
       body = body + "/**";
     }
     String[] segments = body.split("/", -1);
-    StringBuilder re = new StringBuilder();
+    Nfa.Builder nfa = new Nfa.Builder();
     boolean needSeparator = false;
     for (int i = 0; i < segments.length; i++) {
       String segment = segments[i];
@@ -99,26 +105,29 @@ public final class PathGlob {
       }
       if (segment.equals("**")) {
         if (last) {
-          re.append(needSeparator ? "/.+" : ".+");
+          if (needSeparator) {
+            nfa.one(Nfa.literal('/'));
+          }
+          nfa.oneOrMore(Nfa.ANY);
         } else {
-          re.append(needSeparator ? "/" : "").append("(?:[^/]+/)*");
+          if (needSeparator) {
+            nfa.one(Nfa.literal('/'));
+          }
+          nfa.directories();
           needSeparator = false;
         }
         continue;
       }
-      re.append(needSeparator ? "/" : "");
-      translateSegment(glob, segment, re);
+      if (needSeparator) {
+        nfa.one(Nfa.literal('/'));
+      }
+      translateSegment(glob, segment, nfa);
       needSeparator = true;
     }
-    try {
-      return new PathGlob(glob, Pattern.compile(re.toString(), Pattern.DOTALL));
-    } catch (PatternSyntaxException e) {
-      throw new IllegalArgumentException(
-          "glob '" + glob + "' cannot be matched: " + e.getDescription(), e);
-    }
+    return new PathGlob(glob, nfa.build());
   }
 
-  private static void translateSegment(String glob, String segment, StringBuilder re) {
+  private static void translateSegment(String glob, String segment, Nfa.Builder nfa) {
     if (segment.contains("**")) {
       throw new IllegalArgumentException(
           "glob '"
@@ -132,17 +141,17 @@ public final class PathGlob {
     while (i < segment.length()) {
       char c = segment.charAt(i);
       switch (c) {
-        case '*' -> re.append("[^/]*");
-        case '?' -> re.append("[^/]");
+        case '*' -> nfa.zeroOrMore(Nfa.NOT_SLASH);
+        case '?' -> nfa.one(Nfa.NOT_SLASH);
         case '\\' -> {
           if (i + 1 >= segment.length()) {
             throw new IllegalArgumentException(
                 "glob '" + glob + "' ends with a lone '\\'; escape it as '\\\\'");
           }
           i++;
-          re.append(Pattern.quote(String.valueOf(segment.charAt(i))));
+          nfa.one(Nfa.literal(segment.charAt(i)));
         }
-        case '[' -> i = translateClass(glob, segment, i, re);
+        case '[' -> i = translateClass(glob, segment, i, nfa);
         case '{' -> {
           if (inBraces) {
             throw new IllegalArgumentException("glob '" + glob + "': nested '{' is not supported");
@@ -152,7 +161,7 @@ public final class PathGlob {
                 "glob '" + glob + "': '{' without a closing '}' (a '/' cannot appear inside)");
           }
           inBraces = true;
-          re.append("(?:");
+          nfa.openAlternatives();
         }
         case '}' -> {
           if (!inBraces) {
@@ -160,10 +169,16 @@ public final class PathGlob {
                 "glob '" + glob + "': '}' without an opening '{'; escape it as '\\}'");
           }
           inBraces = false;
-          re.append(')');
+          nfa.closeAlternatives();
         }
-        case ',' -> re.append(inBraces ? "|" : ",");
-        default -> re.append(Pattern.quote(String.valueOf(c)));
+        case ',' -> {
+          if (inBraces) {
+            nfa.nextAlternative();
+          } else {
+            nfa.one(Nfa.literal(','));
+          }
+        }
+        default -> nfa.one(Nfa.literal(c));
       }
       i++;
     }
@@ -171,17 +186,16 @@ public final class PathGlob {
 
   /**
    * Translates {@code [...]} starting at {@code start}; returns the index of the closing ']'. Every
-   * member is written as a regex code-unit escape, so no character of the glob is read as regex
-   * syntax.
+   * member is a literal character or range; none matches '/'.
    */
-  private static int translateClass(String glob, String segment, int start, StringBuilder re) {
+  private static int translateClass(String glob, String segment, int start, Nfa.Builder nfa) {
     int i = start + 1;
     boolean negate = false;
     if (i < segment.length() && (segment.charAt(i) == '!' || segment.charAt(i) == '^')) {
       negate = true;
       i++;
     }
-    StringBuilder cls = new StringBuilder();
+    StringBuilder ranges = new StringBuilder(); // pairs of (lo, hi)
     boolean first = true;
     while (i < segment.length() && (segment.charAt(i) != ']' || first)) {
       first = false;
@@ -201,30 +215,22 @@ public final class PathGlob {
           throw new IllegalArgumentException(
               "glob '" + glob + "': range '" + lo + "-" + hi + "' in '[...]' is reversed");
         }
-        cls.append(codeUnit(lo)).append('-').append(codeUnit(hi));
+        ranges.append(lo).append(hi);
       } else {
-        cls.append(codeUnit(lo));
+        ranges.append(lo).append(lo);
       }
     }
     if (i >= segment.length()) {
       throw new IllegalArgumentException(
           "glob '" + glob + "': '[' without a closing ']' in segment '" + segment + "'");
     }
-    if (negate) {
-      re.append("(?:(?!/)[^").append(cls).append("])");
-    } else {
-      re.append('[').append(cls).append(']');
-    }
+    nfa.one(Nfa.charClass(ranges.toString(), negate));
     return i;
-  }
-
-  private static String codeUnit(char c) {
-    return "\\x{" + Integer.toHexString(c) + "}";
   }
 
   /** Whether the artifact-relative path (e.g. {@code unet/model.safetensors}) matches. */
   public boolean matches(String path) {
-    return regex.matcher(path).matches();
+    return nfa.matches(path);
   }
 
   /** The glob as written. */
@@ -235,5 +241,183 @@ public final class PathGlob {
   @Override
   public String toString() {
     return glob;
+  }
+
+  /** A character test of one automaton step. */
+  @FunctionalInterface
+  private interface CharTest {
+    boolean test(char c);
+  }
+
+  /**
+   * A Thompson automaton: states with at most one character step and any number of empty steps, run
+   * by keeping the set of live states.
+   */
+  private static final class Nfa {
+    static final CharTest ANY = c -> true;
+    static final CharTest NOT_SLASH = c -> c != '/';
+
+    private final CharTest[] test; // null: no character step
+    private final int[] next; // the state a character step leads to
+    private final int[][] empty; // empty steps
+    private final int accept;
+
+    private Nfa(CharTest[] test, int[] next, int[][] empty, int accept) {
+      this.test = test;
+      this.next = next;
+      this.empty = empty;
+      this.accept = accept;
+    }
+
+    static CharTest literal(char l) {
+      return c -> c == l;
+    }
+
+    /** {@code ranges}: pairs of characters (lo, hi), inclusive; never matches '/'. */
+    static CharTest charClass(String ranges, boolean negate) {
+      char[] r = ranges.toCharArray();
+      return c -> {
+        if (c == '/') {
+          return false;
+        }
+        boolean in = false;
+        for (int k = 0; k < r.length && !in; k += 2) {
+          in = c >= r[k] && c <= r[k + 1];
+        }
+        return in != negate;
+      };
+    }
+
+    boolean matches(String path) {
+      int n = test.length;
+      BitSet live = new BitSet(n);
+      BitSet step = new BitSet(n);
+      int[] stack = new int[n];
+      closeOver(live, 0, stack);
+      for (int i = 0; i < path.length() && !live.isEmpty(); i++) {
+        char c = path.charAt(i);
+        step.clear();
+        for (int s = live.nextSetBit(0); s >= 0; s = live.nextSetBit(s + 1)) {
+          if (test[s] != null && test[s].test(c) && !step.get(next[s])) {
+            closeOver(step, next[s], stack);
+          }
+        }
+        BitSet t = live;
+        live = step;
+        step = t;
+      }
+      return live.get(accept);
+    }
+
+    /** Adds {@code from} and every state its empty steps reach to {@code set}. */
+    private void closeOver(BitSet set, int from, int[] stack) {
+      int top = 0;
+      if (!set.get(from)) {
+        set.set(from);
+        stack[top++] = from;
+      }
+      while (top > 0) {
+        for (int e : empty[stack[--top]]) {
+          if (!set.get(e)) {
+            set.set(e);
+            stack[top++] = e;
+          }
+        }
+      }
+    }
+
+    /** Builds the automaton left to right; {@code end} is the state the next piece starts from. */
+    static final class Builder {
+      private final List<CharTest> test = new ArrayList<>();
+      private final List<Integer> next = new ArrayList<>();
+      private final List<List<Integer>> empty = new ArrayList<>();
+      private int end = state();
+      private int braceStart = -1;
+      private final List<Integer> alternativeEnds = new ArrayList<>();
+
+      private int state() {
+        test.add(null);
+        next.add(-1);
+        empty.add(new ArrayList<>());
+        return test.size() - 1;
+      }
+
+      private void step(int from, CharTest t, int to) {
+        test.set(from, t);
+        next.set(from, to);
+      }
+
+      /** Exactly one character that {@code t} accepts. */
+      void one(CharTest t) {
+        int s = state();
+        int after = state();
+        empty.get(end).add(s);
+        step(s, t, after);
+        end = after;
+      }
+
+      /** Any run (possibly empty) of characters that {@code t} accepts. */
+      void zeroOrMore(CharTest t) {
+        int loop = state();
+        int after = state();
+        empty.get(end).add(loop);
+        step(loop, t, loop);
+        empty.get(loop).add(after);
+        end = after;
+      }
+
+      /** A non-empty run of characters that {@code t} accepts. */
+      void oneOrMore(CharTest t) {
+        one(t);
+        zeroOrMore(t);
+      }
+
+      /** Zero or more whole directories, each a non-empty name and a '/'. */
+      void directories() {
+        int head = end;
+        one(NOT_SLASH);
+        zeroOrMore(NOT_SLASH);
+        int slash = state();
+        empty.get(end).add(slash);
+        step(slash, literal('/'), head);
+        int after = state();
+        empty.get(head).add(after);
+        end = after;
+      }
+
+      void openAlternatives() {
+        braceStart = end;
+        alternativeEnds.clear();
+        end = state();
+        empty.get(braceStart).add(end);
+      }
+
+      void nextAlternative() {
+        alternativeEnds.add(end);
+        end = state();
+        empty.get(braceStart).add(end);
+      }
+
+      void closeAlternatives() {
+        alternativeEnds.add(end);
+        int after = state();
+        for (int e : alternativeEnds) {
+          empty.get(e).add(after);
+        }
+        end = after;
+        braceStart = -1;
+      }
+
+      Nfa build() {
+        int n = test.size();
+        int[][] e = new int[n][];
+        int[] nx = new int[n];
+        for (int s = 0; s < n; s++) {
+          e[s] = empty.get(s).stream().mapToInt(Integer::intValue).toArray();
+          nx[s] = next.get(s);
+        }
+        return new Nfa(test.toArray(new CharTest[0]), nx, e, end);
+      }
+    }
   }
 }

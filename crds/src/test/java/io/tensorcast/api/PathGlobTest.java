@@ -66,6 +66,14 @@ class PathGlobTest {
     "'[-a]', -, true",
     "'[a-]', -, true",
     "'[!a]', /, false",
+    // alternatives holding wildcards, an empty alternative
+    "'{a*,b}.bin', axx.bin, true",
+    "'{a*,b}.bin', b.bin, true",
+    "'{a*,b}.bin', c.bin, false",
+    "'x{,y}.bin', x.bin, true",
+    "'x{,y}.bin', xy.bin, true",
+    "'x{,y}.bin', xz.bin, false",
+    "'a,b', 'a/a,b', true",
   })
   void matches(String glob, String path, boolean expected) {
     assertThat(PathGlob.compile(glob).matches(path)).isEqualTo(expected);
@@ -93,6 +101,20 @@ class PathGlobTest {
     assertThatThrownBy(() -> PathGlob.compile(glob))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(expected);
+  }
+
+  @org.junit.jupiter.api.Test
+  @org.junit.jupiter.api.Timeout(10)
+  void aHostileGlobMatchesInStepsBoundedByPathTimesGlobLength() {
+    String path = "a".repeat(1000);
+    String dirs = "a/".repeat(500) + "c";
+
+    // a backtracking regular expression takes exponential time on each of these
+    assertThat(PathGlob.compile("*a".repeat(40) + "b").matches(path)).isFalse();
+    assertThat(PathGlob.compile("*a".repeat(40)).matches(path)).isTrue();
+    assertThat(PathGlob.compile("/" + "**/".repeat(100) + "b").matches(dirs)).isFalse();
+    assertThat(PathGlob.compile("/" + "**/".repeat(100) + "c").matches(dirs)).isTrue();
+    assertThat(PathGlob.compile("{*a,a*}".repeat(100) + "b").matches(path)).isFalse();
   }
 
   @org.junit.jupiter.api.Test

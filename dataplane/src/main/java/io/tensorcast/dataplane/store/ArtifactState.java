@@ -4,12 +4,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -52,23 +47,11 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
     return stateDir.resolve(artifactId + ".json");
   }
 
-  /** Writes {@code state} to {@code target} through a temporary file and an atomic rename. */
+  /**
+   * Writes {@code state} to {@code target} durably and atomically ({@link DurableFiles#replace}).
+   */
   static void writeAtomically(Path target, ArtifactState state) throws IOException {
-    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
-    byte[] bytes = JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(state);
-    try (FileChannel ch =
-        FileChannel.open(
-            tmp,
-            StandardOpenOption.CREATE,
-            StandardOpenOption.TRUNCATE_EXISTING,
-            StandardOpenOption.WRITE)) {
-      ByteBuffer b = ByteBuffer.wrap(bytes);
-      while (b.hasRemaining()) {
-        ch.write(b);
-      }
-      ch.force(true);
-    }
-    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    DurableFiles.replace(target, JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(state));
   }
 
   /**

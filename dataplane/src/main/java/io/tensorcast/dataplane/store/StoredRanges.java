@@ -2,12 +2,8 @@ package io.tensorcast.dataplane.store;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,34 +35,12 @@ final class StoredRanges {
   }
 
   /**
-   * Writes {@code byPath} to {@code target} durably and atomically: a temporary file in the same
-   * directory, forced to the device ({@link FileChannel#force}), renamed over {@code target}
-   * (atomic), then the directory forced so the rename itself survives a crash. A reader sees the
-   * old file or the new one, whole; never a torn one that this method left.
+   * Writes {@code byPath} to {@code target} durably and atomically ({@link DurableFiles#replace}).
    */
   static void write(Path target, Map<String, StoredRanges> byPath) throws IOException {
     List<FileEntry> entries = new ArrayList<>();
     byPath.forEach((p, r) -> entries.add(new FileEntry(p, r.version(), r.ranges())));
-    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
-    ByteBuffer bytes = ByteBuffer.wrap(JSON.writeValueAsBytes(new FileForm(1, entries)));
-    try (FileChannel ch =
-        FileChannel.open(
-            tmp,
-            StandardOpenOption.CREATE,
-            StandardOpenOption.TRUNCATE_EXISTING,
-            StandardOpenOption.WRITE)) {
-      while (bytes.hasRemaining()) {
-        ch.write(bytes);
-      }
-      ch.force(true);
-    }
-    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    Path dir = target.toAbsolutePath().getParent();
-    if (dir != null) {
-      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-        ch.force(true);
-      }
-    }
+    DurableFiles.replace(target, JSON.writeValueAsBytes(new FileForm(1, entries)));
   }
 
   /**

@@ -1,0 +1,46 @@
+package io.tensorcast.dataplane.store;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/** The store's one way to replace a small record file (state, stored ranges) crash-safely. */
+final class DurableFiles {
+  private DurableFiles() {}
+
+  /**
+   * Writes {@code bytes} to {@code target} durably and atomically: a temporary file in the same
+   * directory, forced to the device ({@link FileChannel#force}), renamed over {@code target}
+   * (atomic), then the directory forced so the rename itself survives a crash. A reader sees the
+   * old file or the new one, whole; never a torn one that this method left.
+   *
+   * @throws IOException from the file system; the temporary file may be left behind, never the
+   *     target half-written
+   */
+  static void replace(Path target, byte[] bytes) throws IOException {
+    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
+    try (FileChannel ch =
+        FileChannel.open(
+            tmp,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING,
+            StandardOpenOption.WRITE)) {
+      ByteBuffer b = ByteBuffer.wrap(bytes);
+      while (b.hasRemaining()) {
+        ch.write(b);
+      }
+      ch.force(true);
+    }
+    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    Path dir = target.toAbsolutePath().getParent();
+    if (dir != null) {
+      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+        ch.force(true);
+      }
+    }
+  }
+}

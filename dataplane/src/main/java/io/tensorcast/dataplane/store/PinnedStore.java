@@ -292,7 +292,7 @@ public final class PinnedStore implements AutoCloseable {
             && Files.isRegularFile(p)) {
           continue; // the stored ranges of an incomplete copy: kept or removed with it below
         } else {
-          StoredArtifact.deleteTree(p);
+          FileTrees.deleteTree(p);
           actions.add(removed(name, "StrayStateFile", "removed " + p + ": not a state file"));
         }
       }
@@ -330,7 +330,7 @@ public final class PinnedStore implements AutoCloseable {
       Path dir = root.resolve(id);
       Path statePath = states.get(id);
       if (statePath == null) {
-        StoredArtifact.deleteTree(dir);
+        FileTrees.deleteTree(dir);
         actions.add(removed(id, "NoStateFile", "removed " + dir + ": it has no state file"));
         continue;
       }
@@ -509,7 +509,7 @@ public final class PinnedStore implements AutoCloseable {
   private void removeArtifactFiles(String id) throws IOException {
     Files.deleteIfExists(ArtifactState.pathFor(stateDir, id));
     Files.deleteIfExists(StoredRanges.pathFor(stateDir, id));
-    StoredArtifact.deleteTree(root.resolve(id));
+    FileTrees.deleteTree(root.resolve(id));
   }
 
   private static RecoveryAction removed(String name, String reason, String message) {

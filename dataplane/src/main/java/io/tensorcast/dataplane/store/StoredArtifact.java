@@ -3,13 +3,9 @@ package io.tensorcast.dataplane.store;
 import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -504,7 +500,7 @@ public final class StoredArtifact {
         try {
           Files.deleteIfExists(stateFile);
           Files.deleteIfExists(rangesFile());
-          deleteTree(directory);
+          FileTrees.deleteTree(directory);
         } catch (IOException e) {
           throw StoreException.ioError(artifactId, "cannot delete", directory, e);
         }
@@ -994,44 +990,10 @@ public final class StoredArtifact {
     try {
       Files.deleteIfExists(stateFile);
       if (directory != null) {
-        deleteTree(directory);
+        FileTrees.deleteTree(directory);
       }
     } catch (IOException ignored) {
       // best effort on a failure path; the next start removes what is left (no complete state)
     }
-  }
-
-  /** Deletes a directory tree without following symbolic links; absent is fine. */
-  static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    Files.walkFileTree(
-        dir,
-        new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
-              throws IOException {
-            Files.deleteIfExists(file);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult visitFileFailed(Path file, IOException exc) throws IOException {
-            if (exc instanceof NoSuchFileException) {
-              return FileVisitResult.CONTINUE;
-            }
-            throw exc;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-            if (exc != null) {
-              throw exc;
-            }
-            Files.deleteIfExists(d);
-            return FileVisitResult.CONTINUE;
-          }
-        });
   }
 }

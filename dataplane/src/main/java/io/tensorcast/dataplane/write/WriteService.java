@@ -1,16 +1,13 @@
 package io.tensorcast.dataplane.write;
 
+import io.tensorcast.dataplane.store.FileTrees;
 import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import java.io.IOException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -105,7 +102,7 @@ public final class WriteService implements AutoCloseable {
     try (Stream<Path> left = Files.list(writes)) {
       for (Path p : (Iterable<Path>) left::iterator) {
         if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-          deleteTree(p);
+          FileTrees.deleteTree(p);
           log.info("removed {}: batches of a version left unsealed by an earlier process", p);
         }
       }
@@ -282,7 +279,7 @@ public final class WriteService implements AutoCloseable {
     v.discard();
     try {
       store.unload(name);
-      deleteTree(v.directory());
+      FileTrees.deleteTree(v.directory());
     } catch (StoreException | IOException e) {
       throw new WriteException(500, "StoreIoError", "version " + name + ": " + e.getMessage(), e);
     }
@@ -351,35 +348,5 @@ public final class WriteService implements AutoCloseable {
                 + "' is too long (keys at most 256, values at most 4096 characters)");
       }
     }
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    Files.walkFileTree(
-        dir,
-        new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
-              throws IOException {
-            Files.deleteIfExists(file);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult visitFileFailed(Path file, IOException exc) throws IOException {
-            if (exc instanceof NoSuchFileException) {
-              return FileVisitResult.CONTINUE;
-            }
-            throw exc;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-            Files.deleteIfExists(d);
-            return FileVisitResult.CONTINUE;
-          }
-        });
   }
 }

@@ -11,6 +11,7 @@ import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.tensor.NaiveSlicer;
 import io.tensorcast.testing.OssFront;
 import io.tensorcast.testing.S3MockServer;
+import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -108,18 +109,9 @@ class WriteRoundTripIT {
       }
     }
     for (Path r : roots) {
-      deleteTree(r);
+      TestFiles.deleteTreeQuietly(r);
     }
-    deleteTree(work);
-  }
-
-  private static void deleteTree(Path p) throws IOException {
-    if (p == null || !Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      s.sorted((a, b) -> b.compareTo(a)).forEach(x -> x.toFile().delete());
-    }
+    TestFiles.deleteTreeQuietly(work);
   }
 
   private static int freePort() throws IOException {

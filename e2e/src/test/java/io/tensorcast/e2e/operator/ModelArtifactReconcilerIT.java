@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
+import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
@@ -48,6 +49,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -274,16 +276,66 @@ class ModelArtifactReconcilerIT {
     node("a", true);
     create(artifact("gone", RdmaPolicy.Required));
     await().atMost(WAIT).until(() -> pods().size() == 1);
+    // The scheduler's part: bound to its node, the pod is deleted gracefully (it stays,
+    // terminating, until its kubelet confirms it gone), not at once.
+    Pod pod = pods().get(0);
+    client
+        .bindings()
+        .inNamespace(ns)
+        .resource(
+            new BindingBuilder()
+                .withNewMetadata()
+                .withName(pod.getMetadata().getName())
+                .endMetadata()
+                .withNewTarget()
+                .withKind("Node")
+                .withName(ns + "-a")
+                .endTarget()
+                .build())
+        .create();
 
     client.resources(ModelArtifact.class).inNamespace(ns).withName("gone").delete();
 
+    // Until the artifact is gone, it is never gone while one of its pods is still there. The
+    // artifact is read first: a pod seen after it was gone was there when it went. A pod the
+    // API server only marks terminating is confirmed gone by the kubelet (this test).
+    List<String> podsLeftBehind = new ArrayList<>();
+    List<String> heldForTerminatingPods = new ArrayList<>();
     await()
         .atMost(WAIT)
-        .until(() -> pods().stream().allMatch(p -> p.getMetadata().getDeletionTimestamp() != null));
-    assertThat(get("gone")).as("the finalizer holds while a pod is there").isNotNull();
-    // The kubelet confirms the pod gone.
-    pods().forEach(p -> client.pods().resource(p).withGracePeriod(0).delete());
-    await().atMost(WAIT).until(() -> get("gone") == null);
+        .until(
+            () -> {
+              ModelArtifact artifact = get("gone");
+              List<Pod> left =
+                  client
+                      .pods()
+                      .inNamespace(ns)
+                      .withLabel(TensorcastConstants.LABEL_ARTIFACT)
+                      .list()
+                      .getItems();
+              if (artifact == null) {
+                left.forEach(p -> podsLeftBehind.add(p.getMetadata().getName()));
+              } else {
+                left.stream()
+                    .filter(p -> p.getMetadata().getDeletionTimestamp() != null)
+                    .forEach(p -> heldForTerminatingPods.add(p.getMetadata().getName()));
+              }
+              left.stream()
+                  .filter(p -> p.getMetadata().getDeletionTimestamp() != null)
+                  .forEach(p -> client.pods().resource(p).withGracePeriod(0).delete());
+              return artifact == null;
+            });
+    assertThat(podsLeftBehind)
+        .as("pods still there when the finalizer let the artifact go")
+        .isEmpty();
+    assertThat(
+            client
+                .pods()
+                .inNamespace(ns)
+                .withLabel(TensorcastConstants.LABEL_ARTIFACT)
+                .list()
+                .getItems())
+        .isEmpty();
   }
 
   @Test

@@ -52,11 +52,6 @@ import java.util.concurrent.atomic.LongAdder;
  *       failed at once, as {@code Throttled} or {@code SourceUnavailable}, for the load to wait).
  *       The retry <em>resumes</em>: it asks only for the bytes from the first one not yet received,
  *       and bytes already in the sink are neither requested nor reported again.
- *   <li>A refusal as {@code Throttled} (HTTP 429, {@code 503 SlowDown}) is waited out the same way
- *       but does not use up an attempt: a range is refused as often as the source throttles it,
- *       until its waits for throttling would pass {@link ThrottleWait#BUDGET} in total, as a
- *       metadata request is. A storm that admits a few requests then slows the load instead of
- *       failing it.
  *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
  *       listener failure fails the whole read: no new range starts, open requests are closed,
  *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
@@ -408,9 +403,7 @@ public final class ParallelRangeReader {
        */
       private boolean readInto(Range r, ByteBuffer target, long[] got) throws RangeReadException {
         long received = 0;
-        int attempt = 0; // every request, for the back-off and the message
-        int failures = 0; // the attempts that failed other than by throttling
-        long throttledNanos = 0; // the waits after throttling so far
+        int attempt = 0;
         while (true) {
           if (isCancelled()) {
             return false;
@@ -478,31 +471,24 @@ public final class ParallelRangeReader {
             limiter.release(throttled);
           }
           Duration retryAfter = retryAfter(cause);
-          Duration delay = backoff.delay(attempt, retryAfter);
-          if (!throttled) {
-            failures++;
-          }
-          boolean budgetSpent =
-              throttled && throttledNanos + delay.toNanos() > ThrottleWait.BUDGET.toNanos();
-          if (failures >= options.maxAttempts() || budgetSpent || !backoff.honours(retryAfter)) {
+          if (attempt >= options.maxAttempts() || !backoff.honours(retryAfter)) {
             Reason reason =
                 cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
-            String what = null;
-            if (!backoff.honours(retryAfter)) {
-              what =
-                  "the source asked to wait "
-                      + retryAfter
-                      + " (Retry-After), longer than the back-off cap of "
-                      + options.backoffCap();
-            } else if (budgetSpent) {
-              what = "throttled for longer than " + ThrottleWait.BUDGET + " in total";
-            }
             throw failure(
-                r, reason, what, attempt, received, failures >= options.maxAttempts(), cause);
+                r,
+                reason,
+                attempt < options.maxAttempts()
+                    ? "the source asked to wait "
+                        + retryAfter
+                        + " (Retry-After), longer than the back-off cap of "
+                        + options.backoffCap()
+                    : null,
+                attempt,
+                received,
+                true,
+                cause);
           }
-          if (throttled) {
-            throttledNanos += delay.toNanos();
-          }
+          Duration delay = backoff.delay(attempt, retryAfter);
           retries.increment();
           listener.retrying(
               new ReadProgressListener.RetryEvent(

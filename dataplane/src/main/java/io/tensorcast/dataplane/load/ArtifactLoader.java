@@ -13,6 +13,7 @@ import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.LockStatus;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
@@ -383,6 +384,9 @@ public final class ArtifactLoader implements Loader {
     StoredArtifact laidOut;
     try {
       laidOut = store.relayout(options.artifactId(), wanted);
+    } catch (InsufficientMemoryException e) {
+      // The growth does not fit: the copy is dropped and the allocation refused as it would be.
+      return null;
     } catch (StoreException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
@@ -393,7 +397,8 @@ public final class ArtifactLoader implements Loader {
             + (gone.isEmpty() ? "" : "no longer listed " + gone)
             + "; "
             + shared.size()
-            + " unchanged files keep their bytes, only what changed is read";
+            + " files listed with the same path and size keep the bytes of their listed version,"
+            + " only the rest is read";
     state.sourceChanged(message);
     log.info("artifact {}: {}", options.artifactId(), message);
     return laidOut;

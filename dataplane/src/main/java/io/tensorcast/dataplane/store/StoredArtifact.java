@@ -334,9 +334,12 @@ public final class StoredArtifact {
       List<Callable<MappedFile>> tasks = new ArrayList<>();
       for (StoreFile f : files) {
         if (!carried.containsKey(f.path())) {
-          Files.createDirectories(old.directory.resolve(f.path()).getParent());
-          tasks.add(
-              () -> MappedFile.create(id, f, old.directory.resolve(f.path()), !old.reserveOnWrite));
+          Path target = old.directory.resolve(f.path());
+          Path parent = target.getParent();
+          if (parent != null) {
+            Files.createDirectories(parent);
+          }
+          tasks.add(() -> MappedFile.create(id, f, target, !old.reserveOnWrite));
         }
       }
       StoreException failure = runAll(pool, tasks, fresh);

@@ -11,8 +11,6 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.javaoperatorsdk.operator.Operator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactKind;
@@ -26,24 +24,14 @@ import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.v1alpha1.WritersSpec;
 import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.ArtifactChildren;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
-import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.trust.MasterKey;
-import java.time.Clock;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -57,51 +45,19 @@ import org.junit.jupiter.api.Timeout;
  * fields.
  */
 @Timeout(120)
-class ModelArtifactReconcilerIT {
+class ModelArtifactReconcilerIT extends ReconcilerITBase {
   static final String GROUP_LABEL = ReconcilerCluster.GROUP_LABEL;
-  static final Instant NOW = Instant.parse("2026-12-02T00:00:00Z");
-  static final Duration WAIT = Duration.ofSeconds(30);
-
-  private static ReconcilerCluster cluster;
-  private static KubernetesClient client;
-  private static Operator operator;
 
   /** What each node's data plane answers on {@code /status}, by the node's address. */
   private static Map<String, DataPlaneStatus> reports;
 
-  private String ns;
-
   @BeforeAll
   static void start() {
-    cluster = ReconcilerCluster.get();
-    client = cluster.client();
-    reports = cluster.reports;
-    OperatorConfig config = cluster.config();
-    operator =
-        cluster.operator(
+    startOperator(
+        (config, dataPlane, clock) ->
             new ModelArtifactReconciler(
-                config,
-                MasterKey.random(),
-                new DataPlaneClient(config.controlPort(), config.statusTimeout()),
-                new SimpleMeterRegistry(),
-                Clock.fixed(NOW, ZoneOffset.UTC)));
-  }
-
-  @AfterAll
-  static void stop() {
-    if (operator != null) {
-      operator.stop();
-    }
-  }
-
-  @BeforeEach
-  void namespace(TestInfo test) {
-    ns = cluster.namespace(test.getDisplayName());
-  }
-
-  @AfterEach
-  void removeNodes() {
-    cluster.removeNodes(ns);
+                config, MasterKey.random(), dataPlane, new SimpleMeterRegistry(), clock));
+    reports = cluster.reports;
   }
 
   // ------------------------------------------------------------------------------------ cases

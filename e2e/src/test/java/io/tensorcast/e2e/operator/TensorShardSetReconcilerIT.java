@@ -7,8 +7,6 @@ import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.javaoperatorsdk.operator.Operator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactPhase;
@@ -23,25 +21,15 @@ import io.tensorcast.api.v1alpha1.TensorShardSet;
 import io.tensorcast.api.v1alpha1.TensorShardSetSpec;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.ShardReport;
-import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.PodPlan;
 import io.tensorcast.operator.desired.ShardSetPod;
 import io.tensorcast.operator.reconciler.TensorShardSetReconciler;
-import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.trust.MasterKey;
-import java.time.Clock;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -51,49 +39,17 @@ import org.junit.jupiter.api.Timeout;
  * wrote: pods per node with their ranks and memory, status phase, per-rank entries, conditions.
  */
 @Timeout(120)
-class TensorShardSetReconcilerIT {
-  static final Instant NOW = Instant.parse("2026-12-02T00:00:00Z");
-  static final Duration WAIT = Duration.ofSeconds(30);
+class TensorShardSetReconcilerIT extends ReconcilerITBase {
   static final long MIB = 1024L * 1024;
   static final String REVISION = "listing-sha256:0123456789abcdef";
   static final String RULE_SET = "built-in Llama (LlamaForCausalLM)";
 
-  private static ReconcilerCluster cluster;
-  private static KubernetesClient client;
-  private static Operator operator;
-
-  private String ns;
-
   @BeforeAll
   static void start() {
-    cluster = ReconcilerCluster.get();
-    client = cluster.client();
-    OperatorConfig config = cluster.config();
-    operator =
-        cluster.operator(
+    startOperator(
+        (config, dataPlane, clock) ->
             new TensorShardSetReconciler(
-                config,
-                MasterKey.random(),
-                new DataPlaneClient(config.controlPort(), config.statusTimeout()),
-                Clock.fixed(NOW, ZoneOffset.UTC),
-                new SimpleMeterRegistry()));
-  }
-
-  @AfterAll
-  static void stop() {
-    if (operator != null) {
-      operator.stop();
-    }
-  }
-
-  @BeforeEach
-  void namespace(TestInfo test) {
-    ns = cluster.namespace(test.getDisplayName());
-  }
-
-  @AfterEach
-  void removeNodes() {
-    cluster.removeNodes(ns);
+                config, MasterKey.random(), dataPlane, clock, new SimpleMeterRegistry()));
   }
 
   // ------------------------------------------------------------------------------------ cases

@@ -510,8 +510,7 @@ class LoadRetryIT {
             .option("--max-attempts", maxAttempts)
             .option("--range-size", rangeSize)
             .option("--concurrency", "2")
-            .option("--load-retry-backoff", backoff)
-            .option("--load-retry-max-backoff", maxBackoff)
+            .loadRetryBackoff(backoff, maxBackoff)
             .distribution(distribution)
             .flag("--allow-insecure-endpoint")
             .tokenFiles(

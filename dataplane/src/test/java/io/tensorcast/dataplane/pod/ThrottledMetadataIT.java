@@ -194,8 +194,7 @@ class ThrottledMetadataIT {
         .option("--max-attempts", "2")
         .option("--range-size", "512Ki")
         .option("--concurrency", "2")
-        .option("--load-retry-backoff", "100ms")
-        .option("--load-retry-max-backoff", "400ms")
+        .loadRetryBackoff("100ms", "400ms")
         .distribution("source-only")
         .flag("--allow-insecure-endpoint")
         .tokenFiles(

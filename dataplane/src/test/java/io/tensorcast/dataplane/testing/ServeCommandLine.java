@@ -55,6 +55,15 @@ public final class ServeCommandLine {
     return option("--distribution", mode);
   }
 
+  /**
+   * {@code --load-retry-backoff <first> --load-retry-max-backoff <max>}: how long a failed load
+   * waits before it is loaded again (durations such as {@code 100ms}).
+   */
+  public ServeCommandLine loadRetryBackoff(String first, String max) {
+    option("--load-retry-backoff", first);
+    return option("--load-retry-max-backoff", max);
+  }
+
   /** {@code --read-token-file <read> --admin-token-file <admin>}. */
   public ServeCommandLine tokenFiles(Path read, Path admin) {
     option("--read-token-file", read.toString());

@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.p2p.PeerSwarm;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -605,72 +605,36 @@ class LoadRetryIT {
   private DataPlaneServer start(
       String id, String uri, String distribution, String backoff, String maxBackoff)
       throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "serve",
-                "--artifact-id",
-                id,
-                "--uri",
-                uri,
-                "--endpoint",
-                proxy.endpoint().toString(),
-                "--path-style",
-                "--region",
-                S3MockServer.REGION,
-                "--store-root",
-                root.toString(),
-                "--budget",
-                budget,
-                "--listen",
-                "127.0.0.1:0",
-                "--max-attempts",
-                maxAttempts,
-                "--range-size",
-                rangeSize,
-                "--concurrency",
-                "2",
-                "--load-retry-backoff",
-                backoff,
-                "--load-retry-max-backoff",
-                maxBackoff,
-                "--distribution",
-                distribution,
-                "--allow-insecure-endpoint",
-                "--read-token-file",
-                tokenFile("read-token", READ_TOKEN),
-                "--admin-token-file",
-                tokenFile("admin-token", ADMIN_TOKEN)));
+    ServeCommandLine args =
+        ServeCommandLine.serve(id, uri)
+            .s3(proxy.endpoint())
+            .store(root, budget)
+            .listen("127.0.0.1:0")
+            .option("--max-attempts", maxAttempts)
+            .option("--range-size", rangeSize)
+            .option("--concurrency", "2")
+            .loadRetryBackoff(backoff, maxBackoff)
+            .distribution(distribution)
+            .flag("--allow-insecure-endpoint")
+            .tokenFiles(
+                Path.of(tokenFile("read-token", READ_TOKEN)),
+                Path.of(tokenFile("admin-token", ADMIN_TOKEN)));
     if (distribution.equals("peer-to-peer")) {
       int port = freePort();
       peerPort = port;
-      args.addAll(
-          List.of(
-              "--peer-listen",
-              "127.0.0.1:" + port,
-              "--peer-id",
-              "m0",
-              "--peers",
-              "m0=127.0.0.1:" + port,
-              "--piece-size",
-              "64Ki",
-              "--peer-timeout",
-              "2s",
+      args.option("--peer-listen", "127.0.0.1:" + port)
+          .option("--peer-id", "m0")
+          .option("--peers", "m0=127.0.0.1:" + port)
+          .option("--piece-size", "64Ki")
+          .option("--peer-timeout", "2s")
+          .option(
               "--peer-secret-file",
               tokenFile(
                   "peer-secret",
                   java.util.Base64.getEncoder()
-                      .encodeToString(new java.security.SecureRandom().generateSeed(32)))));
+                      .encodeToString(new java.security.SecureRandom().generateSeed(32))));
     }
-    ServeSettings settings =
-        ServeArguments.parse(
-            args,
-            Map.of(
-                "AWS_ACCESS_KEY_ID",
-                S3MockServer.ACCESS_KEY,
-                "AWS_SECRET_ACCESS_KEY",
-                S3MockServer.SECRET_KEY));
-    DataPlaneServer s = DataPlaneServer.start(settings);
+    DataPlaneServer s = DataPlaneServer.start(args.parse());
     servers.add(s);
     return s;
   }

@@ -1143,7 +1143,9 @@ public final class SwarmPolicy<C> {
       }
     }
     View view = view(now);
-    if (handOverStalled(view, now) | handOverSlow(view, now)) {
+    boolean stalled = handOverStalled(view, now);
+    boolean slow = handOverSlow(view, now);
+    if (stalled || slow) {
       view = view(now);
     }
     lastView = view;

@@ -18,4 +18,4 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 dataplane_bench_setup swarm-sim io.tensorcast.dataplane.p2p.sim.SwarmSimBench
 
-exec java -Xmx8g -cp "$bench_cp" "$main_class" "$@"
+exec java -Xmx8g ${SWARM_SIM_JAVA_OPTS:-} -cp "$bench_cp" "$main_class" "$@"

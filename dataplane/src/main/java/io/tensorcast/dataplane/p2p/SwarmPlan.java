@@ -174,9 +174,10 @@ public final class SwarmPlan {
 
   /**
    * Which piece to request next from one peer: among {@code candidates} (pieces that peer has and
-   * this member still needs), the one the fewest peers hold ({@code holders[i]}); ties are broken
-   * by a rotation by {@code salt} (e.g. a hash of this member's id) so members that see the same
-   * counts spread their requests over different pieces.
+   * this member still needs), one the fewest peers hold ({@code holders[i]}); among those, the
+   * {@code salt}-th (modulo their number, e.g. a hash of this member's id), so members that see the
+   * same counts ask one holder for different pieces rather than all for the first: a piece only one
+   * peer holds leaves it about once and is passed on by the others. O(candidates).
    *
    * @return the piece index, or -1 when {@code candidates} is empty
    */
@@ -185,24 +186,25 @@ public final class SwarmPlan {
     if (n == 0 || candidates.isEmpty()) {
       return -1;
     }
-    int start = Math.floorMod(salt, n);
-    int best = -1;
     int bestCount = Integer.MAX_VALUE;
-    for (int step = 0; step < 2; step++) {
-      int from = step == 0 ? start : 0;
-      int to = step == 0 ? n : start;
-      for (int i = candidates.nextSetBit(from);
-          i >= 0 && i < to;
-          i = candidates.nextSetBit(i + 1)) {
-        if (holders[i] < bestCount) {
-          bestCount = holders[i];
-          best = i;
-          if (bestCount <= 1) {
-            return best;
-          }
-        }
+    int ties = 0;
+    for (int i = candidates.nextSetBit(0); i >= 0 && i < n; i = candidates.nextSetBit(i + 1)) {
+      if (holders[i] < bestCount) {
+        bestCount = holders[i];
+        ties = 1;
+      } else if (holders[i] == bestCount) {
+        ties++;
       }
     }
-    return best;
+    if (ties == 0) {
+      return -1;
+    }
+    int k = Math.floorMod(salt, ties);
+    for (int i = candidates.nextSetBit(0); i >= 0 && i < n; i = candidates.nextSetBit(i + 1)) {
+      if (holders[i] == bestCount && k-- == 0) {
+        return i;
+      }
+    }
+    return -1;
   }
 }

@@ -68,7 +68,10 @@ import java.util.function.LongSupplier;
  *       Decision.Drop}) for the life of this policy. READING counts only from a piece's reader; a
  *       member whose READING mark was taken while it was the reader stays the reader of that piece
  *       while its mark is fresh (renewals included), so a read started before a membership change
- *       moved the piece is neither read again nor demoted to a claim.
+ *       moved the piece is neither read again nor demoted to a claim. Marks a member sends before
+ *       its BITFIELD on a connection count whoever the reader is (its reads in flight when this
+ *       member met it: a newcomer does not read them again); from a non-reader such a mark holds
+ *       for one peer timeout and is not renewed.
  *   <li><b>Backing</b>: a piece from the peer whose own announcement is the piece's expected hash
  *       that does not hash to it drops that peer at once: it announced a hash it cannot back. The
  *       hashes a dropped or refused peer set are withdrawn for every piece not yet present here, so
@@ -83,9 +86,14 @@ import java.util.function.LongSupplier;
  *       members, and a HANDOVER naming it goes to every peer, which do the same. Only while this
  *       member's own source reads are not stalled as well (a source outage stalls everyone and must
  *       not make every member read everything). A member whose load failed for good hands over
- *       itself ({@link #leave}). The handed-over set only grows during a fill and is sent on every
- *       new connection, so the members converge on it; a handed-over member still holds, serves and
- *       fetches pieces, and one that learns it was handed over reads nothing more for the plan.
+ *       itself ({@link #leave}). A member whose share progresses far slower than the median
+ *       member's is handed over too ({@link #handOverSlow}: HAVEs of its share counted since the
+ *       fill or the membership, below {@link #SLOW_FRACTION} of the median's for half a peer
+ *       timeout, cleared at {@link #RECOVERED_FRACTION}); the runs a handed-over member has in
+ *       flight stay its own while it is connected and its share progresses within the stall
+ *       timeout. The handed-over set only grows during a fill and is sent on every new connection,
+ *       so the members converge on it; a handed-over member still holds, serves and fetches pieces,
+ *       and one that learns it was handed over reads nothing more for the plan.
  *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
  *       announced, requested nor read, until their hash is known — the reader's announcement, or
  *       this member's own hash when it is the piece's reader — and are then present and announced
@@ -117,6 +125,21 @@ public final class SwarmPolicy<C> {
    * seconds, not minutes.
    */
   public static final int SHARE_STALL_TIMEOUTS = 3;
+
+  /**
+   * A member is slow when the pieces of its share it announced fall below this fraction of what the
+   * swarm's median member announced in the same time ({@link #handOverSlow}).
+   */
+  public static final double SLOW_FRACTION = 2.0 / 3;
+
+  /**
+   * A slow member is not slow any more once its announced pieces reach this fraction of the median
+   * member's: the gap between the two fractions is the rule's hysteresis.
+   */
+  public static final double RECOVERED_FRACTION = 5.0 / 6;
+
+  /** Pieces a slow member must lag behind the median member before its share is handed over. */
+  public static final int LAG_PIECES = 2;
 
   /** Dropped members {@link #dropped()} remembers, at most. */
   public static final int MAX_DROPPED_REPORTED = 16;
@@ -243,6 +266,12 @@ public final class SwarmPolicy<C> {
   /** Members whose share was handed over during this fill, with why. */
   private final Map<String, String> handedOver = new TreeMap<>();
 
+  /** Pieces this member stored from its own source reads since {@link #rateSince}. */
+  private int ownShareReads;
+
+  /** Since when the members' share reads are counted: this fill's start or the last membership. */
+  private long rateSince;
+
   /** When this member last stored a piece it read from the source, or started a run; 0: never. */
   private long sourceProgressAt;
 
@@ -287,6 +316,12 @@ public final class SwarmPolicy<C> {
     /** Pieces the peer announced it is reading from the source → when. */
     final Map<Integer, Long> reading = new HashMap<>();
 
+    /**
+     * Pieces of {@link #reading} whose mark came before its BITFIELD while it was not their reader
+     * (a read started under an earlier membership): held for one peer timeout, not renewed.
+     */
+    final BitSet inherited = new BitSet();
+
     /** Hashes it announced for pieces whose reader's hash is not known yet. */
     final Map<Integer, byte[]> claims = new HashMap<>();
 
@@ -314,6 +349,18 @@ public final class SwarmPolicy<C> {
 
     /** When it first connected during this policy's life, or last announced a piece it reads. */
     long shareProgressAt;
+
+    /**
+     * Pieces it announced with HAVE as their reader (or marked reader) since {@link #rateSince}.
+     */
+    int shareReads;
+
+    /**
+     * It lags behind the swarm's median member ({@link #handOverSlow}) since {@link #slowSince}.
+     */
+    boolean slow;
+
+    long slowSince;
 
     /** Pieces to ask it for in the current scheduling round; null outside one. */
     BitSet candidates;
@@ -389,6 +436,7 @@ public final class SwarmPolicy<C> {
     memberIds = m.ids();
     memberList = null;
     membershipSince = now();
+    resetShareReads(membershipSince);
     lastView = null; // the next source pick plans with it, not with the last round's view
     for (Peer<C> p : peers.values()) {
       if (p.conn == null) {
@@ -494,6 +542,17 @@ public final class SwarmPolicy<C> {
     this.hashes = new byte[pm.size()][];
     this.hashFrom = new String[pm.size()];
     this.fillStarted = now();
+    resetShareReads(fillStarted);
+  }
+
+  /** The share reads of every member are counted from {@code at} on (the blocks changed). */
+  private void resetShareReads(long at) {
+    rateSince = at;
+    ownShareReads = 0;
+    for (Peer<C> p : peers.values()) {
+      p.shareReads = 0;
+      p.slow = false;
+    }
   }
 
   /**
@@ -724,7 +783,14 @@ public final class SwarmPolicy<C> {
     }
     if (frame instanceof Frame.Have h) {
       if (checkIndex(conn, h.piece(), "HAVE")) {
-        announced(p, h.piece(), h.sha256());
+        int piece = h.piece();
+        boolean share =
+            !p.has.get(piece)
+                && (p.id.equals(readerOf(piece)) || fresh(p.reading.get(piece), now()));
+        announced(p, piece, h.sha256());
+        if (share && p.dropped == null) {
+          p.shareReads++;
+        }
       }
     } else if (frame instanceof Frame.Bitfield b) {
       if (b.pieceCount() != map.size()) {
@@ -745,10 +811,22 @@ public final class SwarmPolicy<C> {
       // member hold every piece back by renewing marks for pieces it never reads.
       // A renewal of a mark taken while it was the reader keeps that read its own when the readers
       // change meanwhile.
-      if (checkIndex(conn, r.piece(), "READING")
-          && !p.has.get(r.piece())
-          && (p.id.equals(readerOf(r.piece())) || fresh(p.reading.get(r.piece()), now()))) {
-        p.reading.put(r.piece(), now());
+      // Marks sent before its BITFIELD on a connection are the reads it had in flight when this
+      // member met it: taken from any member in good standing, so a member that joins does not
+      // read again what a read started under the old membership brings in; from a member that is
+      // not the piece's reader such a mark holds for one peer timeout and is not renewed.
+      if (checkIndex(conn, r.piece(), "READING") && !p.has.get(r.piece())) {
+        int piece = r.piece();
+        long now = now();
+        if (p.id.equals(readerOf(piece))) {
+          p.reading.put(piece, now);
+          p.inherited.clear(piece);
+        } else if (!p.synced && !fresh(p.reading.get(piece), now)) {
+          p.reading.put(piece, now);
+          p.inherited.set(piece);
+        } else if (fresh(p.reading.get(piece), now) && !p.inherited.get(piece)) {
+          p.reading.put(piece, now);
+        }
       }
     } else if (frame instanceof Frame.Request r) {
       if (checkIndex(conn, r.piece(), "REQUEST")) {
@@ -917,6 +995,7 @@ public final class SwarmPolicy<C> {
       hashes[piece] = sha256;
       hashFrom[piece] = self;
       sourceProgressAt = now();
+      ownShareReads++;
     }
     present.set(piece);
     settleClaims(piece);
@@ -1064,7 +1143,9 @@ public final class SwarmPolicy<C> {
       }
     }
     View view = view(now);
-    if (handOverStalled(view, now)) {
+    boolean stalled = handOverStalled(view, now);
+    boolean slow = handOverSlow(view, now);
+    if (stalled || slow) {
       view = view(now);
     }
     lastView = view;
@@ -1188,11 +1269,33 @@ public final class SwarmPolicy<C> {
   }
 
   /**
+   * A handed-over member's source reads in flight still count: it is connected and announced a
+   * piece of its share within the stall timeout (a slow member finishing the runs it started).
+   */
+  private boolean readsStillCount(Peer<C> p, long now) {
+    return p.conn != null
+        && !p.refused
+        && now - p.shareProgressAt <= SHARE_STALL_TIMEOUTS * timeout;
+  }
+
+  /**
    * Pieces some live peer holds and did not fail on its current connection, or announced it is
-   * reading from the source (fresh): a piece among them is waited for, not a last resort.
+   * reading from the source (fresh), or a handed-over member whose reads still count ({@link
+   * #readsStillCount}) is reading: a piece among them is waited for, not a last resort.
    */
   private BitSet backedByLive(Set<String> live, long now) {
     BitSet backed = new BitSet(map.size());
+    for (String id : handedOver.keySet()) {
+      Peer<C> p = byId.get(id);
+      if (p != null && !live.contains(id) && readsStillCount(p, now)) {
+        p.reading.forEach(
+            (piece, at) -> {
+              if (fresh(at, now)) {
+                backed.set(piece);
+              }
+            });
+      }
+    }
     for (String m : live) {
       Peer<C> p = byId.get(m);
       if (p == null) {
@@ -1267,6 +1370,77 @@ public final class SwarmPolicy<C> {
   }
 
   /**
+   * Hands over the share of every connected member whose share progresses much slower than the
+   * swarm's: counted from this fill's start or the last membership (at least half a peer timeout
+   * ago), it announced fewer than {@link #SLOW_FRACTION} of the pieces the median live member with
+   * a share announced (capped at what it had to read) and lags at least {@link #LAG_PIECES} behind,
+   * continuously for half a peer timeout; it stops being slow once it reaches {@link
+   * #RECOVERED_FRACTION}. Only members that announced at least one piece of their share (one that
+   * announced none is the stall rule's). Every member sees the same HAVEs, so the members reach the
+   * same verdict about the same time, and the HANDOVER makes it the same for all. Not while this
+   * member's own source reads are stalled. O(members + pieces).
+   *
+   * @return whether a share was handed over (the view is stale then)
+   */
+  private boolean handOverSlow(View view, long now) {
+    long stall = SHARE_STALL_TIMEOUTS * timeout;
+    if (now - rateSince < timeout / 2
+        || (!sourceReading.isEmpty() && now - sourceProgressAt > stall)) {
+      return false;
+    }
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    List<Integer> counts = new ArrayList<>();
+    for (String m : view.live()) {
+      Peer<C> q = byId.get(m);
+      int reads = m.equals(self) ? ownShareReads : q == null ? 0 : q.shareReads;
+      if (reads > 0 || waitingBy.getOrDefault(m, 0) > 0) {
+        counts.add(reads);
+      }
+    }
+    if (counts.size() < 2) {
+      return false;
+    }
+    counts.sort(null);
+    int median = counts.get(counts.size() / 2);
+    boolean any = false;
+    for (Peer<C> p : peers.values()) {
+      int waiting = waitingBy.getOrDefault(p.id, 0);
+      if (p.conn == null
+          || p.refused
+          || !p.everSynced
+          || handedOver.containsKey(p.id)
+          || !view.live().contains(p.id)
+          || waiting == 0
+          || p.shareReads == 0) {
+        p.slow = false;
+        continue;
+      }
+      int expected = Math.min(median, p.shareReads + waiting);
+      if (expected - p.shareReads >= LAG_PIECES && p.shareReads < SLOW_FRACTION * expected) {
+        if (!p.slow) {
+          p.slow = true;
+          p.slowSince = now;
+        } else if (now - p.slowSince >= timeout / 2) {
+          handOver(
+              p.id,
+              "slow: announced "
+                  + p.shareReads
+                  + " pieces of its share while the median member announced "
+                  + median
+                  + "; its "
+                  + waiting
+                  + " pieces nobody holds yet go to the others",
+              self);
+          any = true;
+        }
+      } else if (p.shareReads >= RECOVERED_FRACTION * expected) {
+        p.slow = false;
+      }
+    }
+    return any;
+  }
+
+  /**
    * Per reader, the pieces it reads that are neither present here nor held by a live member
    * (announced with the expected hash): one pass over the pieces, not one per member.
    */
@@ -1323,7 +1497,11 @@ public final class SwarmPolicy<C> {
         continue;
       }
       Peer<C> p = byId.get(m);
-      if ((p != null && p.refused) || handedOver.containsKey(m)) {
+      if (p != null && p.refused) {
+        continue;
+      }
+      boolean out = handedOver.containsKey(m);
+      if (out && p == null) {
         continue;
       }
       if (p == null || p.conn == null) {
@@ -1335,10 +1513,17 @@ public final class SwarmPolicy<C> {
           continue;
         }
       }
-      alive.add(m);
-      if (p != null) {
-        // Pieces a live member holds or is reading from the source are nobody's source read.
-        held.or(p.has);
+      if (!out) {
+        alive.add(m);
+      }
+      if (p == null) {
+        continue;
+      }
+      // Pieces a live member holds or is reading from the source are nobody's source read; a
+      // handed-over member's reads count while it is connected and its share still progresses (a
+      // slow member finishes the runs it started), not once it stalled or left.
+      held.or(p.has);
+      if (!out || readsStillCount(p, now)) {
         p.reading.forEach(
             (piece, at) -> {
               if (fresh(at, now)) {
@@ -1538,7 +1723,7 @@ public final class SwarmPolicy<C> {
     // read started before the readers changed (a membership change) is still the reader of it.
     boolean markedReading = fresh(p.reading.remove(piece), now());
     boolean reader = p.id.equals(readerOf(piece));
-    if (reader) {
+    if (reader || markedReading) {
       p.shareProgressAt = now();
     }
     byte[] known = hashes[piece];

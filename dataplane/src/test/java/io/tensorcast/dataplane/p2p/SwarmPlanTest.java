@@ -146,6 +146,26 @@ class SwarmPlanTest {
   }
 
   @Test
+  void membersAskingOneHolderForItsRarePiecesAskForDifferentOnes() {
+    // Pieces 24-36 are held by one peer only, every other piece by two: six members (salts 0-5)
+    // ask that peer for six different pieces, so each leaves it once and is passed on.
+    int[] holders = new int[128];
+    java.util.Arrays.fill(holders, 2);
+    BitSet c = new BitSet();
+    c.set(0, 128);
+    for (int i = 24; i <= 36; i++) {
+      holders[i] = 1;
+    }
+    java.util.Set<Integer> picked = new java.util.TreeSet<>();
+    for (int salt = 0; salt < 6; salt++) {
+      int piece = SwarmPlan.rarest(c, holders, salt);
+      assertThat(piece).isBetween(24, 36);
+      picked.add(piece);
+    }
+    assertThat(picked).hasSize(6);
+  }
+
+  @Test
   void keptReadersWithTodaysHoldingsGiveTheSamePlanAsComputingItAnew() {
     // The policy keeps the readers while (members, live) stay the same and applies the holdings of
     // each round to them: that must be the plan compute() gives, piece for piece.

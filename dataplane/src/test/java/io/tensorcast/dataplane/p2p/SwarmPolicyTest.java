@@ -450,7 +450,20 @@ class SwarmPolicyTest {
     }
     a.onFrame("c-b", "b", bitfield());
     a.drain();
+    // Marks before its BITFIELD may be reads b started under an earlier membership: they hold a
+    // back for one peer timeout, and renewing them does not make them last longer.
+    assertThat(runs(tick(a))).isEmpty();
+    advance(T / 2);
+    for (int i = 0; i < 6; i++) {
+      a.onFrame("c-b", "b", new Frame.Reading(i));
+    }
+    advance(T / 2 + 1);
     assertThat(runs(tick(a))).extracting(Run::first).containsExactly(0, 1);
+    // Marks after its BITFIELD from a member that is not the pieces' reader are ignored.
+    for (int i = 2; i < 6; i++) {
+      a.onFrame("c-b", "b", new Frame.Reading(i));
+    }
+    assertThat(runs(tick(a))).isEmpty(); // a reads at most two runs at once
   }
 
   @Test
@@ -880,6 +893,114 @@ class SwarmPolicyTest {
     // The source is back: b stores a piece, and a, which still announced nothing, loses its share.
     b.onPieceStored(null, 4, trueHash(4));
     assertThat(handovers(tick(b), "c-c")).containsExactly("a");
+  }
+
+  /**
+   * {@code b} of {a, b, c}: b read its block 4-7, a announced its block 0-3, c announced piece 8 of
+   * its block 8-11 and is reading piece 9.
+   */
+  private SwarmPolicy<String> bWhileCLags() {
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
+    assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    for (int i = 4; i < 8; i++) {
+      b.onPieceStored(null, i, trueHash(i));
+    }
+    b.onSourceRunEnded(new Run(4, 4), true);
+    for (int i = 0; i < 4; i++) {
+      b.onFrame("c-a", "a", new Frame.Have(i, trueHash(i)));
+    }
+    b.onFrame("c-c", "c", new Frame.Reading(8));
+    b.onFrame("c-c", "c", new Frame.Have(8, trueHash(8)));
+    b.onFrame("c-c", "c", new Frame.Reading(9));
+    b.drain();
+    return b;
+  }
+
+  @Test
+  void aMemberWhoseShareProgressesFarSlowerThanTheOthersHandsItsUnreadPiecesOver() {
+    SwarmPolicy<String> b = bWhileCLags();
+    advance(T / 2);
+    List<Decision<String>> first = tick(b);
+    assertThat(handovers(first, "c-c")).as("slow for half a peer timeout first").isEmpty();
+    assertThat(runs(first)).isEmpty();
+
+    advance(T / 2);
+    b.onFrame("c-c", "c", new Frame.Reading(9)); // c's read of piece 9 goes on
+    List<Decision<String>> ds = tick(b);
+    assertThat(handovers(ds, "c-a")).containsExactly("c");
+    assertThat(handovers(ds, "c-c")).containsExactly("c");
+    assertThat(b.handedOver().get("c"))
+        .isEqualTo(
+            "slow: announced 1 pieces of its share while the median member announced 4; its 3"
+                + " pieces nobody holds yet go to the others");
+    // c's block 8-11 is re-split over {a, b}: 8, 9 to a, 10, 11 to b. c keeps piece 9, which it
+    // is still reading: b reads 10 and 11 only.
+    assertThat(runs(ds)).containsExactly(new Run(10, 2));
+  }
+
+  @Test
+  void aSlowMemberThatCatchesUpWithinHalfAPeerTimeoutKeepsItsShare() {
+    SwarmPolicy<String> b = bWhileCLags();
+    advance(T / 2);
+    tick(b);
+    b.onFrame("c-c", "c", new Frame.Have(9, trueHash(9)));
+    b.onFrame("c-c", "c", new Frame.Reading(10));
+    b.onFrame("c-c", "c", new Frame.Have(10, trueHash(10)));
+    advance(T / 2);
+    List<Decision<String>> ds = tick(b);
+    assertThat(b.handedOver()).isEmpty();
+    assertThat(runs(ds)).isEmpty();
+  }
+
+  @Test
+  void aHandedOverMemberStillReadingItsRunKeepsThosePiecesWhileItProgresses() {
+    // a of {a, b, c} read its block 0-3; b holds its block 4-7, c holds piece 8 of its block and
+    // is reading piece 9 when b hands c over.
+    SwarmPolicy<String> a = member("a", ABC, 6, 4 * 1024);
+    a.onConnected("c-b", "b");
+    a.onConnected("c-c", "c");
+    a.onFrame("c-b", "b", bitfield(range(4, 8)));
+    a.onFrame("c-c", "c", bitfield(8));
+    assertThat(runs(tick(a))).containsExactly(new Run(0, 4));
+    for (int i = 0; i < 4; i++) {
+      a.onPieceStored(null, i, trueHash(i));
+    }
+    a.onSourceRunEnded(new Run(0, 4), true);
+    a.onFrame("c-c", "c", new Frame.Reading(9));
+    a.onFrame("c-b", "b", new Frame.Handover("c", "slow"));
+    a.drain();
+    // c's block is re-split over {a, b}: 8, 9 to a; 8 is held and 9 is c's read in flight.
+    assertThat(runs(tick(a))).isEmpty();
+    // Once c stalls for the stall timeout its mark does not hold a back any more.
+    for (int k = 0; k < 2 * SwarmPolicy.SHARE_STALL_TIMEOUTS; k++) {
+      advance(T / 2);
+      a.onFrame("c-c", "c", new Frame.Reading(9));
+      tick(a);
+    }
+    advance(T / 2);
+    a.onFrame("c-c", "c", new Frame.Reading(9));
+    assertThat(runs(tick(a))).containsExactly(new Run(9, 1));
+  }
+
+  @Test
+  void aMemberThatJoinsDoesNotReadAPieceAnotherMemberIsReading() {
+    // d joins {a, b, c}: blocks of 3 over {a, b, c, d}, so d's block is 9-11, but c is still
+    // reading piece 9, which it started when its block was 8-11; it says so before its BITFIELD.
+    SwarmPolicy<String> d =
+        member("d", SwarmSimulation.membership("abcd", "a", "b", "c", "d"), 6, 4 * 1024);
+    d.onConnected("c-a", "a");
+    d.onConnected("c-b", "b");
+    d.onConnected("c-c", "c");
+    d.onFrame("c-a", "a", bitfield());
+    d.onFrame("c-b", "b", bitfield());
+    d.onFrame("c-c", "c", new Frame.Reading(9));
+    d.onFrame("c-c", "c", bitfield(8));
+    d.drain();
+    assertThat(runs(tick(d))).containsExactly(new Run(10, 2));
+
+    d.onFrame("c-c", "c", new Frame.Have(9, trueHash(9)));
+    assertThat(d.expectedHash(9)).as("c's hash is piece 9's").isEqualTo(trueHash(9));
+    assertThat(requests(tick(d))).contains("c:9");
   }
 
   @Test

@@ -128,6 +128,9 @@ final class SwarmSim {
       long rounds,
       long roundNanos) {}
 
+  /** {@code -Dsim.trace=true}: the policies' warnings (hand-overs, drops) go to stderr. */
+  private static final boolean TRACE = Boolean.getBoolean("sim.trace");
+
   private static final long TICK_EVERY = Duration.ofMillis(50).toNanos();
 
   private final Scenario sc;
@@ -424,6 +427,9 @@ final class SwarmSim {
         } else if (d instanceof Decision.Dial<Conn> dial) {
           n.dialling.add(dial.peer());
           loop.after(2 * sc.latency(), () -> connect(n, dial.peer()));
+        } else if (d instanceof Decision.Note<Conn> note && TRACE && note.warn()) {
+          System.err.printf(
+              java.util.Locale.ROOT, "%10.3f s %s: %s%n", loop.now() / 1e9, n.id, note.message());
         } else if (d instanceof Decision.Forget<Conn> f) {
           n.dialling.remove(f.peer());
           Conn c = n.conns.get(f.peer());
@@ -440,6 +446,14 @@ final class SwarmSim {
               ? (long) (sc.totalBytes() / sc.verifyBytesPerSecond() * 1e9)
               : 0;
       n.readyAt = n.completeAt + verify;
+      if (TRACE) {
+        System.err.printf(
+            java.util.Locale.ROOT,
+            "%10.3f s %s: complete (down %.1f MB/s)%n",
+            loop.now() / 1e9,
+            n.id,
+            n.spec.downBps() / 1e6);
+      }
       loop.at(n.readyAt, () -> {});
     }
     if (!to.isEmpty()) {

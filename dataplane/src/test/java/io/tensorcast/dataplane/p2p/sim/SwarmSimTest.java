@@ -114,4 +114,15 @@ class SwarmSimTest {
     assertThat(a.nodes()).filteredOn(NodeResult::left).hasSize(1);
     assertThat(a.nodes()).filteredOn(n -> n.startAt() > 0).hasSize(1);
   }
+
+  @Test
+  void membersJoiningAndLeavingMidTransferReadLittleTwiceFromTheOrigin() {
+    long size = 128L * 1024 * 1024;
+    Result r = new SwarmSim(SwarmSimBench.scenario(8, "churn", size, 1)).run();
+
+    assertThat(r.finished()).isTrue();
+    // The member killed mid-run leaves the bytes of its unfinished runs and the pieces only it
+    // held; nothing else is read twice.
+    assertThat(r.originBytes() / size).as("origin bytes / S").isLessThanOrEqualTo(1.06);
+  }
 }

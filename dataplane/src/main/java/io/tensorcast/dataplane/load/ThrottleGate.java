@@ -14,11 +14,11 @@ import java.util.function.LongSupplier;
  *
  * <ul>
  *   <li>A refusal with {@code Retry-After} closes the gate until that instant (from the moment the
- *       refusal was seen); one without it closes the gate for the {@link Backoff}'s jittered delay
- *       of the consecutive refusals so far: the base delay after the first, doubled for each
- *       refusal that follows without an admitted request in between, never above the cap. An
- *       admitted request ({@link #admitted}) resets that count. A refusal never shortens a pause
- *       already set.
+ *       refusal was seen), or for the back-off's jittered base delay when that is longer; one
+ *       without it closes the gate for the {@link Backoff}'s jittered delay of the consecutive
+ *       refusals so far: the base delay after the first, doubled for each refusal that follows
+ *       without an admitted request in between, never above the cap. An admitted request ({@link
+ *       #admitted}) resets that count. A refusal never shortens a pause already set.
  *   <li>The time the gate is closed adds up over the read (overlapping pauses counted once); once
  *       it would pass the budget, {@link #refused} says so and the read fails as throttled.
  * </ul>
@@ -64,7 +64,14 @@ final class ThrottleGate {
     long now = clock.getAsLong();
     refusals++;
     consecutive++;
-    Duration wait = retryAfter != null ? retryAfter : backoff.delay(consecutive);
+    Duration wait;
+    if (retryAfter == null) {
+      wait = backoff.delay(consecutive);
+    } else {
+      // At least the base delay, so that "Retry-After: 0" does not make a busy loop.
+      Duration least = backoff.delay(1);
+      wait = retryAfter.compareTo(least) > 0 ? retryAfter : least;
+    }
     long until = now + wait.toNanos();
     long added = until - Math.max(openAt, now);
     if (added > 0) {

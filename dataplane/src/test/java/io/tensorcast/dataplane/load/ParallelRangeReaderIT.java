@@ -317,12 +317,14 @@ class ParallelRangeReaderIT {
   /**
    * A {@code Retry-After} holds back the whole read, not only the refused range: after the first
    * range is refused with {@code Retry-After: 1}, the other worker finishes the range it had asked
-   * for, and no further request of the read reaches the source before that second has passed.
+   * for (in about 0.4 s), and no further request of the read reaches the source before that second
+   * has passed.
    */
   @Test
   void aRetryAfterHoldsBackEveryRequestOfTheReadUntilItsInstant() throws Exception {
     SourceFile file = listed(MNIST);
-    proxy.failRequests(503, 1, Duration.ofSeconds(1));
+    // Bodies at 1 MB/s: the other worker's range takes ~0.4 s, long after the refusal is known.
+    proxy.failRequests(503, 1, Duration.ofSeconds(1)).throttleBodies(1_000_000);
     HeapRangeSink sink = new HeapRangeSink();
     ReadResult result =
         new ParallelRangeReader(

@@ -52,6 +52,17 @@ class ThrottleGateTest {
   }
 
   @Test
+  void aRetryAfterOfZeroStillPausesForTheBaseDelay() {
+    ThrottleGate gate = gate(Duration.ofMinutes(1));
+    assertThat(gate.refused(Duration.ZERO))
+        .isBetween(Duration.ofMillis(50), Duration.ofMillis(100));
+    now.addAndGet(100 * MS);
+    // Consecutive refusals with Retry-After do not double it.
+    assertThat(gate.refused(Duration.ZERO))
+        .isBetween(Duration.ofMillis(50), Duration.ofMillis(100));
+  }
+
+  @Test
   void aRefusalThatWouldKeepTheGateClosedPastTheBudgetIsReportedAndChangesNothing() {
     ThrottleGate gate = gate(Duration.ofSeconds(3));
     assertThat(gate.refused(Duration.ofSeconds(2))).isEqualTo(Duration.ofSeconds(2));

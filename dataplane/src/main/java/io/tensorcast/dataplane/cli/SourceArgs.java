@@ -9,6 +9,7 @@ import io.tensorcast.dataplane.source.Sources;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Option;
@@ -85,6 +86,16 @@ final class SourceArgs {
       description = "Attempts per range before the load fails (default ${DEFAULT-VALUE}).")
   int maxAttempts;
 
+  @Option(
+      names = "--throttle-budget",
+      defaultValue = "5m",
+      description =
+          "The longest the ranged reads of one load may be held back by throttling (429, 503"
+              + " SlowDown) in total before the load fails as Throttled (default ${DEFAULT-VALUE};"
+              + " 500ms, 30s, 5m, 1h or ISO-8601). A throttled read does not use up one of"
+              + " --max-attempts: every read of the load waits until the server's Retry-After.")
+  String throttleBudget;
+
   String uri() {
     String u = uriOption != null ? uriOption : positionalUri;
     if (u == null) {
@@ -102,6 +113,11 @@ final class SourceArgs {
     if (maxAttempts < 1 || maxAttempts > 100) {
       throw new IllegalArgumentException(
           "--max-attempts must be between 1 and 100, got " + maxAttempts);
+    }
+    Duration budget = ServeCommand.duration(throttleBudget, "--throttle-budget");
+    if (budget.isNegative() || budget.isZero()) {
+      throw new IllegalArgumentException(
+          "--throttle-budget must be positive, got " + throttleBudget);
     }
     long range = Quantities.bytes(rangeSize, "--range-size");
     if (range < 1 || range > 1L << 30) {
@@ -162,6 +178,7 @@ final class SourceArgs {
         .withConcurrency(concurrency)
         .withAdaptiveConcurrency(!fixedConcurrency)
         .withRangeSize(Math.toIntExact(Quantities.bytes(rangeSize, "--range-size")))
-        .withMaxAttempts(maxAttempts);
+        .withMaxAttempts(maxAttempts)
+        .withThrottleBudget(ServeCommand.duration(throttleBudget, "--throttle-budget"));
   }
 }

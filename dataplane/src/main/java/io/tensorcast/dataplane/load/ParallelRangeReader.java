@@ -52,6 +52,14 @@ import java.util.concurrent.atomic.LongAdder;
  *       failed at once, as {@code Throttled} or {@code SourceUnavailable}, for the load to wait).
  *       The retry <em>resumes</em>: it asks only for the bytes from the first one not yet received,
  *       and bytes already in the sink are neither requested nor reported again.
+ *   <li>A refusal as {@code Throttled} (HTTP 429, {@code 503 SlowDown}) is paced for the whole
+ *       read, not per range: it does not use up one of the range's attempts nor grow its back-off;
+ *       it closes the read's {@link ThrottleGate}, and no worker sends a new request before the
+ *       server's {@code Retry-After} instant (without one, before a jittered back-off that doubles
+ *       only while refusals follow one another and starts again at the base after an admitted
+ *       request). The adaptive limiter halves on the refusal as well. Once the read has been held
+ *       back by throttling for longer than {@link ReadOptions#throttleBudget()} in total it fails
+ *       as {@code Throttled}, saying so.
  *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
  *       listener failure fails the whole read: no new range starts, open requests are closed,
  *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
@@ -202,6 +210,8 @@ public final class ParallelRangeReader {
     private final LongAdder requests = new LongAdder();
     private final LongAdder retries = new LongAdder();
     private ConcurrencyLimiter limiter = ConcurrencyLimiter.fixed(1);
+    private final ThrottleGate gate =
+        new ThrottleGate(backoff, options.throttleBudget(), System::nanoTime);
 
     Run(ArtifactSource source, List<Range> ranges, RangeSink sink, ReadProgressListener listener) {
       this.source = source;
@@ -403,7 +413,8 @@ public final class ParallelRangeReader {
        */
       private boolean readInto(Range r, ByteBuffer target, long[] got) throws RangeReadException {
         long received = 0;
-        int attempt = 0;
+        int attempt = 0; // every request of this range, throttled ones included
+        int failures = 0; // the requests that failed other than by throttling
         while (true) {
           if (isCancelled()) {
             return false;
@@ -412,12 +423,17 @@ public final class ParallelRangeReader {
           if (!limiter.acquireUnlessInterrupted()) {
             return false;
           }
-          requests.increment();
           Throwable cause;
           InputStream in = null;
           boolean throttled = false;
           try {
+            // Holding the permit: no request of this read goes out while throttling pauses it.
+            if (!gate.await(cancelled)) {
+              return false;
+            }
+            requests.increment();
             in = source.openRange(r.file(), r.offset() + received, r.length() - received);
+            gate.admitted();
             if (!open(in)) {
               closeQuietly(in);
               return false;
@@ -449,6 +465,9 @@ public final class ParallelRangeReader {
                         + " of the range's "
                         + r.length()
                         + " bytes");
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
           } catch (SourceException e) {
             if (!e.retryable()) {
               throw failure(r, e.reason(), null, attempt, received, false, e);
@@ -466,28 +485,56 @@ public final class ParallelRangeReader {
             limiter.release(throttled);
           }
           Duration retryAfter = retryAfter(cause);
-          if (attempt >= options.maxAttempts() || !backoff.honours(retryAfter)) {
-            Reason reason =
-                cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
-            throw failure(
-                r,
-                reason,
-                attempt < options.maxAttempts()
-                    ? "the source asked to wait "
-                        + retryAfter
-                        + " (Retry-After), longer than the back-off cap of "
-                        + options.backoffCap()
-                    : null,
-                attempt,
-                received,
-                true,
-                cause);
+          Duration delay;
+          if (throttled && backoff.honours(retryAfter)) {
+            // Paced for the whole read by the gate; this range's attempts and back-off stay.
+            delay = gate.refused(retryAfter);
+            if (delay == null) {
+              throw failure(
+                  r,
+                  Reason.Throttled,
+                  "the source throttled this read (HTTP 429 or 503 SlowDown) for longer than its"
+                      + " throttling budget of "
+                      + seconds(gate.budget())
+                      + " in total ("
+                      + gate.refusals()
+                      + " refusals, "
+                      + seconds(gate.throttled())
+                      + " paused; --throttle-budget)",
+                  attempt,
+                  received,
+                  false,
+                  cause);
+            }
+          } else {
+            failures++;
+            if (failures >= options.maxAttempts() || !backoff.honours(retryAfter)) {
+              Reason reason =
+                  cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
+              boolean exhausted = failures >= options.maxAttempts();
+              throw failure(
+                  r,
+                  reason,
+                  exhausted
+                      ? null
+                      : "the source asked to wait "
+                          + retryAfter
+                          + " (Retry-After), longer than the back-off cap of "
+                          + options.backoffCap(),
+                  exhausted ? failures : attempt,
+                  received,
+                  exhausted,
+                  cause);
+            }
+            delay = backoff.delay(failures, retryAfter);
           }
-          Duration delay = backoff.delay(attempt, retryAfter);
           retries.increment();
           listener.retrying(
               new ReadProgressListener.RetryEvent(
                   r.file(), r.offset(), r.length(), attempt, r.offset() + received, delay, cause));
+          if (throttled) {
+            continue; // the gate holds the next request back
+          }
           try {
             if (cancelled.await(delay.toNanos(), TimeUnit.NANOSECONDS)) {
               return false;
@@ -568,6 +615,11 @@ public final class ParallelRangeReader {
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /** {@code d} in seconds with one decimal, e.g. {@code "300.0 s"}. */
+  private static String seconds(Duration d) {
+    return String.format(java.util.Locale.ROOT, "%.1f s", d.toNanos() / 1e9);
   }
 
   private static Duration retryAfter(Throwable cause) {

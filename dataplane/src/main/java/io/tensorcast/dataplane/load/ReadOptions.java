@@ -26,6 +26,11 @@ import java.util.Objects;
  * @param adaptiveConcurrency whether the requests in flight follow what the origin delivers (start
  *     at 4, grow while more requests bring more bytes, halve on throttling; never above {@code
  *     concurrency}, never below 1) rather than stay at {@code concurrency}; default true
+ * @param throttleBudget the longest one read may be held back by throttling in total: a ranged
+ *     request refused as throttled (429, {@code 503 SlowDown}) does not use up one of {@code
+ *     maxAttempts}; instead every worker of the read waits until the server's {@code Retry-After}
+ *     (or a back-off that grows only while refusals follow one another), and the read fails as
+ *     {@code Throttled} once those waits would pass this budget; positive; default 5 minutes
  */
 public record ReadOptions(
     int rangeSize,
@@ -35,14 +40,40 @@ public record ReadOptions(
     Duration backoffCap,
     int stagingBufferSize,
     long stagingBudget,
-    boolean adaptiveConcurrency) {
+    boolean adaptiveConcurrency,
+    Duration throttleBudget) {
 
   public static final int MIB = 1 << 20;
+
+  /** The longest one read waits out throttling in total by default: 5 minutes. */
+  public static final Duration DEFAULT_THROTTLE_BUDGET = Duration.ofMinutes(5);
 
   /** The defaults listed above. */
   public static final ReadOptions DEFAULTS =
       new ReadOptions(
           8 * MIB, 16, 6, Duration.ofMillis(200), Duration.ofSeconds(10), 256 * 1024, 64L * MIB);
+
+  /** The options with the default throttling budget. */
+  public ReadOptions(
+      int rangeSize,
+      int concurrency,
+      int maxAttempts,
+      Duration backoffBase,
+      Duration backoffCap,
+      int stagingBufferSize,
+      long stagingBudget,
+      boolean adaptiveConcurrency) {
+    this(
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency,
+        DEFAULT_THROTTLE_BUDGET);
+  }
 
   /** The options with an adaptive concurrency (the default). */
   public ReadOptions(
@@ -93,6 +124,10 @@ public record ReadOptions(
     if (stagingBudget < 1) {
       throw new IllegalArgumentException("stagingBudget must be positive, got " + stagingBudget);
     }
+    Objects.requireNonNull(throttleBudget, "throttleBudget");
+    if (throttleBudget.isNegative() || throttleBudget.isZero()) {
+      throw new IllegalArgumentException("throttleBudget must be positive, got " + throttleBudget);
+    }
   }
 
   /** Heap the staging buffers take: concurrency × stagingBufferSize bytes. */
@@ -129,7 +164,8 @@ public record ReadOptions(
         backoffCap,
         stagingBufferSize,
         stagingBudget,
-        adaptiveConcurrency);
+        adaptiveConcurrency,
+        throttleBudget);
   }
 
   public ReadOptions withConcurrency(int v) {
@@ -141,7 +177,8 @@ public record ReadOptions(
         backoffCap,
         stagingBufferSize,
         stagingBudget,
-        adaptiveConcurrency);
+        adaptiveConcurrency,
+        throttleBudget);
   }
 
   public ReadOptions withMaxAttempts(int v) {
@@ -153,7 +190,8 @@ public record ReadOptions(
         backoffCap,
         stagingBufferSize,
         stagingBudget,
-        adaptiveConcurrency);
+        adaptiveConcurrency,
+        throttleBudget);
   }
 
   public ReadOptions withBackoff(Duration base, Duration cap) {
@@ -165,7 +203,8 @@ public record ReadOptions(
         cap,
         stagingBufferSize,
         stagingBudget,
-        adaptiveConcurrency);
+        adaptiveConcurrency,
+        throttleBudget);
   }
 
   public ReadOptions withStagingBufferSize(int v) {
@@ -177,7 +216,8 @@ public record ReadOptions(
         backoffCap,
         v,
         stagingBudget,
-        adaptiveConcurrency);
+        adaptiveConcurrency,
+        throttleBudget);
   }
 
   /** The same options with a fixed ({@code false}) or adaptive ({@code true}) concurrency. */
@@ -190,6 +230,25 @@ public record ReadOptions(
         backoffCap,
         stagingBufferSize,
         stagingBudget,
+        v,
+        throttleBudget);
+  }
+
+  /**
+   * The same options with another throttling budget.
+   *
+   * @param v positive
+   */
+  public ReadOptions withThrottleBudget(Duration v) {
+    return new ReadOptions(
+        rangeSize,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency,
         v);
   }
 }

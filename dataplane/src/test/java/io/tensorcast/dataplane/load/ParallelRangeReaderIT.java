@@ -294,11 +294,103 @@ class ParallelRangeReaderIT {
     assertThat(adaptive.retries()).isEqualTo(proxy.slowDowns());
   }
 
+  /**
+   * Throttling is paced, not counted as failed attempts: a range refused with {@code 503 SlowDown}
+   * more often than its attempts allow is still read whole, every byte once.
+   */
+  @Test
+  void aRangeThrottledMoreOftenThanItsAttemptsAllowIsStillRead() throws Exception {
+    String path = "safetensors/mlverse-safetensors__hello.safetensors"; // 736 bytes
+    SourceFile file = listed(path);
+    proxy.failRequests(503, 7, null);
+    HeapRangeSink sink = new HeapRangeSink();
+    ReadResult result =
+        new ParallelRangeReader(FAST.withMaxAttempts(3).withConcurrency(1))
+            .read(source, List.of(file), sink, ReadProgressListener.NONE);
+
+    assertThat(result.requests()).isEqualTo(8);
+    assertThat(result.retries()).isEqualTo(7);
+    assertThat(sink.bytes(path)).isEqualTo(local(path));
+    assertThat(proxy.gets("/" + BUCKET + "/st/" + path)).hasSize(8);
+  }
+
+  /**
+   * A {@code Retry-After} holds back the whole read, not only the refused range: after the first
+   * range is refused with {@code Retry-After: 1}, the other worker finishes the range it had asked
+   * for (in about 0.4 s), and no further request of the read reaches the source before that second
+   * has passed.
+   */
+  @Test
+  void aRetryAfterHoldsBackEveryRequestOfTheReadUntilItsInstant() throws Exception {
+    SourceFile file = listed(MNIST);
+    // Bodies at 1 MB/s: the other worker's range takes ~0.4 s, long after the refusal is known.
+    proxy.failRequests(503, 1, Duration.ofSeconds(1)).throttleBodies(1_000_000);
+    HeapRangeSink sink = new HeapRangeSink();
+    ReadResult result =
+        new ParallelRangeReader(
+                FAST.withRangeSize(400_000)
+                    .withConcurrency(2)
+                    .withAdaptiveConcurrency(false)
+                    .withBackoff(Duration.ofMillis(5), Duration.ofSeconds(2)))
+            .read(source, List.of(file), sink, ReadProgressListener.NONE);
+    assertThat(sink.bytes(MNIST)).isEqualTo(local(MNIST));
+    assertThat(result.requests()).isEqualTo(4 + 1);
+
+    List<FaultInjectingProxy.RecordedRequest> gets =
+        proxy.requests().stream().filter(r -> r.range().isPresent()).toList();
+    FaultInjectingProxy.RecordedRequest refused = gets.get(0);
+    // The two workers' first requests (ranges 0 and 1) were sent before the refusal was known.
+    FaultInjectingProxy.RecordedRequest otherFirst =
+        gets.stream().filter(r -> !r.sameAs(refused)).findFirst().orElseThrow();
+    List<FaultInjectingProxy.RecordedRequest> later =
+        gets.stream().filter(r -> r != refused && r != otherFirst).toList();
+    assertThat(later).hasSize(3); // ranges 2 and 3, and the refused range again
+    // Retry-After is in whole seconds; 10 ms of tolerance for the two clocks' readings.
+    assertThat(later)
+        .allSatisfy(
+            r ->
+                assertThat(Duration.ofNanos(r.receivedNanos() - refused.receivedNanos()))
+                    .as("%s after the refusal", r.range().orElseThrow())
+                    .isGreaterThanOrEqualTo(Duration.ofMillis(990)));
+  }
+
+  /**
+   * A source that keeps refusing fails the read once the read's throttling budget is spent, as
+   * {@code Throttled} and saying so, not after the range's attempts.
+   */
+  @Test
+  void aReadThrottledForLongerThanItsBudgetFailsSayingSo() throws Exception {
+    String path = "safetensors/mlverse-safetensors__hello.safetensors"; // 736 bytes
+    SourceFile file = listed(path);
+    proxy.failRequests(503, 100_000, null);
+    assertThatThrownBy(
+            () ->
+                new ParallelRangeReader(
+                        FAST.withMaxAttempts(3)
+                            .withConcurrency(1)
+                            .withThrottleBudget(Duration.ofMillis(300)))
+                    .read(source, List.of(file), new HeapRangeSink(), ReadProgressListener.NONE))
+        .isInstanceOfSatisfying(
+            RangeReadException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(Reason.Throttled);
+              assertThat(e.reason().isTransient()).isTrue();
+              assertThat(e.attemptsExhausted()).isFalse();
+              assertThat(e.attempts()).isGreaterThan(3);
+            })
+        .hasMessageContaining(path)
+        .hasMessageContaining(
+            "the source throttled this read (HTTP 429 or 503 SlowDown) for longer than its"
+                + " throttling budget of 0.3 s in total (")
+        .hasMessageContaining("HTTP 503 SlowDown");
+    assertThat(proxy.gets("/" + BUCKET + "/st/" + path)).hasSizeGreaterThan(3);
+  }
+
   @Test
   void exhaustedAttemptsFailNamingTheFileAndRange() throws Exception {
     String path = "safetensors/mlverse-safetensors__hello.safetensors"; // 736 bytes
     SourceFile file = listed(path);
-    proxy.failRequests(503, 1000, null);
+    proxy.failRequests(500, 1000, null);
     assertThatThrownBy(
             () ->
                 new ParallelRangeReader(FAST.withMaxAttempts(3).withConcurrency(1))
@@ -306,7 +398,7 @@ class ParallelRangeReaderIT {
         .isInstanceOfSatisfying(
             RangeReadException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo(Reason.Throttled);
+              assertThat(e.reason()).isEqualTo(Reason.SourceUnavailable);
               assertThat(e.attempts()).isEqualTo(3);
               assertThat(e.attemptsExhausted()).isTrue();
             })
@@ -316,8 +408,8 @@ class ParallelRangeReaderIT {
                 + " (736 bytes; range 1 of 1) from s3://"
                 + BUCKET
                 + "/st/ failed after all 3 attempts (0 of 736 bytes received); last cause:"
-                + " Throttled:")
-        .hasMessageContaining("HTTP 503 SlowDown");
+                + " SourceUnavailable:")
+        .hasMessageContaining("500");
     assertThat(proxy.gets("/" + BUCKET + "/st/" + path)).hasSize(3);
   }
 }

@@ -160,6 +160,53 @@ class ParallelRangeReaderTest {
     }
   }
 
+  /**
+   * Refusals as {@code Throttled} do not count against the attempts: a range refused ten times in a
+   * row, then failing twice with HTTP 500, is read on its 13th request with 3 attempts allowed; the
+   * third 500 would have failed it.
+   */
+  @Test
+  void throttledRefusalsUseUpNoAttemptOtherFailuresDo() throws Exception {
+    Files.write(tmp.resolve("a.bin"), new byte[] {1, 2, 3});
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      SourceException throttled =
+          new SourceException(Reason.Throttled, "HTTP 429 SlowDown", true, null, null);
+      SourceException down = new SourceException(Reason.SourceUnavailable, "HTTP 500", true);
+      for (int i = 0; i < 10; i++) {
+        source.script.add(throttled);
+      }
+      source.script.add(down);
+      source.script.add(down);
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadOptions three = FAST.withMaxAttempts(3).withConcurrency(1);
+      ReadResult ok =
+          new ParallelRangeReader(three).read(source, files, sink, ReadProgressListener.NONE);
+      assertThat(ok.requests()).isEqualTo(13);
+      assertThat(ok.retries()).isEqualTo(12);
+      assertThat(sink.bytes("a.bin")).containsExactly(1, 2, 3);
+
+      source.script.add(throttled);
+      source.script.add(down);
+      source.script.add(throttled);
+      source.script.add(down);
+      source.script.add(down);
+      assertThatThrownBy(
+              () ->
+                  new ParallelRangeReader(three)
+                      .read(source, files, new HeapRangeSink(), ReadProgressListener.NONE))
+          .isInstanceOfSatisfying(
+              RangeReadException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo(Reason.SourceUnavailable);
+                assertThat(e.attempts()).isEqualTo(3);
+                assertThat(e.attemptsExhausted()).isTrue();
+              })
+          .hasMessageContaining("failed after all 3 attempts")
+          .hasMessageContaining("last cause: SourceUnavailable: HTTP 500");
+    }
+  }
+
   @Test
   void exhaustedAttemptsFailNamingFileRangeAttemptsAndCause() throws Exception {
     Files.write(tmp.resolve("w.bin"), new byte[300]);
@@ -275,6 +322,8 @@ class ParallelRangeReaderTest {
     volatile String failPath;
     volatile CountDownLatch failAfter;
     volatile SourceException failPathWith;
+    final java.util.Queue<SourceException> script =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     Scripted(ArtifactSource delegate) {
       this.delegate = delegate;
@@ -310,6 +359,10 @@ class ParallelRangeReaderTest {
     @Override
     public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
       opened.add(file.path() + "@" + offset + "+" + length);
+      SourceException scripted = script.poll();
+      if (scripted != null) {
+        throw scripted;
+      }
       if (failuresLeft.getAndDecrement() > 0) {
         throw failure;
       }

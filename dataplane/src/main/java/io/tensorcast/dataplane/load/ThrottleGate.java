@@ -1,0 +1,127 @@
+package io.tensorcast.dataplane.load;
+
+import io.tensorcast.dataplane.source.Backoff;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * The throttling state of one read, shared by all its workers: when the source refuses a ranged
+ * request as throttled (HTTP 429, {@code 503 SlowDown}), no worker of the read sends a new request
+ * until the gate opens again.
+ *
+ * <ul>
+ *   <li>A refusal with {@code Retry-After} closes the gate until that instant (from the moment the
+ *       refusal was seen), or for the back-off's jittered base delay when that is longer; one
+ *       without it closes the gate for the {@link Backoff}'s jittered delay of the consecutive
+ *       refusals so far: the base delay after the first, doubled for each refusal that follows
+ *       without an admitted request in between, never above the cap. An admitted request ({@link
+ *       #admitted}) resets that count. A refusal never shortens a pause already set.
+ *   <li>The time the gate is closed adds up over the read (overlapping pauses counted once); once
+ *       it would pass the budget, {@link #refused} says so and the read fails as throttled.
+ * </ul>
+ *
+ * <p>Throttling is thus paced once for the whole read instead of once per range: a refusal does not
+ * use up a range's attempts nor grow its own back-off. Thread-safe.
+ */
+final class ThrottleGate {
+  private final Backoff backoff;
+  private final long budgetNanos;
+  private final LongSupplier clock;
+
+  // guarded by this
+  private long openAt;
+  private long closedNanos;
+  private int consecutive;
+  private long refusals;
+
+  /**
+   * @param backoff pacing of refusals without {@code Retry-After}
+   * @param budget the most time the gate may be closed over the read, positive
+   * @param clock nanoseconds, monotonic ({@link System#nanoTime} outside tests)
+   */
+  ThrottleGate(Backoff backoff, Duration budget, LongSupplier clock) {
+    this.backoff = Objects.requireNonNull(backoff, "backoff");
+    Objects.requireNonNull(budget, "budget");
+    if (budget.isNegative() || budget.isZero()) {
+      throw new IllegalArgumentException("throttle budget must be positive, got " + budget);
+    }
+    this.budgetNanos = budget.toNanos();
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.openAt = clock.getAsLong();
+  }
+
+  /**
+   * Records a refusal seen now and closes the gate as the class comment says.
+   *
+   * @param retryAfter what the server asked for, or null
+   * @return the pause from now until the gate opens, or null when the read has been throttled for
+   *     longer than the budget (the gate is left as it was)
+   */
+  synchronized Duration refused(Duration retryAfter) {
+    long now = clock.getAsLong();
+    refusals++;
+    consecutive++;
+    Duration wait;
+    if (retryAfter == null) {
+      wait = backoff.delay(consecutive);
+    } else {
+      // At least the base delay, so that "Retry-After: 0" does not make a busy loop.
+      Duration least = backoff.delay(1);
+      wait = retryAfter.compareTo(least) > 0 ? retryAfter : least;
+    }
+    long until = now + wait.toNanos();
+    long added = until - Math.max(openAt, now);
+    if (added > 0) {
+      if (closedNanos + added > budgetNanos) {
+        return null;
+      }
+      closedNanos += added;
+      openAt = until;
+    }
+    return Duration.ofNanos(Math.max(0, openAt - now));
+  }
+
+  /** Records a request the source admitted: the next refusal starts at the base delay again. */
+  synchronized void admitted() {
+    consecutive = 0;
+  }
+
+  /** The time from now until the gate opens, zero when it is open. */
+  synchronized Duration pause() {
+    return Duration.ofNanos(Math.max(0, openAt - clock.getAsLong()));
+  }
+
+  /**
+   * Waits until the gate is open; false when {@code cancelled} counted down first.
+   *
+   * @throws InterruptedException when the waiting thread is interrupted
+   */
+  boolean await(CountDownLatch cancelled) throws InterruptedException {
+    while (true) {
+      long left = pause().toNanos();
+      if (left <= 0) {
+        return cancelled.getCount() > 0;
+      }
+      if (cancelled.await(left, TimeUnit.NANOSECONDS)) {
+        return false;
+      }
+    }
+  }
+
+  /** The time the gate has been closed so far, overlapping pauses counted once. */
+  synchronized Duration throttled() {
+    return Duration.ofNanos(closedNanos);
+  }
+
+  /** Refusals recorded so far. */
+  synchronized long refusals() {
+    return refusals;
+  }
+
+  Duration budget() {
+    return Duration.ofNanos(budgetNanos);
+  }
+}

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.joran.JoranConfigurator;
 import ch.qos.logback.classic.util.LogbackMDCAdapter;
+import ch.qos.logback.core.status.Status;
+import ch.qos.logback.core.status.StatusUtil;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
@@ -16,7 +18,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Every component's logback configuration (read from the source tree) logs in the one pattern, to
- * standard error, and as one JSON object a line with {@code TENSORCAST_LOG_FORMAT=json}.
+ * standard error, and as one JSON object a line with {@code TENSORCAST_LOG_FORMAT=json}; in either
+ * format the configuration leaves logback nothing to warn about, since a warning or error during
+ * configuration makes logback print its whole internal status (some 30 lines) at every start.
  */
 class LogFormatTest {
   private static final String LINE =
@@ -58,6 +62,11 @@ class LogFormatTest {
       JoranConfigurator configurator = new JoranConfigurator();
       configurator.setContext(context);
       configurator.doConfigure(config.toFile());
+      assertThat(new StatusUtil(context).getHighestLevel(0))
+          .as(
+              "highest logback status level while reading %s (%s)",
+              config, context.getStatusManager().getCopyOfStatusList())
+          .isLessThan(Status.WARN);
       context.getLogger("io.tensorcast.Example").warn("source throttled, retrying in {} s", 2);
       context.stop();
     } finally {

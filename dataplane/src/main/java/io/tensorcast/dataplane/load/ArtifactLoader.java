@@ -193,44 +193,64 @@ public final class ArtifactLoader implements Loader {
       if (kept != null) {
         return adopt(kept, files, keptDigests);
       }
-      Resolved resolved = resolve(files);
-      ShardIndexes.validate(
-          files,
-          source.filter(),
-          resolved.headers(),
-          resolved.checkpoints(),
-          options.limits(),
-          f ->
-              metadata.wholeFile(
-                  f,
-                  () ->
-                      HeaderFetcher.fetchBytes(
-                          source, f, options.read().maxAttempts(), state::retried)));
-      state.resolved(
-          files,
-          resolved.headers(),
-          resolved.checkpoints().values().stream().mapToLong(c -> c.tensors().size()).sum(),
-          source.resolvedRevision().orElseGet(() -> revisionOf(files)));
-
       long total = files.stream().mapToLong(SourceFile::size).sum();
-      admit(total);
-      long allocating = System.nanoTime();
-      StoredArtifact resumed = resumableCopy(files);
-      if (resumed != null) {
-        stored = resumed;
+      // Nothing of this artifact in the store (a cold load): its files are created, mapped and
+      // locked while the headers and digests are read.
+      Allocation early = store.get(options.artifactId()).isEmpty() ? startAllocation(files) : null;
+      Resolved resolved;
+      try {
+        resolved = resolve(files);
+        ShardIndexes.validate(
+            files,
+            source.filter(),
+            resolved.headers(),
+            resolved.checkpoints(),
+            options.limits(),
+            f ->
+                metadata.wholeFile(
+                    f,
+                    () ->
+                        HeaderFetcher.fetchBytes(
+                            source, f, options.read().maxAttempts(), state::retried)));
+        state.resolved(
+            files,
+            resolved.headers(),
+            resolved.checkpoints().values().stream().mapToLong(c -> c.tensors().size()).sum(),
+            source.resolvedRevision().orElseGet(() -> revisionOf(files)));
+      } catch (LoadFailure | RuntimeException e) {
+        if (early != null) {
+          early.release(e);
+        }
+        throw e;
+      }
+
+      long headersRead = System.nanoTime();
+      long allocationNanos;
+      StoredArtifact resumed = null;
+      if (early != null) {
+        stored = early.await();
+        allocationNanos = early.nanos;
       } else {
-        discardStaleCopy();
-        stored = allocate(files);
+        admit(total);
+        resumed = resumableCopy(files);
+        if (resumed != null) {
+          stored = resumed;
+        } else {
+          discardStaleCopy();
+          stored = allocate(files);
+        }
+        allocationNanos = System.nanoTime() - headersRead;
       }
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
           "artifact {}: {} files listed, their headers and digests read in {} ms; {} bytes"
-              + " allocated in {} ms ({})",
+              + " allocated in {} ms{} ({})",
           options.artifactId(),
           files.size(),
-          (allocating - resolving) / 1_000_000,
+          (headersRead - resolving) / 1_000_000,
           total,
-          (System.nanoTime() - allocating) / 1_000_000,
+          allocationNanos / 1_000_000,
+          early != null ? " while the headers were read" : "",
           stored.lockStatus().message());
 
       state.phase(Phase.Loading);
@@ -695,6 +715,78 @@ public final class ArtifactLoader implements Loader {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     } catch (IllegalArgumentException e) {
       throw new LoadFailure(Reason.UnsafePath, e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Starts {@link #admit} and {@link #allocate} of {@code files} on their own thread, for a load
+   * that finds nothing of this artifact in the store.
+   */
+  private Allocation startAllocation(List<SourceFile> files) {
+    Allocation a = new Allocation();
+    ExecutorService thread = Executors.newSingleThreadExecutor(daemon("tensorcast-allocate"));
+    try {
+      a.future =
+          thread.submit(
+              () -> {
+                long start = System.nanoTime();
+                try {
+                  admit(files.stream().mapToLong(SourceFile::size).sum());
+                  return allocate(files);
+                } finally {
+                  a.nanos = System.nanoTime() - start;
+                }
+              });
+    } finally {
+      thread.shutdown();
+    }
+    return a;
+  }
+
+  /** An allocation running while the headers are read. */
+  private final class Allocation {
+    private Future<StoredArtifact> future;
+    private volatile long nanos;
+
+    /**
+     * The allocated copy; waits for it (uninterruptibly: the allocation is bounded and its memory
+     * must not be left behind).
+     *
+     * @throws LoadFailure the allocation's failure (too large, out of memory, unsafe path)
+     */
+    StoredArtifact await() throws LoadFailure {
+      boolean interrupted = false;
+      try {
+        while (true) {
+          try {
+            return future.get();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          } catch (ExecutionException e) {
+            if (e.getCause() instanceof LoadFailure f) {
+              throw f;
+            }
+            throw new LoadFailure(Reason.InternalError, String.valueOf(e.getCause()), e.getCause());
+          }
+        }
+      } finally {
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    }
+
+    /**
+     * The headers failed the load first: waits for the allocation and unloads what it made. Its own
+     * failure, if any, is suppressed into {@code cause}.
+     */
+    void release(Throwable cause) {
+      try {
+        await();
+        store.unload(options.artifactId());
+      } catch (LoadFailure | StoreException | RuntimeException e) {
+        cause.addSuppressed(e);
+      }
     }
   }
 

@@ -404,6 +404,23 @@ class ArtifactLoaderIT {
   }
 
   @Test
+  void aBrokenHeaderIsReportedBeforeTheMemoryLimitThatTheSameArtifactAlsoExceeds()
+      throws Exception {
+    // The files are allocated (and the memory limit checked) while the headers are read: the
+    // header's failure still wins, as when allocation followed the header reads.
+    ArtifactLoader loader =
+        loader(source(WITH_BROKEN, proxy), store(BUDGET), "broken-and-large", 1, FAST, null);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidSafetensors))
+        .hasMessageStartingWith(BROKEN + ": ")
+        .hasMessageEndingWith("[rule header-length-exceeds-file]");
+    assertThat(loader.status().reason()).isEqualTo("InvalidSafetensors");
+    assertStoreEmpty();
+  }
+
+  @Test
   void aMissingBucketIsBucketNotFound() throws Exception {
     ArtifactSource missing =
         open("s3://no-such-bucket-loader-it/" + MODEL, S3Options.via(proxy.endpoint()));

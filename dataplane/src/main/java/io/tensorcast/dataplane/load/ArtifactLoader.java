@@ -13,6 +13,7 @@ import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.LockStatus;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoreException;
@@ -378,16 +379,59 @@ public final class ArtifactLoader implements Loader {
   }
 
   /**
-   * An incomplete copy of exactly these files (paths and sizes) that an earlier load of this
-   * artifact left in the store after a transient failure, to resume; or null.
+   * The copy an earlier load of this artifact left in the store, to resume; or null. An incomplete
+   * copy of exactly these files (paths and sizes) is resumed as it is. A copy of other files (the
+   * source changed since it was laid out: an object replaced by one of another size, a file added
+   * or removed) that shares files of the same path and size with the listing is laid out again
+   * ({@link PinnedStore#relayout}): the shared files keep their bytes and the versions they were
+   * read from (so {@link Verification#resume} keeps what is still current), the others are created
+   * anew and read whole.
    */
-  private StoredArtifact resumableCopy(List<SourceFile> files) {
+  private StoredArtifact resumableCopy(List<SourceFile> files) throws LoadFailure {
     StoredArtifact a = store.get(options.artifactId()).orElse(null);
-    if (a == null || a.isComplete()) {
+    if (a == null) {
       return null;
     }
     List<StoreFile> wanted = files.stream().map(f -> new StoreFile(f.path(), f.size())).toList();
-    return a.files().equals(wanted) ? a : null;
+    if (a.files().equals(wanted)) {
+      return a.isComplete() ? null : a;
+    }
+    Set<StoreFile> shared = new HashSet<>(a.files());
+    shared.retainAll(wanted);
+    if (shared.isEmpty()) {
+      return null;
+    }
+    List<String> changed = new ArrayList<>();
+    for (StoreFile f : wanted) {
+      if (!shared.contains(f)) {
+        changed.add(f.path());
+      }
+    }
+    Set<String> listed = new HashSet<>();
+    wanted.forEach(f -> listed.add(f.path()));
+    List<String> gone =
+        a.files().stream().map(StoreFile::path).filter(p -> !listed.contains(p)).toList();
+    StoredArtifact laidOut;
+    try {
+      laidOut = store.relayout(options.artifactId(), wanted);
+    } catch (InsufficientMemoryException e) {
+      // The growth does not fit: the copy is dropped and the allocation refused as it would be.
+      return null;
+    } catch (StoreException e) {
+      throw new LoadFailure(e.reason(), e.getMessage(), e);
+    }
+    String message =
+        "the source changed under an earlier load: "
+            + (changed.isEmpty() ? "" : "new or resized " + changed)
+            + (changed.isEmpty() || gone.isEmpty() ? "" : ", ")
+            + (gone.isEmpty() ? "" : "no longer listed " + gone)
+            + "; "
+            + shared.size()
+            + " files listed with the same path and size keep the bytes of their listed version,"
+            + " only the rest is read";
+    state.sourceChanged(message);
+    log.info("artifact {}: {}", options.artifactId(), message);
+    return laidOut;
   }
 
   private void readAll(List<ParallelRangeReader.FileRange> ranges, Verification sink)

@@ -130,6 +130,15 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
     bytesLoaded.addAndGet(bytes);
   }
 
+  /**
+   * The source changed under an earlier load of this artifact (a file added, removed or replaced by
+   * one of another size): this load reads only what changed. Shown as the reason while it loads.
+   */
+  synchronized void sourceChanged(String message) {
+    this.reason = Reason.SourceChanged;
+    this.message = message;
+  }
+
   /** A header read was retried. */
   void retried() {
     retries.incrementAndGet();

@@ -409,12 +409,7 @@ public final class ParallelRangeReader {
             return false;
           }
           attempt++;
-          try {
-            if (!limiter.acquire()) {
-              return false;
-            }
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+          if (!limiter.acquireUnlessInterrupted()) {
             return false;
           }
           requests.increment();

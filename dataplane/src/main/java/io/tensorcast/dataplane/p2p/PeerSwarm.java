@@ -633,12 +633,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       attempt++;
       Throwable cause;
       ConcurrencyLimiter limiter = sourceLimiter;
-      try {
-        if (!limiter.acquire()) {
-          return false;
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      if (!limiter.acquireUnlessInterrupted()) {
         return false;
       }
       boolean throttled = false;

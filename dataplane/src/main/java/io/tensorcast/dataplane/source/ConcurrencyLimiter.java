@@ -149,6 +149,22 @@ public final class ConcurrencyLimiter {
   }
 
   /**
+   * As {@link #acquire}, for a worker that stops when interrupted: an interrupt while waiting
+   * returns false, with the thread's interrupt flag set again for the caller's loop to see.
+   *
+   * @return true once the caller holds a permit (it must {@link #release} it); false when the
+   *     limiter was closed or the thread interrupted
+   */
+  public boolean acquireUnlessInterrupted() {
+    try {
+      return acquire();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /**
    * Gives back a permit taken by {@link #acquire}.
    *
    * @param throttled whether the origin refused or slowed the request (429, 503 SlowDown)

@@ -106,6 +106,7 @@ public final class PinnedStore implements AutoCloseable {
   private final boolean reserveOnWrite;
   private final FileChannel lockChannel;
   private final List<RecoveryAction> recovery;
+  private volatile FileSync fileSync;
 
   private final Object lock = new Object();
   private final Map<String, StoredArtifact> artifacts = new LinkedHashMap<>(); // guarded by lock
@@ -198,6 +199,7 @@ public final class PinnedStore implements AutoCloseable {
     boolean ok = false;
     try {
       Files.createDirectories(stateDir);
+      this.fileSync = FileSync.forRoot(this.root);
       channel = lockRoot();
       threads = newPool();
       this.lockChannel = channel;
@@ -446,6 +448,7 @@ public final class PinnedStore implements AutoCloseable {
       return removed(id, status.reason().name(), status.message() + "; removed");
     }
     a.setLockStatus(status);
+    a.setFileSync(fileSync);
     artifacts.put(id, a);
     inUseBytes += charged;
     boolean complete = a.isComplete();
@@ -575,6 +578,7 @@ public final class PinnedStore implements AutoCloseable {
         throw new MemoryLockException(artifactId, status);
       }
       created.setLockStatus(status);
+      created.setFileSync(fileSync);
       synchronized (lock) {
         if (closed) {
           throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
@@ -783,6 +787,7 @@ public final class PinnedStore implements AutoCloseable {
         throw new MemoryLockException(artifactId, status);
       }
       created.setLockStatus(status);
+      created.setFileSync(fileSync);
       synchronized (lock) {
         if (closed) {
           throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
@@ -806,6 +811,92 @@ public final class PinnedStore implements AutoCloseable {
         synchronized (lock) {
           pending.remove(artifactId);
           inUseBytes -= freshCharge;
+        }
+      }
+    }
+  }
+
+  /**
+   * Lays an artifact the store holds out again as {@code files}, keeping what did not change: every
+   * file with the same path and size keeps its bytes, its mapping and page lock, its recorded
+   * SHA-256 when complete and its stored ranges with the source version they were read from ({@link
+   * StoredArtifact#recordStored}); files not listed any more, or listed with another size, are
+   * deleted; new ones are created empty at their size, as {@link #allocate} creates them. The
+   * budget is charged the difference. For a load whose source changed under it (an object replaced
+   * by one of another size, a file added or removed): only what changed is read again.
+   *
+   * <p>The artifact's {@link StoredArtifact} object is replaced by the returned one; the old one
+   * behaves as unloaded (its zero-copy buffers must not be used any more).
+   *
+   * @param files the new layout: relative '/'-separated paths and sizes in bytes
+   * @throws StoreException before anything changes: {@code ArtifactNotFound} when the store does
+   *     not hold the artifact, the path checks of {@link #allocate}, {@code ArtifactBusy}, {@link
+   *     InsufficientMemoryException} when the growth does not fit the budget (the artifact stays as
+   *     it was); after changing ({@code StoreIoError}, {@code FilesystemFull}, under {@link
+   *     LockPolicy#REQUIRED} {@link MemoryLockException}): the artifact is unloaded
+   */
+  public StoredArtifact relayout(String artifactId, List<StoreFile> files) throws StoreException {
+    StorePaths.checkArtifactId(artifactId);
+    List<StoreFile> checked = StorePaths.checkFiles(artifactId, files);
+    long charged = chargedBytes(checked);
+    StoredArtifact old;
+    long growth;
+    synchronized (lock) {
+      if (closed) {
+        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
+      }
+      if (pending.containsKey(artifactId)) {
+        throw new StoreException(
+            Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
+      }
+      old = artifacts.get(artifactId);
+      if (old == null) {
+        throw new StoreException(
+            Reason.ArtifactNotFound,
+            "artifact " + artifactId + " is not held by this store; nothing to lay out again");
+      }
+      growth = Math.max(0, charged - old.chargedBytes());
+      if (growth > budgetBytes - inUseBytes) {
+        throw new InsufficientMemoryException(artifactId, growth, budgetBytes, inUseBytes);
+      }
+      artifacts.remove(artifactId);
+      pending.put(artifactId, charged);
+      inUseBytes += growth;
+    }
+    long held = old.chargedBytes() + growth; // what is charged for the artifact meanwhile
+    StoredArtifact created = null;
+    boolean ok = false;
+    try {
+      created = StoredArtifact.relayout(old, checked, charged, pool);
+      LockStatus status = lock(created, charged);
+      if (policy == LockPolicy.REQUIRED && !status.locked()) {
+        throw new MemoryLockException(artifactId, status);
+      }
+      created.setLockStatus(status);
+      synchronized (lock) {
+        if (closed) {
+          throw new StoreException(Reason.StoreClosed, "the store at " + root + " was closed");
+        }
+        pending.remove(artifactId);
+        inUseBytes -= held - charged;
+        artifacts.put(artifactId, created);
+      }
+      ok = true;
+      return created;
+    } finally {
+      if (!ok) {
+        try {
+          if (created != null) {
+            created.release(true);
+          } else {
+            removeArtifactFiles(artifactId);
+          }
+        } catch (StoreException | IOException e) {
+          log.warn("artifact {}: removing after a failed relayout: {}", artifactId, e.getMessage());
+        }
+        synchronized (lock) {
+          pending.remove(artifactId);
+          inUseBytes -= held;
         }
       }
     }
@@ -931,6 +1022,15 @@ public final class PinnedStore implements AutoCloseable {
   /** The store's root directory (absolute). */
   public Path root() {
     return root;
+  }
+
+  /**
+   * Replaces how data files and directories are forced to the device before the state and stored
+   * ranges records that claim their bytes are written (by default {@link FileSync#forRoot}); for
+   * artifacts allocated, installed or laid out again from now on.
+   */
+  void fileSync(FileSync sync) {
+    this.fileSync = java.util.Objects.requireNonNull(sync, "sync");
   }
 
   /** The lock policy. */

@@ -69,6 +69,15 @@ public final class StoredArtifact {
 
   private final Object stateWrite = new Object();
 
+  /** Forces data files and directories to the device before a record claims their bytes. */
+  private volatile FileSync fileSync = FileSync.FSYNC;
+
+  /** Paths with ranges recorded since their bytes were last forced to the device. */
+  private final java.util.Set<String> unsynced = ConcurrentHashMap.newKeySet();
+
+  /** Whether the directory entries of every file were forced to the device. */
+  private volatile boolean directoriesSynced;
+
   private StoredArtifact(
       String artifactId,
       Path directory,
@@ -259,6 +268,128 @@ public final class StoredArtifact {
         }
         unmapQuietly(fresh);
         deleteQuietly(stateFile, createdDirectory ? directory : null);
+      }
+    }
+  }
+
+  /**
+   * Lays the artifact held as {@code old} out again as {@code files}, in the same directory: every
+   * file of {@code old} with the same path and size is carried over as it is (its mapping, page
+   * lock, bytes, recorded SHA-256 when complete, and stored ranges with their source version); the
+   * other files of {@code old} are unmapped and deleted; the files that are new (or whose size
+   * changed) are created empty as {@link #create} does. Then the state file and the stored ranges
+   * are written for the new layout. {@code old} is unusable afterwards (as after an unload), and
+   * the zero-copy buffers it handed out must no longer be used.
+   *
+   * @param chargedBytes the new layout's page-rounded size
+   * @throws StoreException {@code StoreIoError}, {@code FilesystemFull}; then nothing of either
+   *     layout stays mapped (the caller removes the directory)
+   */
+  static StoredArtifact relayout(
+      StoredArtifact old, List<StoreFile> files, long chargedBytes, ExecutorService pool)
+      throws StoreException {
+    String id = old.artifactId;
+    Map<String, MappedFile> carried = new LinkedHashMap<>();
+    List<MappedFile> dropped = new ArrayList<>();
+    Map<String, String> sha256 = new HashMap<>();
+    Map<String, StoredRanges> ranges = new HashMap<>();
+    old.guard.writeLock().lock();
+    try {
+      old.checkLive();
+      old.released = true;
+      Map<String, Long> wanted = new HashMap<>();
+      files.forEach(f -> wanted.put(f.path(), f.size()));
+      for (MappedFile m : old.mapped.values()) {
+        Long size = wanted.get(m.file.path());
+        if (size != null && size == m.size()) {
+          carried.put(m.file.path(), m);
+          String sha = old.sha256ByPath.get(m.file.path());
+          if (sha != null) {
+            sha256.put(m.file.path(), sha);
+          }
+          StoredRanges r = old.storedByPath.get(m.file.path());
+          if (r != null) {
+            ranges.put(m.file.path(), r);
+          }
+        } else {
+          dropped.add(m);
+        }
+      }
+    } finally {
+      old.guard.writeLock().unlock();
+    }
+    LockStatus oldLock = old.lockStatus;
+    List<MappedFile> fresh = new ArrayList<>();
+    boolean ok = false;
+    try {
+      while (!dropped.isEmpty()) {
+        MappedFile m = dropped.remove(dropped.size() - 1);
+        if (oldLock != null && oldLock.lockedBytes() > 0 && m.size() > 0) {
+          MemoryLockSupport.munlock(m.address, m.size());
+        }
+        m.unmap();
+        Files.deleteIfExists(m.absolutePath);
+        deleteEmptyParents(old.directory, m.absolutePath.getParent());
+      }
+      List<Callable<MappedFile>> tasks = new ArrayList<>();
+      for (StoreFile f : files) {
+        if (!carried.containsKey(f.path())) {
+          Path target = old.directory.resolve(f.path());
+          Path parent = target.getParent();
+          if (parent != null) {
+            Files.createDirectories(parent);
+          }
+          tasks.add(() -> MappedFile.create(id, f, target, !old.reserveOnWrite));
+        }
+      }
+      StoreException failure = runAll(pool, tasks, fresh);
+      if (failure != null) {
+        throw failure;
+      }
+      Map<String, MappedFile> byPath = new HashMap<>(carried);
+      fresh.forEach(m -> byPath.put(m.file.path(), m));
+      List<MappedFile> ordered = new ArrayList<>();
+      for (StoreFile f : files) {
+        ordered.add(byPath.get(f.path()));
+      }
+      StoredArtifact a =
+          new StoredArtifact(
+              id,
+              old.directory,
+              old.stateFile,
+              ordered,
+              old.windowBytes,
+              chargedBytes,
+              old.reserveOnWrite);
+      a.fileSync = old.fileSync;
+      old.unsynced.stream().filter(carried::containsKey).forEach(a.unsynced::add);
+      a.sha256ByPath.putAll(sha256);
+      a.storedByPath.putAll(ranges);
+      a.lockStatus = oldLock;
+      synchronized (a.stateWrite) {
+        ArtifactState.writeAtomically(a.stateFile, a.currentState());
+        StoredRanges.write(a.rangesFile(), a.storedByPath);
+      }
+      ok = true;
+      return a;
+    } catch (IOException e) {
+      throw StoreException.ioError(id, "cannot lay out again", old.directory, e);
+    } finally {
+      if (!ok) {
+        unmapQuietly(fresh);
+        unmapQuietly(new ArrayList<>(carried.values()));
+        unmapQuietly(dropped);
+      }
+    }
+  }
+
+  /** Deletes {@code dir} and its parents up to (not including) {@code top} while they are empty. */
+  private static void deleteEmptyParents(Path top, Path dir) {
+    for (Path d = dir; d != null && d.startsWith(top) && !d.equals(top); d = d.getParent()) {
+      try {
+        Files.delete(d);
+      } catch (IOException e) {
+        return; // not empty (or gone): its parents are not empty either
       }
     }
   }
@@ -455,6 +586,43 @@ public final class StoredArtifact {
 
   void setLockStatus(LockStatus status) {
     this.lockStatus = status;
+  }
+
+  /** How data files and directories are forced to the device ({@link FileSync#forRoot}). */
+  void setFileSync(FileSync sync) {
+    this.fileSync = java.util.Objects.requireNonNull(sync, "sync");
+  }
+
+  /**
+   * Forces the bytes of {@code paths} to the device, and once per layout the directory entries that
+   * lead to every file (from each file's directory up to the store's root), so that a record
+   * written next that claims those bytes is never on the device without them.
+   */
+  private void forceToDevice(java.util.Collection<String> paths) throws IOException {
+    FileSync sync = fileSync;
+    if (sync == FileSync.NONE) {
+      return;
+    }
+    for (String p : paths) {
+      sync.force(mapped.get(p).absolutePath);
+    }
+    if (!directoriesSynced && !paths.isEmpty()) {
+      java.util.TreeSet<Path> dirs = new java.util.TreeSet<>(java.util.Comparator.reverseOrder());
+      for (MappedFile f : mapped.values()) {
+        for (Path d = f.absolutePath.getParent();
+            d != null && d.startsWith(directory);
+            d = d.getParent()) {
+          dirs.add(d);
+        }
+      }
+      if (directory.getParent() != null) {
+        dirs.add(directory.getParent());
+      }
+      for (Path d : dirs) {
+        sync.force(d);
+      }
+      directoriesSynced = true;
+    }
   }
 
   /** {address, length} of every window of every non-empty file. */
@@ -729,6 +897,12 @@ public final class StoredArtifact {
       guard.readLock().lock();
       try {
         checkLive();
+        try {
+          forceToDevice(List.of(path));
+        } catch (IOException e) {
+          throw StoreException.ioError(
+              artifactId, "cannot force to the device", directory.resolve(path), e);
+        }
         sha256ByPath.putIfAbsent(path, actual);
         ArtifactState.writeAtomically(stateFile, currentState());
       } catch (IOException e) {
@@ -750,6 +924,7 @@ public final class StoredArtifact {
    */
   public void recordStored(String path, String version, long offset, int length) {
     checkRange(file(path), offset, length);
+    unsynced.add(path); // before the range: a ranges file that lists it forces the file first
     storedByPath
         .compute(path, (p, r) -> r == null || !r.isVersion(version) ? new StoredRanges(version) : r)
         .add(offset, offset + length);
@@ -777,7 +952,21 @@ public final class StoredArtifact {
       guard.readLock().lock();
       try {
         checkLive();
-        StoredRanges.write(rangesFile(), storedByPath);
+        Map<String, StoredRanges> snapshot = new LinkedHashMap<>();
+        storedByPath.forEach((p, r) -> snapshot.put(p, r.copy()));
+        List<String> toForce = new ArrayList<>();
+        for (String p : snapshot.keySet()) {
+          if (unsynced.remove(p)) {
+            toForce.add(p);
+          }
+        }
+        try {
+          forceToDevice(toForce);
+        } catch (IOException e) {
+          unsynced.addAll(toForce);
+          throw e;
+        }
+        StoredRanges.write(rangesFile(), snapshot);
       } catch (IOException e) {
         throw StoreException.ioError(artifactId, "cannot write", rangesFile(), e);
       } finally {

@@ -93,6 +93,13 @@ final class StoredRanges {
     return Objects.equals(version, v);
   }
 
+  /** A copy of these ranges as they are now. */
+  synchronized StoredRanges copy() {
+    StoredRanges c = new StoredRanges(version);
+    c.ranges.putAll(ranges);
+    return c;
+  }
+
   /** Adds {@code [start, end)}, merging it with the ranges it overlaps or touches. */
   synchronized void add(long start, long end) {
     if (end <= start) {

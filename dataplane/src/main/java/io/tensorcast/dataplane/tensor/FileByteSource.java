@@ -13,12 +13,12 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A {@link ByteSource} over the files of a directory (names relative to it), read with positional
+ * A {@link StoredFiles} over the files of a directory (names relative to it), read with positional
  * {@link FileChannel} reads or copied from read-only memory mappings (mapped lazily in windows of 1
  * GiB, so files above 2 GiB work). Channels and mappings are opened on first use and kept until
  * {@link #close()}. Thread-safe.
  */
-public final class FileByteSource implements ByteSource, AutoCloseable {
+public final class FileByteSource implements StoredFiles, AutoCloseable {
 
   static final long WINDOW = 1L << 30;
 

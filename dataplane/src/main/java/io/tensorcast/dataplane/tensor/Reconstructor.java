@@ -5,7 +5,7 @@ import java.nio.ByteBuffer;
 import java.util.Objects;
 
 /**
- * Executes a {@link TensorReadPlan}: copies each range from a {@link ByteSource} straight into its
+ * Executes a {@link TensorReadPlan}: copies each range from a {@link StoredFiles} straight into its
  * place in the destination buffer. No intermediate buffer; the full tensor is never materialised to
  * produce a shard.
  */
@@ -23,7 +23,7 @@ public final class Reconstructor {
    * @throws IllegalArgumentException if {@code dst} has fewer than {@code totalBytes} remaining
    * @throws IOException if the source fails; {@code dst}'s contents are then unspecified
    */
-  public static void execute(TensorReadPlan plan, ByteSource source, ByteBuffer dst)
+  public static void execute(TensorReadPlan plan, StoredFiles source, ByteBuffer dst)
       throws IOException {
     Objects.requireNonNull(source, "source");
     if (dst.remaining() < plan.totalBytes()) {
@@ -67,7 +67,7 @@ public final class Reconstructor {
    *
    * @throws IllegalArgumentException if the result exceeds {@link Integer#MAX_VALUE} bytes
    */
-  public static ByteBuffer read(TensorReadPlan plan, ByteSource source) throws IOException {
+  public static ByteBuffer read(TensorReadPlan plan, StoredFiles source) throws IOException {
     if (plan.totalBytes() > Integer.MAX_VALUE - 8) {
       throw new IllegalArgumentException(
           plan.tensorName()

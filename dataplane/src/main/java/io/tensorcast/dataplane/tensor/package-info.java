@@ -17,7 +17,7 @@
  * {@link io.tensorcast.dataplane.tensor.TensorReadPlanner} turns (layout, tensor, target) into a
  * {@link io.tensorcast.dataplane.tensor.TensorReadPlan} of byte-range copies, which {@link
  * io.tensorcast.dataplane.tensor.Reconstructor} executes from a {@link
- * io.tensorcast.dataplane.tensor.ByteSource}. The full tensor is never materialised to produce a
+ * io.tensorcast.dataplane.tensor.StoredFiles}. The full tensor is never materialised to produce a
  * shard. Pure Java: no store or network dependency.
  */
 package io.tensorcast.dataplane.tensor;

@@ -4,10 +4,10 @@ import io.tensorcast.dataplane.format.safetensors.Dtype;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
-import io.tensorcast.dataplane.tensor.ByteSource;
 import io.tensorcast.dataplane.tensor.ReadTarget;
 import io.tensorcast.dataplane.tensor.Reconstructor;
 import io.tensorcast.dataplane.tensor.ShardManifest;
+import io.tensorcast.dataplane.tensor.StoredFiles;
 import io.tensorcast.dataplane.tensor.StoredLayout;
 import io.tensorcast.dataplane.tensor.TensorReadPlan;
 import io.tensorcast.dataplane.tensor.TensorReadPlanner;
@@ -46,7 +46,7 @@ public class ReconstructBenchmark {
   public int splitDim;
 
   TensorReadPlan plan;
-  ByteSource source;
+  StoredFiles source;
   ByteBuffer full;
   ByteBuffer dst;
 
@@ -87,7 +87,7 @@ public class ReconstructBenchmark {
             Map.of("w", new ShardManifest.Entry(shape, Dtype.BF16, splitDim, s)),
             List.of());
     plan = TensorReadPlanner.plan(StoredLayout.ofShards(m, headers), "w", ReadTarget.full());
-    source = ByteSource.ofBuffers(files);
+    source = StoredFiles.ofBuffers(files);
     Reconstructor.execute(plan, source, dst.clear());
     if (!dst.flip().equals(full.duplicate())) {
       throw new IllegalStateException("reconstructed tensor differs from the original");

@@ -22,7 +22,7 @@ import io.tensorcast.dataplane.source.Sources;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.store.PinnedStore;
 import io.tensorcast.dataplane.store.StoredArtifact;
-import io.tensorcast.dataplane.tensor.ByteSource;
+import io.tensorcast.dataplane.tensor.StoredFiles;
 import io.tensorcast.dataplane.tensor.StoredTensor;
 import io.tensorcast.dataplane.testing.S3Options;
 import io.tensorcast.testing.S3MockServer;
@@ -214,7 +214,7 @@ public final class ShardFetchBench {
     ShardSetPlan plan =
         ShardSetPlan.plan(
             tensors, BuiltinRules.forArchitectures(List.of("LlamaForCausalLM")).orElseThrow(), p);
-    ByteSource src = (file, offset, dst) -> a.read(file, offset, dst);
+    StoredFiles src = (file, offset, dst) -> a.read(file, offset, dst);
     for (int r = 0; r < p.worldSize(); r++) {
       ShardSetPlan.RankFile f = plan.rankFile(r);
       ByteBuffer out = ByteBuffer.allocate((int) f.fileBytes());

@@ -2,8 +2,9 @@ package io.tensorcast.dataplane.bench;
 
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
+import io.tensorcast.dataplane.pod.ServeSettings;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -163,51 +164,21 @@ public final class ThrottleStormBench {
   private static Run load(FaultInjectingProxy proxy, Path secrets, String id, Duration limit)
       throws Exception {
     Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-throttle-storm-");
-    List<String> args =
-        List.of(
-            "serve",
-            "--artifact-id",
-            id,
-            "--uri",
-            "s3://" + BUCKET + "/" + PREFIX,
-            "--endpoint",
-            proxy.endpoint().toString(),
-            "--path-style",
-            "--region",
-            S3MockServer.REGION,
-            "--store-root",
-            root.toString(),
-            "--budget",
-            "64Mi",
-            "--listen",
-            "127.0.0.1:0",
-            "--max-attempts",
-            "6",
-            "--range-size",
-            "512Ki",
-            "--concurrency",
-            "2",
-            "--load-retry-backoff",
-            "100ms",
-            "--load-retry-max-backoff",
-            "400ms",
-            "--distribution",
-            "source-only",
-            "--allow-insecure-endpoint",
-            "--read-token-file",
-            secrets.resolve("read").toString(),
-            "--admin-token-file",
-            secrets.resolve("admin").toString());
+    ServeSettings settings =
+        ServeCommandLine.serve(id, "s3://" + BUCKET + "/" + PREFIX)
+            .s3(proxy.endpoint())
+            .store(root, "64Mi")
+            .listen("127.0.0.1:0")
+            .option("--max-attempts", "6")
+            .option("--range-size", "512Ki")
+            .option("--concurrency", "2")
+            .loadRetryBackoff("100ms", "400ms")
+            .distribution("source-only")
+            .flag("--allow-insecure-endpoint")
+            .tokenFiles(secrets.resolve("read"), secrets.resolve("admin"))
+            .parse();
     long started = System.nanoTime();
-    DataPlaneServer server =
-        DataPlaneServer.start(
-            ServeArguments.parse(
-                args,
-                Map.of(
-                    "AWS_ACCESS_KEY_ID",
-                    S3MockServer.ACCESS_KEY,
-                    "AWS_SECRET_ACCESS_KEY",
-                    S3MockServer.SECRET_KEY)));
+    DataPlaneServer server = DataPlaneServer.start(settings);
     try {
       long deadline = started + limit.toNanos();
       DataPlaneStatus s = server.status();

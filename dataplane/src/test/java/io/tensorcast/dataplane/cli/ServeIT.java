@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -467,29 +468,14 @@ class ServeIT {
             "http://metadata.google.internal")) {
       io.tensorcast.dataplane.pod.DataPlaneServer s =
           io.tensorcast.dataplane.pod.DataPlaneServer.start(
-              ServeArguments.parse(
-                  List.of(
-                      "serve",
-                      "--uri",
-                      "s3://" + BUCKET + "/" + PREFIX,
-                      "--endpoint",
-                      endpoint,
-                      "--allow-insecure-endpoint",
-                      "--store-root",
-                      root.toString(),
-                      "--budget",
-                      "64Mi",
-                      "--artifact-id",
-                      ID,
-                      "--listen",
-                      "127.0.0.1:0",
-                      "--distribution",
-                      "source-only",
-                      "--tokens-out",
-                      work.resolve("t").toString()),
-                  Map.of(
-                      "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
-                      "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY)));
+              ServeCommandLine.serve(ID, "s3://" + BUCKET + "/" + PREFIX)
+                  .option("--endpoint", endpoint)
+                  .flag("--allow-insecure-endpoint")
+                  .store(root, "64Mi")
+                  .listen("127.0.0.1:0")
+                  .distribution("source-only")
+                  .option("--tokens-out", work.resolve("t").toString())
+                  .parse());
       try {
         DataPlaneStatus st = s.status();
         assertThat(st.phase()).as(endpoint).isEqualTo(Phase.Failed);
@@ -509,25 +495,16 @@ class ServeIT {
   private void startHub(int port, URI hubEndpoint, List<String> extra) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString(), "serve"));
+    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString()));
     cmd.addAll(
-        List.of(
-            "--uri",
-            "hf://org/private",
-            "--store-root",
-            root.toString(),
-            "--budget",
-            "64Mi",
-            "--artifact-id",
-            ID,
-            "--listen",
-            "127.0.0.1:" + port,
-            "--distribution",
-            "source-only",
-            "--read-token-file",
-            Files.writeString(work.resolve("read-token"), READ).toString(),
-            "--admin-token-file",
-            Files.writeString(work.resolve("admin-token"), ADMIN).toString()));
+        ServeCommandLine.serve(ID, "hf://org/private")
+            .store(root, "64Mi")
+            .listen("127.0.0.1:" + port)
+            .distribution("source-only")
+            .tokenFiles(
+                Files.writeString(work.resolve("read-token"), READ),
+                Files.writeString(work.resolve("admin-token"), ADMIN))
+            .args());
     if (!extra.contains("--no-insecure-endpoint")) {
       cmd.add("--allow-insecure-endpoint");
     }
@@ -556,27 +533,15 @@ class ServeIT {
       throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString(), "serve"));
+    cmd.addAll(List.of("-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString()));
     cmd.addAll(
-        List.of(
-            "--uri",
-            "s3://" + BUCKET + "/" + PREFIX,
-            "--endpoint",
-            endpoint.toString(),
-            "--path-style",
-            "--region",
-            S3MockServer.REGION,
-            "--store-root",
-            root.toString(),
-            "--budget",
-            "256Mi",
-            "--artifact-id",
-            ID,
-            "--listen",
-            "127.0.0.1:" + port,
+        ServeCommandLine.serve(ID, "s3://" + BUCKET + "/" + PREFIX)
+            .s3(endpoint)
+            .store(root, "256Mi")
+            .listen("127.0.0.1:" + port)
             // today's single-node behaviour; peer-to-peer is PeerToPeerLoadIT's
-            "--distribution",
-            "source-only"));
+            .distribution("source-only")
+            .args());
     if (tokenFile != null) {
       cmd.addAll(List.of("--control-token-file", tokenFile.toString()));
     } else if (!extra.contains("--tokens-out")) {

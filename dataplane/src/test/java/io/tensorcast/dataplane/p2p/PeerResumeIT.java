@@ -1,5 +1,8 @@
 package io.tensorcast.dataplane.p2p;
 
+import static io.tensorcast.dataplane.p2p.ServeMembers.addresses;
+import static io.tensorcast.dataplane.p2p.ServeMembers.freePort;
+import static io.tensorcast.dataplane.p2p.ServeMembers.peersSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -8,33 +11,23 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
-import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -61,27 +54,17 @@ class PeerResumeIT {
   private static S3MockServer s3;
   private static final Map<String, Path> files = new TreeMap<>();
   private static long total;
-  private static Path secrets;
-  private static Path secretFile;
-  private static Path readTokenFile;
-  private static Path adminTokenFile;
+  private static ServeMembers.Swarm swarm;
 
-  private final HttpClient http =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private final ObjectMapper json = new ObjectMapper();
-  private final List<DataPlaneServer> servers = new ArrayList<>();
-  private final List<Process> processes = new ArrayList<>();
-  private final List<Path> logs = new ArrayList<>();
-  private final List<AutoCloseable> closeables = new ArrayList<>();
-  private final List<Path> dirs = new ArrayList<>();
+  private final ServeMembers members = new ServeMembers("resume-it", files, READY);
+  private final List<DataPlaneServer> servers = members.servers;
+  private final List<AutoCloseable> closeables = members.closeables;
   private FaultInjectingProxy proxy;
 
   @BeforeAll
   static void seed() throws Exception {
-    secrets = Files.createTempDirectory("tensorcast-resume-it-");
-    secretFile = write("peer-secret", Base64.getEncoder().encodeToString(SECRET));
-    readTokenFile = write("read-token", PeerToPeerLoadIT.READ_TOKEN);
-    adminTokenFile = write("admin-token", PeerToPeerLoadIT.ADMIN_TOKEN);
+    swarm = ServeMembers.Swarm.write("resume-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
     Path corpus = Corpus.dir();
     // 4.3 MB with small safetensors headers, 70 pieces of 64 KiB.
     files.put(
@@ -103,12 +86,6 @@ class PeerResumeIT {
     }
   }
 
-  private static Path write(String name, String content) throws IOException {
-    Path f = Files.writeString(secrets.resolve(name), content);
-    f.toFile().deleteOnExit();
-    return f;
-  }
-
   @BeforeEach
   void setUp() throws Exception {
     assumeTrue(Files.isDirectory(Path.of("/dev/shm")), "/dev/shm is needed for the store");
@@ -117,25 +94,8 @@ class PeerResumeIT {
 
   @AfterEach
   void tearDown() throws Exception {
-    servers.parallelStream().forEach(DataPlaneServer::close);
-    for (Process p : processes) {
-      if (p.isAlive()) {
-        p.destroy();
-        if (!p.waitFor(20, TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-        }
-      }
-    }
-    for (AutoCloseable c : closeables) {
-      c.close();
-    }
-    for (Path log : logs) {
-      System.out.println("---- " + log.getFileName() + " ----\n" + Files.readString(log));
-    }
+    members.close();
     proxy.close();
-    for (Path d : dirs) {
-      TestFiles.deleteTree(d);
-    }
   }
 
   /**
@@ -154,12 +114,10 @@ class PeerResumeIT {
     for (String id : ids.subList(0, 2)) {
       servers.add(startInProcess(id, addresses.get(id), peers, proxy.endpoint()));
     }
-    Path m2Root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-resume-it-");
-    dirs.add(m2Root);
+    Path m2Root = members.newRoot();
     DataPlaneServer m2 =
-        DataPlaneServer.start(
-            ServeArguments.parse(
-                withRetry(args(m2Root, "m2", addresses.get("m2"), peers, own.endpoint())), env()));
+        ServeMembers.startInProcess(
+            withRetry(args(m2Root, "m2", addresses.get("m2"), peers, own.endpoint())));
     servers.add(m2);
 
     await("m2 holds 40 % of the artifact")
@@ -175,15 +133,15 @@ class PeerResumeIT {
     long sourceBefore = own.getBodyBytes();
     own.down(false);
 
-    awaitReady(servers);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
     DataPlaneStatus st = m2.status();
     long afterResume = st.bytesFromPeers() + (own.getBodyBytes() - sourceBefore);
     double peerBytes =
         sample(
-            get(m2.address().getPort(), "/metrics").body(),
+            members.get(m2.address().getPort(), "/metrics").body(),
             "tensorcast_dataplane_peer_bytes_received_total");
     long swarmSource = proxy.getBodyBytes() + own.getBodyBytes();
     System.out.printf(
@@ -226,8 +184,7 @@ class PeerResumeIT {
     for (String id : ids.subList(0, 2)) {
       servers.add(startInProcess(id, addresses.get(id), peers, proxy.endpoint()));
     }
-    Path m2Root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-resume-it-");
-    dirs.add(m2Root);
+    Path m2Root = members.newRoot();
     List<String> m2Args = args(m2Root, "m2", addresses.get("m2"), peers, own.endpoint());
     int first = freePort(InetAddress.getLoopbackAddress());
     Process p = startProcess("m2-first", m2Args, first);
@@ -237,7 +194,7 @@ class PeerResumeIT {
             .pollInterval(Duration.ofMillis(10))
             .ignoreExceptions()
             .until(
-                () -> status(first),
+                () -> members.statusOf(first),
                 s -> s.phase() == Phase.Loading && s.bytesLoaded() >= total / 3);
     p.destroyForcibly(); // SIGKILL: no shutdown hook, the store keeps what it holds
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
@@ -251,12 +208,12 @@ class PeerResumeIT {
             .atMost(READY)
             .pollInterval(Duration.ofMillis(50))
             .ignoreExceptions()
-            .until(() -> status(second), s -> s.phase() == Phase.Ready);
-    awaitReady(servers);
+            .until(() -> members.statusOf(second), s -> s.phase() == Phase.Ready);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
-    assertByteIdentical(ready);
+    members.assertByteIdentical(ready);
     long received = ready.bytesFromPeers() + ready.bytesFromSourceOnWire();
     System.out.printf(
         "artifact %d; m2 had loaded %d when killed, %d recorded; the new process received %d"
@@ -302,40 +259,9 @@ class PeerResumeIT {
     return n;
   }
 
-  private void awaitReady(List<DataPlaneServer> members) {
-    await("every member Ready")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(50))
-        .until(
-            () -> {
-              for (DataPlaneServer s : members) {
-                DataPlaneStatus st = s.status();
-                assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
-                if (st.phase() != Phase.Ready) {
-                  return false;
-                }
-              }
-              return true;
-            });
-  }
-
-  private static void assertByteIdentical(DataPlaneStatus st) throws IOException {
-    assertThat(st.phase()).isEqualTo(Phase.Ready);
-    Path dir = Path.of(st.storeDirectory());
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
-          .as("first differing byte of %s in %s", e.getKey(), dir)
-          .isEqualTo(-1L);
-    }
-  }
-
   private DataPlaneServer startInProcess(
       String id, InetSocketAddress peerListen, String peers, URI endpoint) throws Exception {
-    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-resume-it-");
-    dirs.add(root);
-    List<String> args = args(root, id, peerListen, peers, endpoint);
-    args.addAll(List.of("--listen", "127.0.0.1:0"));
-    return DataPlaneServer.start(ServeArguments.parse(args, env()));
+    return ServeMembers.startInProcess(args(members.newRoot(), id, peerListen, peers, endpoint));
   }
 
   /** Source reads give up after two attempts; the load is retried after 1-2 s. */
@@ -343,21 +269,8 @@ class PeerResumeIT {
     List<String> out = new ArrayList<>(args);
     out.addAll(
         List.of(
-            "--max-attempts",
-            "2",
-            "--load-retry-backoff",
-            "1s",
-            "--load-retry-max-backoff",
-            "2s",
-            "--listen",
-            "127.0.0.1:0"));
+            "--max-attempts", "2", "--load-retry-backoff", "1s", "--load-retry-max-backoff", "2s"));
     return out;
-  }
-
-  private static Map<String, String> env() {
-    return Map.of(
-        "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
   }
 
   /**
@@ -367,80 +280,17 @@ class PeerResumeIT {
   private static List<String> args(
       Path root, String id, InetSocketAddress peerListen, String peers, URI endpoint) {
     return new ArrayList<>(
-        List.of(
-            "serve",
-            "--uri",
-            "s3://" + BUCKET + "/" + PREFIX,
-            "--endpoint",
-            endpoint.toString(),
-            "--allow-insecure-endpoint",
-            "--path-style",
-            "--region",
-            S3MockServer.REGION,
-            "--store-root",
-            root.toString(),
-            "--budget",
-            "64Mi",
-            "--artifact-id",
-            ID,
-            "--concurrency",
-            "2",
-            "--peer-id",
-            id,
-            "--peer-listen",
-            hostPort(peerListen),
-            "--piece-size",
-            "64Ki",
-            "--peer-timeout",
-            "15s",
-            "--peer-secret-file",
-            secretFile.toString(),
-            "--read-token-file",
-            readTokenFile.toString(),
-            "--admin-token-file",
-            adminTokenFile.toString(),
-            "--peers",
-            peers));
+        swarm
+            .member(endpoint, root, id, peerListen)
+            .option("--peer-timeout", "15s")
+            .option("--peers", peers)
+            .args());
   }
 
   private Process startProcess(String name, List<String> args, int control) throws IOException {
-    Path log = Files.createTempFile("tensorcast-resume-" + name + "-", ".log");
-    logs.add(log);
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx128m", "-XX:TieredStopAtLevel=1", "-jar", jar().toString()));
-    cmd.addAll(args);
-    cmd.addAll(List.of("--listen", "127.0.0.1:" + control));
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.redirectOutput(log.toFile());
-    Map<String, String> env = pb.environment();
-    env.keySet().removeIf(k -> k.startsWith("AWS_"));
-    env.putAll(env());
-    env.put("AWS_EC2_METADATA_DISABLED", "true");
-    env.remove("TENSORCAST_MEMORY_BUDGET");
-    Process p = pb.start();
-    processes.add(p);
-    return p;
-  }
-
-  private static Path jar() {
-    String property = System.getProperty("tensorcast.dataplane.jar");
-    Path p = property != null ? Path.of(property) : Path.of("target", "tensorcast-dataplane.jar");
-    assertThat(p).as("the dataplane jar (built by mvn package before the ITs)").isRegularFile();
-    return p.toAbsolutePath();
-  }
-
-  private HttpResponse<String> get(int port, String path) throws Exception {
-    return http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-            .header("Authorization", "Bearer " + PeerToPeerLoadIT.READ_TOKEN)
-            .timeout(Duration.ofSeconds(10))
-            .build(),
-        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-  }
-
-  private DataPlaneStatus status(int port) throws Exception {
-    return json.readValue(get(port, "/status").body(), DataPlaneStatus.class);
+    List<String> all = new ArrayList<>(args);
+    all.addAll(List.of("--listen", "127.0.0.1:" + control));
+    return members.startProcess(name, all);
   }
 
   private static double sample(String exposition, String metric) {
@@ -448,31 +298,5 @@ class PeerResumeIT {
     assertThat(lines).as("samples of %s", metric).hasSize(1);
     String line = lines.get(0);
     return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-  }
-
-  private static Map<String, InetSocketAddress> addresses(List<String> ids, int base)
-      throws IOException {
-    Map<String, InetSocketAddress> out = new LinkedHashMap<>();
-    for (int i = 0; i < ids.size(); i++) {
-      InetAddress a = InetAddress.getByName("127.0.0." + (base + i));
-      out.put(ids.get(i), new InetSocketAddress(a, freePort(a)));
-    }
-    return out;
-  }
-
-  private static String peersSpec(Map<String, InetSocketAddress> addresses) {
-    return addresses.entrySet().stream()
-        .map(e -> e.getKey() + "=" + hostPort(e.getValue()))
-        .collect(Collectors.joining(","));
-  }
-
-  private static String hostPort(InetSocketAddress a) {
-    return a.getAddress().getHostAddress() + ":" + a.getPort();
-  }
-
-  private static int freePort(InetAddress a) throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, a)) {
-      return s.getLocalPort();
-    }
   }
 }

@@ -1,5 +1,9 @@
 package io.tensorcast.dataplane.p2p;
 
+import static io.tensorcast.dataplane.p2p.ServeMembers.addresses;
+import static io.tensorcast.dataplane.p2p.ServeMembers.freePort;
+import static io.tensorcast.dataplane.p2p.ServeMembers.hostPort;
+import static io.tensorcast.dataplane.p2p.ServeMembers.peersSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -7,22 +11,19 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.api.wire.Membership;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
-import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -68,9 +69,7 @@ class PeerToPeerLoadIT {
    */
   static final byte[] SECRET = new java.security.SecureRandom().generateSeed(32);
 
-  private static Path secretFile;
-  private static Path readTokenFile;
-  private static Path adminTokenFile;
+  private static ServeMembers.Swarm swarm;
 
   private static S3MockServer s3;
 
@@ -84,25 +83,15 @@ class PeerToPeerLoadIT {
 
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-  private final List<DataPlaneServer> servers = new ArrayList<>();
-  private final List<Process> processes = new ArrayList<>();
-  private final List<Path> logs = new ArrayList<>();
-  private final List<AutoCloseable> closeables = new ArrayList<>();
-  private final List<Path> dirs = new ArrayList<>();
+  private final ServeMembers members = new ServeMembers("p2p-it", files, READY);
+  private final List<DataPlaneServer> servers = members.servers;
+  private final List<Process> processes = members.processes;
+  private final List<AutoCloseable> closeables = members.closeables;
   private FaultInjectingProxy proxy;
 
   @BeforeAll
   static void seed() throws Exception {
-    Path secrets = Files.createTempDirectory("tensorcast-p2p-it-secrets-");
-    secrets.toFile().deleteOnExit();
-    secretFile =
-        Files.writeString(
-            secrets.resolve("peer-secret"), java.util.Base64.getEncoder().encodeToString(SECRET));
-    readTokenFile = Files.writeString(secrets.resolve("read-token"), READ_TOKEN);
-    adminTokenFile = Files.writeString(secrets.resolve("admin-token"), ADMIN_TOKEN);
-    for (Path f : List.of(secretFile, readTokenFile, adminTokenFile)) {
-      f.toFile().deleteOnExit();
-    }
+    swarm = ServeMembers.Swarm.write("p2p-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
     Path corpus = Corpus.dir();
     files.put(
         "a/mnist.safetensors",
@@ -135,29 +124,11 @@ class PeerToPeerLoadIT {
 
   @AfterEach
   void tearDown() throws Exception {
-    // Close the members at once (each close waits for its event loops to wind down).
-    servers.parallelStream().forEach(DataPlaneServer::close);
-    for (AutoCloseable c : closeables) {
-      c.close();
-    }
-    for (Process p : processes) {
-      if (p.isAlive()) {
-        p.destroy();
-        if (!p.waitFor(20, TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-        }
-      }
-    }
-    for (Path log : logs) {
-      System.out.println("---- " + log.getFileName() + " ----\n" + Files.readString(log));
-    }
+    members.close();
     System.out.printf(
         "source bytes (proxy): %d = %.3f x the artifact's %d%n",
         proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
     proxy.close();
-    for (Path d : dirs) {
-      TestFiles.deleteTree(d);
-    }
   }
 
   @Test
@@ -205,7 +176,7 @@ class PeerToPeerLoadIT {
     }
     await().atMost(Duration.ofSeconds(10)).until(() -> servers.get(0).status().peers() == 3);
     assertThat(sumFromPeers).isGreaterThanOrEqualTo(2 * total);
-    String metrics = get(servers.get(1).address().getPort(), "/metrics").body();
+    String metrics = members.get(servers.get(1).address().getPort(), "/metrics").body();
     assertThat(sample(metrics, "tensorcast_dataplane_peer_bytes_received_total"))
         .isEqualTo(servers.get(1).status().bytesFromPeers());
     assertThat(sample(metrics, "tensorcast_dataplane_source_bytes_total"))
@@ -216,7 +187,7 @@ class PeerToPeerLoadIT {
     for (DataPlaneServer s : servers) {
       sent +=
           sample(
-              get(s.address().getPort(), "/metrics").body(),
+              members.get(s.address().getPort(), "/metrics").body(),
               "tensorcast_dataplane_peer_bytes_sent_total");
     }
     assertThat(sent).isGreaterThanOrEqualTo(sumFromPeers);
@@ -242,14 +213,14 @@ class PeerToPeerLoadIT {
     for (String id : ids.subList(0, 3)) {
       servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "5s"));
     }
-    awaitReady(servers);
+    members.awaitReady(servers);
 
     double rejected = 0;
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
       rejected +=
           sample(
-              get(s.address().getPort(), "/metrics").body(),
+              members.get(s.address().getPort(), "/metrics").body(),
               "tensorcast_dataplane_pieces_rejected_total");
     }
     assertThat(rogue.requests.get()).isPositive();
@@ -284,11 +255,11 @@ class PeerToPeerLoadIT {
     for (String id : ids.subList(0, 3)) {
       servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", "1s"));
     }
-    awaitReady(servers);
+    members.awaitReady(servers);
     Duration took = Duration.ofNanos(System.nanoTime() - started);
 
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
     assertThat(rogue.requests.get()).as("the silent peer was asked").isPositive();
     // Its pieces are asked for once (stuck after 1 s, MAX_FAULTS at once), then read elsewhere:
@@ -376,9 +347,9 @@ class PeerToPeerLoadIT {
               Membership.parseStatic(peersSpec(addresses))));
     }
     servers.add(startInProcess("m0", addresses.get("m0"), peersSpec(addresses)));
-    awaitReady(servers);
+    members.awaitReady(servers);
 
-    assertByteIdentical(servers.get(0).status());
+    members.assertByteIdentical(servers.get(0).status());
     assertThat(servers.get(0).status().bytesFromSource())
         .as("m0 reads its own block; the rest comes from the five holders")
         .isGreaterThanOrEqualTo(blockBytes(ids, "m0"))
@@ -404,11 +375,11 @@ class PeerToPeerLoadIT {
           startInProcess(
               id, addresses.get(id), peers, "--peer-timeout", "5s", "--concurrency", "8"));
     }
-    awaitReady(servers);
+    members.awaitReady(servers);
 
     long fromSource = 0;
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
       fromSource += s.status().bytesFromSource();
     }
     assertThat(fromSource).isEqualTo(total);
@@ -442,7 +413,7 @@ class PeerToPeerLoadIT {
         .until(() -> s1.status().bytesFromPeers() > 0);
     int runsEnded = proxy.finishedGets();
     proxy.throttleBodies(0);
-    awaitReady(servers);
+    members.awaitReady(servers);
 
     assertThat(runsEnded)
         .as("piece reads the origin had finished when s1 got its first piece from s0")
@@ -461,7 +432,7 @@ class PeerToPeerLoadIT {
         .hasSizeLessThanOrEqualTo((int) (total / (512 * 1024) + files.size() + 2));
     long fromSource = 0;
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
       fromSource += s.status().bytesFromSource();
     }
     assertThat(fromSource).isEqualTo(total);
@@ -512,7 +483,7 @@ class PeerToPeerLoadIT {
             "200ms");
     servers.add(n0);
     servers.add(n1);
-    awaitReady(List.of(n0));
+    members.awaitReady(List.of(n0));
     assertThat(
             Files.mismatch(
                 Path.of(n0.status().storeDirectory()).resolve("mnist.safetensors"), original))
@@ -523,7 +494,7 @@ class PeerToPeerLoadIT {
 
     s3.putBytes(bucket, key, v2);
     n1Route.reset();
-    awaitReady(List.of(n1));
+    members.awaitReady(List.of(n1));
 
     byte[] copy =
         Files.readAllBytes(Path.of(n1.status().storeDirectory()).resolve("mnist.safetensors"));
@@ -608,7 +579,7 @@ class PeerToPeerLoadIT {
     DataPlaneServer m0 =
         startInProcess("m0", addresses.get("m0"), peersSpec(addresses), "--peer-timeout", "30s");
     servers.add(m0);
-    awaitReady(servers);
+    members.awaitReady(servers);
 
     PieceMap map = pieceMap();
     int requests = 2_000;
@@ -665,7 +636,7 @@ class PeerToPeerLoadIT {
         .as("bytes sent to the flooder before it was cut off")
         .isLessThan((long) requests * PIECE / 2);
     // the member still serves its consumers
-    assertByteIdentical(m0.status());
+    members.assertByteIdentical(m0.status());
   }
 
   @Test
@@ -698,9 +669,9 @@ class PeerToPeerLoadIT {
       assertThat(put(s.address().getPort(), body).statusCode()).isEqualTo(204);
     }
     assertThat(put(port, body).statusCode()).isEqualTo(200);
-    awaitReady(servers);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
       assertThat(s.status().peerEpoch()).isEqualTo("epoch-1");
     }
     assertThat(servers.get(0).status().bytesFromPeers() + servers.get(1).status().bytesFromPeers())
@@ -710,7 +681,6 @@ class PeerToPeerLoadIT {
 
   @Test
   void aMemberKilledMidTransferDoesNotStopTheOthers() throws Exception {
-    Path jar = jar();
     // Every source request waits, so the load lasts long enough to kill a member in the middle.
     proxy.delay(Duration.ofMillis(40));
     List<String> ids = List.of("k0", "k1", "k2", "k3");
@@ -720,7 +690,7 @@ class PeerToPeerLoadIT {
     for (String id : ids) {
       int port = freePort(InetAddress.getLoopbackAddress());
       control.put(id, port);
-      processes.add(startProcess(jar, id, port, addresses.get(id), peers));
+      startProcess(id, port, addresses.get(id), peers);
     }
     String victim = "k2";
     Process victimProcess = processes.get(2);
@@ -728,7 +698,7 @@ class PeerToPeerLoadIT {
         .atMost(READY)
         .pollInterval(Duration.ofMillis(20))
         .until(() -> bytesLoaded(control.get(victim)) > 0);
-    assertThat(statusOf(control.get("k0")).phase()).isNotEqualTo(Phase.Ready);
+    assertThat(members.statusOf(control.get("k0")).phase()).isNotEqualTo(Phase.Ready);
     victimProcess.destroyForcibly(); // SIGKILL
     victimProcess.waitFor(10, TimeUnit.SECONDS);
 
@@ -739,7 +709,7 @@ class PeerToPeerLoadIT {
         .until(
             () -> {
               for (int port : survivors) {
-                DataPlaneStatus st = statusOf(port);
+                DataPlaneStatus st = members.statusOf(port);
                 assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
                 if (st.phase() != Phase.Ready) {
                   return false;
@@ -748,7 +718,7 @@ class PeerToPeerLoadIT {
               return true;
             });
     for (int port : survivors) {
-      assertByteIdentical(statusOf(port));
+      members.assertByteIdentical(members.statusOf(port));
     }
     // The victim's unfinished pieces are read again, but not the whole artifact per member.
     assertThat(proxy.getBodyBytes()).isLessThan(2 * total);
@@ -801,7 +771,7 @@ class PeerToPeerLoadIT {
     for (DataPlaneServer s : servers) {
       assertThat(put(s.address().getPort(), body).statusCode()).isEqualTo(204);
     }
-    awaitReady(servers);
+    members.awaitReady(servers);
 
     long fromSource = proxy.getBodyBytes();
     long slack = 4L * PIECE; // j0's reads in flight when the membership arrived
@@ -812,7 +782,7 @@ class PeerToPeerLoadIT {
             beforeA, total, early.bytesFromSource())
         .isLessThanOrEqualTo((long) (1.05 * (total + early.bytesFromSource())));
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
       assertThat(s.status().bytesFromSource() + s.status().bytesFromPeers()).isEqualTo(total);
     }
     assertThat(b.status().bytesFromSource())
@@ -834,27 +804,23 @@ class PeerToPeerLoadIT {
 
   @Test
   void aCopyAdoptedAfterARestartServesItsBlockToPeersWithoutTheSource() throws Exception {
-    Path jar = jar();
     List<String> ids = List.of("r0", "r1");
     Map<String, InetSocketAddress> addresses = addresses(ids, 61);
-    Path rootA = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
-    dirs.add(rootA);
+    Path rootA = members.newRoot();
     int controlA = freePort(InetAddress.getLoopbackAddress());
     Process first =
         startProcess(
-            jar, "r0", controlA, addresses.get("r0"), "r0=" + hostPort(addresses.get("r0")), rootA);
-    processes.add(first);
+            "r0", controlA, addresses.get("r0"), "r0=" + hostPort(addresses.get("r0")), rootA);
     awaitProcessReady(controlA);
-    assertByteIdentical(statusOf(controlA));
+    members.assertByteIdentical(members.statusOf(controlA));
     first.destroyForcibly(); // SIGKILL: the store's files stay for the next start to adopt
     assertThat(first.waitFor(20, TimeUnit.SECONDS)).isTrue();
 
     long beforeRestart = proxy.getBodyBytes();
-    processes.add(
-        startProcess(jar, "r0", controlA, addresses.get("r0"), peersSpec(addresses), rootA));
+    startProcess("r0", controlA, addresses.get("r0"), peersSpec(addresses), rootA);
     awaitProcessReady(controlA);
-    DataPlaneStatus adopted = statusOf(controlA);
-    assertByteIdentical(adopted);
+    DataPlaneStatus adopted = members.statusOf(controlA);
+    members.assertByteIdentical(adopted);
     assertThat(adopted.bytesFromSource()).as("the restarted r0 adopted its copy").isZero();
     assertThat(proxy.getBodyBytes() - beforeRestart)
         .as("the restart read listings and headers only")
@@ -864,9 +830,9 @@ class PeerToPeerLoadIT {
     DataPlaneServer b =
         startInProcess("r1", addresses.get("r1"), peersSpec(addresses), "--peer-timeout", "5s");
     servers.add(b);
-    awaitReady(servers);
+    members.awaitReady(servers);
     DataPlaneStatus st = b.status();
-    assertByteIdentical(st);
+    members.assertByteIdentical(st);
     // A piece's hash is trusted only from the member assigned to read it: r1 reads its own block
     // and takes r0's block from r0.
     assertThat(st.bytesFromSource())
@@ -916,8 +882,8 @@ class PeerToPeerLoadIT {
         .isEqualTo(
             "this data plane runs with --distribution source-only (or --peer-listen off);"
                 + " peer membership is not used");
-    awaitReady(servers);
-    assertByteIdentical(s.status());
+    members.awaitReady(servers);
+    members.assertByteIdentical(s.status());
     assertThat(s.status().peerEpoch()).isNull();
   }
 
@@ -925,82 +891,28 @@ class PeerToPeerLoadIT {
 
   private DataPlaneServer startInProcess(
       String id, InetSocketAddress peerListen, String peers, String... extra) throws Exception {
-    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
-    dirs.add(root);
-    List<String> args = new ArrayList<>(common(root, id, peerListen, peers));
-    args.addAll(List.of("--listen", "127.0.0.1:0"));
-    for (int i = 0; i + 1 < extra.length; i += 2) {
-      int at = args.indexOf(extra[i]); // an extra option replaces the default of common()
-      if (at >= 0) {
-        args.remove(at + 1);
-        args.remove(at);
-      }
-    }
-    args.addAll(List.of(extra));
-    Map<String, String> env =
-        Map.of(
-            "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    return DataPlaneServer.start(ServeArguments.parse(args, env));
+    // an extra option replaces the default of common()
+    return ServeMembers.startInProcess(common(members.newRoot(), id, peerListen, peers), extra);
   }
 
   private List<String> common(Path root, String id, InetSocketAddress peerListen, String peers) {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "serve",
-                "--uri",
-                "s3://" + BUCKET + "/" + PREFIX,
-                "--endpoint",
-                proxy.endpoint().toString(),
-                "--path-style",
-                "--region",
-                S3MockServer.REGION,
-                "--store-root",
-                root.toString(),
-                "--budget",
-                "64Mi",
-                "--artifact-id",
-                ID,
-                "--concurrency",
-                "2",
-                "--peer-id",
-                id,
-                "--peer-listen",
-                hostPort(peerListen),
-                "--piece-size",
-                "64Ki",
-                "--peer-secret-file",
-                secretFile.toString(),
-                "--read-token-file",
-                readTokenFile.toString(),
-                "--admin-token-file",
-                adminTokenFile.toString(),
-                "--allow-insecure-endpoint"));
+    ServeCommandLine args = swarm.member(proxy.endpoint(), root, id, peerListen);
     if (peers != null) {
-      args.addAll(List.of("--peers", peers));
+      args.option("--peers", peers);
     }
-    return args;
+    return new ArrayList<>(args.args());
   }
 
   private Process startProcess(
-      Path jar, String id, int controlPort, InetSocketAddress peerListen, String peers)
-      throws IOException {
-    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-p2p-it-");
-    dirs.add(root);
-    return startProcess(jar, id, controlPort, peerListen, peers, root);
+      String id, int controlPort, InetSocketAddress peerListen, String peers) throws IOException {
+    return startProcess(id, controlPort, peerListen, peers, members.newRoot());
   }
 
   private Process startProcess(
-      Path jar, String id, int controlPort, InetSocketAddress peerListen, String peers, Path root)
+      String id, int controlPort, InetSocketAddress peerListen, String peers, Path root)
       throws IOException {
-    Path log = Files.createTempFile("tensorcast-p2p-" + id + "-", ".log");
-    logs.add(log);
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx128m", "-XX:TieredStopAtLevel=1", "-jar", jar.toString()));
-    cmd.addAll(common(root, id, peerListen, peers));
-    cmd.addAll(
+    List<String> args = common(root, id, peerListen, peers);
+    args.addAll(
         List.of(
             "--listen",
             "127.0.0.1:" + controlPort,
@@ -1008,39 +920,7 @@ class PeerToPeerLoadIT {
             "2s",
             "--membership-wait",
             "30s"));
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.redirectOutput(log.toFile());
-    Map<String, String> env = pb.environment();
-    env.keySet().removeIf(k -> k.startsWith("AWS_"));
-    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
-    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    env.put("AWS_EC2_METADATA_DISABLED", "true");
-    env.remove("TENSORCAST_MEMORY_BUDGET");
-    return pb.start();
-  }
-
-  private static Path jar() {
-    String property = System.getProperty("tensorcast.dataplane.jar");
-    Path p = property != null ? Path.of(property) : Path.of("target", "tensorcast-dataplane.jar");
-    assertThat(p).as("the dataplane jar (built by mvn package before the ITs)").isRegularFile();
-    return p.toAbsolutePath();
-  }
-
-  private void awaitReady(List<DataPlaneServer> members) {
-    await("every member Ready")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(50))
-        .until(
-            () -> {
-              for (DataPlaneServer s : members) {
-                DataPlaneStatus st = s.status();
-                assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
-                if (st.phase() != Phase.Ready) {
-                  return false;
-                }
-              }
-              return true;
-            });
+    return members.startProcess(id, args);
   }
 
   private void awaitProcessReady(int controlPort) {
@@ -1050,7 +930,7 @@ class PeerToPeerLoadIT {
         .ignoreExceptionsInstanceOf(IOException.class)
         .until(
             () -> {
-              DataPlaneStatus st = statusOf(controlPort);
+              DataPlaneStatus st = members.statusOf(controlPort);
               assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
               return st.phase() == Phase.Ready;
             });
@@ -1084,46 +964,9 @@ class PeerToPeerLoadIT {
     for (String id : members) {
       servers.add(startInProcess(id, addresses.get(id), peers, "--peer-timeout", timeout));
     }
-    awaitReady(servers);
+    this.members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
-    }
-  }
-
-  private static void assertByteIdentical(DataPlaneStatus st) throws IOException {
-    assertThat(st.phase()).isEqualTo(Phase.Ready);
-    Path dir = Path.of(st.storeDirectory());
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
-          .as("first differing byte of %s in %s", e.getKey(), dir)
-          .isEqualTo(-1L);
-    }
-  }
-
-  /** Peer addresses on distinct loopback addresses 127.0.0.(base+i), free ports. */
-  private static Map<String, InetSocketAddress> addresses(List<String> ids, int base)
-      throws IOException {
-    Map<String, InetSocketAddress> out = new LinkedHashMap<>();
-    for (int i = 0; i < ids.size(); i++) {
-      InetAddress a = InetAddress.getByName("127.0.0." + (base + i));
-      out.put(ids.get(i), new InetSocketAddress(a, freePort(a)));
-    }
-    return out;
-  }
-
-  private static String peersSpec(Map<String, InetSocketAddress> addresses) {
-    return addresses.entrySet().stream()
-        .map(e -> e.getKey() + "=" + hostPort(e.getValue()))
-        .collect(Collectors.joining(","));
-  }
-
-  private static String hostPort(InetSocketAddress a) {
-    return a.getAddress().getHostAddress() + ":" + a.getPort();
-  }
-
-  private static int freePort(InetAddress a) throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, a)) {
-      return s.getLocalPort();
+      this.members.assertByteIdentical(s.status());
     }
   }
 
@@ -1161,15 +1004,6 @@ class PeerToPeerLoadIT {
     return out;
   }
 
-  private HttpResponse<String> get(int port, String path) throws Exception {
-    return http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-            .header("Authorization", "Bearer " + READ_TOKEN)
-            .timeout(Duration.ofSeconds(10))
-            .build(),
-        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-  }
-
   private HttpResponse<String> put(int port, String body) throws Exception {
     return http.send(
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/peers"))
@@ -1181,13 +1015,9 @@ class PeerToPeerLoadIT {
         HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
   }
 
-  private DataPlaneStatus statusOf(int port) throws Exception {
-    return new ObjectMapper().readValue(get(port, "/status").body(), DataPlaneStatus.class);
-  }
-
   private long bytesLoaded(int port) {
     try {
-      return statusOf(port).bytesLoaded();
+      return members.statusOf(port).bytesLoaded();
     } catch (Exception notYet) {
       return 0;
     }

@@ -1,5 +1,9 @@
 package io.tensorcast.dataplane.p2p;
 
+import static io.tensorcast.dataplane.p2p.ServeMembers.addresses;
+import static io.tensorcast.dataplane.p2p.ServeMembers.freePort;
+import static io.tensorcast.dataplane.p2p.ServeMembers.hostPort;
+import static io.tensorcast.dataplane.p2p.ServeMembers.peersSpec;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -10,25 +14,17 @@ import ch.qos.logback.core.read.ListAppender;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.api.wire.Membership;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
-import io.tensorcast.testing.TestFiles;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -38,14 +34,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.BitSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -77,26 +71,18 @@ class PeerTrustIT {
   private static final Map<String, String> etags = new TreeMap<>();
   private static long total;
   private static Path secrets;
-  private static Path secretFile;
-  private static Path readTokenFile;
-  private static Path adminTokenFile;
+  private static ServeMembers.Swarm swarm;
 
-  private final HttpClient http =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-  private final List<DataPlaneServer> servers = new ArrayList<>();
-  private final List<Process> processes = new ArrayList<>();
-  private final List<Path> logs = new ArrayList<>();
-  private final List<AutoCloseable> closeables = new ArrayList<>();
-  private final List<Path> dirs = new ArrayList<>();
+  private final ServeMembers members = new ServeMembers("trust-it", files, READY);
+  private final List<DataPlaneServer> servers = members.servers;
+  private final List<AutoCloseable> closeables = members.closeables;
   private final ListAppender<ILoggingEvent> logged = new ListAppender<>();
   private FaultInjectingProxy proxy;
 
   @BeforeAll
   static void seed() throws Exception {
     secrets = Files.createTempDirectory("tensorcast-trust-it-");
-    secretFile = write("peer-secret", Base64.getEncoder().encodeToString(SECRET));
-    readTokenFile = write("read-token", PeerToPeerLoadIT.READ_TOKEN);
-    adminTokenFile = write("admin-token", PeerToPeerLoadIT.ADMIN_TOKEN);
+    swarm = ServeMembers.Swarm.write("trust-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
     Path corpus = Corpus.dir();
     // Files with small safetensors headers (each member reads every header from the source, so
     // the 1.02 x bound is about pieces): 4.3 MB, 70 pieces of 64 KiB.
@@ -136,28 +122,11 @@ class PeerTrustIT {
   @AfterEach
   void tearDown() throws Exception {
     ((Logger) LoggerFactory.getLogger("io.tensorcast.dataplane.p2p")).detachAppender(logged);
-    servers.parallelStream().forEach(DataPlaneServer::close);
-    for (AutoCloseable c : closeables) {
-      c.close();
-    }
-    for (Process p : processes) {
-      if (p.isAlive()) {
-        p.destroy();
-        if (!p.waitFor(20, TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-        }
-      }
-    }
-    for (Path log : logs) {
-      System.out.println("---- " + log.getFileName() + " ----\n" + Files.readString(log));
-    }
+    members.close();
     System.out.printf(
         "source bytes (proxy): %d = %.3f x the artifact's %d%n",
         proxy.getBodyBytes(), (double) proxy.getBodyBytes() / total, total);
     proxy.close();
-    for (Path d : dirs) {
-      TestFiles.deleteTree(d);
-    }
   }
 
   @Test
@@ -200,7 +169,7 @@ class PeerTrustIT {
     }
 
     loadsHonestly();
-    String metrics = get(servers.get(2).address().getPort(), "/metrics").body();
+    String metrics = members.get(servers.get(2).address().getPort(), "/metrics").body();
     assertThat(refused(metrics, "auth")).as("handshakes that failed the AUTH at m2").isPositive();
     assertThat(refused(metrics, "hello")).as("HELLOs m2 refused").isPositive();
     assertThat(messages())
@@ -246,7 +215,7 @@ class PeerTrustIT {
     assertThat(stranger.connections.get()).as("handshakes the stranger passed").isZero();
     assertThat(stranger.served.get()).as("pieces the stranger got to send").isZero();
     for (DataPlaneServer s : servers) {
-      assertThat(refused(get(s.address().getPort(), "/metrics").body(), "auth"))
+      assertThat(refused(members.get(s.address().getPort(), "/metrics").body(), "auth"))
           .as("failed handshakes with the stranger at %s", s.status().artifactId())
           .isPositive();
     }
@@ -299,7 +268,7 @@ class PeerTrustIT {
               });
       assertThat(
               sample(
-                  get(s.address().getPort(), "/metrics").body(),
+                  members.get(s.address().getPort(), "/metrics").body(),
                   "tensorcast_dataplane_peers_dropped_total"))
           .isEqualTo(1.0);
     }
@@ -496,7 +465,7 @@ class PeerTrustIT {
       }
       assertThat(got).as("frames m1 sent").doesNotContain("PIECE", "BITFIELD", "HAVE");
     }
-    String metrics = get(servers.get(1).address().getPort(), "/metrics").body();
+    String metrics = members.get(servers.get(1).address().getPort(), "/metrics").body();
     assertThat(refused(metrics, "not-a-member-address")).isPositive();
     assertThat(refused(metrics, "handshake")).isPositive();
     assertThat(sample(metrics, "tensorcast_dataplane_peer_bytes_sent_total"))
@@ -546,9 +515,9 @@ class PeerTrustIT {
     Path next = write("next-peer-secret", Base64.getEncoder().encodeToString(SECRET));
     Files.move(next, stale, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
 
-    awaitReady(servers);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
     DataPlaneStatus st = m2.status();
     assertThat(st.bytesFromSource() + st.bytesFromPeers())
@@ -558,7 +527,8 @@ class PeerTrustIT {
     assertThat(st.bytesFromPeers())
         .as("m2 took pieces from its peers after the rotation")
         .isPositive();
-    assertThat(refused(get(m2.address().getPort(), "/metrics").body(), "auth")).isPositive();
+    assertThat(refused(members.get(m2.address().getPort(), "/metrics").body(), "auth"))
+        .isPositive();
     assertThat(messages())
         .anyMatch(m -> m.contains("peer secret in " + stale + " changed (fingerprint"));
   }
@@ -575,15 +545,14 @@ class PeerTrustIT {
     String peers = peersSpec(addresses);
     int control = freePort(InetAddress.getLoopbackAddress());
     Process p0 = startProcess("p0", control, addresses.get("p0"), peers);
-    processes.add(p0);
     await("p0's control endpoint")
         .atMost(READY)
         .ignoreExceptions()
-        .until(() -> get(control, "/healthz").statusCode() == 200);
+        .until(() -> members.get(control, "/healthz").statusCode() == 200);
     await("p0 resolved and waits for p1")
         .atMost(READY)
         .ignoreExceptions()
-        .until(() -> statusOf(control).phase() == Phase.Loading);
+        .until(() -> members.statusOf(control).phase() == Phase.Loading);
     long before = rssAnon(p0.pid());
 
     List<Socket> flood = new ArrayList<>();
@@ -619,13 +588,13 @@ class PeerTrustIT {
         .isLessThan(256L << 20);
 
     servers.add(startInProcess("p1", addresses.get("p1"), peers, "--piece-size", "1Mi"));
-    awaitReady(servers);
+    members.awaitReady(servers);
     await("p0 Ready")
         .atMost(READY)
         .ignoreExceptions()
-        .until(() -> statusOf(control).phase() == Phase.Ready);
-    assertByteIdentical(statusOf(control));
-    assertByteIdentical(servers.get(0).status());
+        .until(() -> members.statusOf(control).phase() == Phase.Ready);
+    members.assertByteIdentical(members.statusOf(control));
+    members.assertByteIdentical(servers.get(0).status());
     assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.02 * total));
     // Connections beyond the listen backlog are accepted (and refused) only as the backlog drains,
     // which can be after p0 is Ready: wait for the count rather than read it once.
@@ -633,7 +602,7 @@ class PeerTrustIT {
         .atMost(Duration.ofSeconds(60))
         .untilAsserted(
             () -> {
-              String metrics = get(control, "/metrics").body();
+              String metrics = members.get(control, "/metrics").body();
               assertThat(
                       refused(metrics, "not-a-member-address")
                           + refused(metrics, "too-many-handshakes")
@@ -650,9 +619,9 @@ class PeerTrustIT {
    * at most {@code bound} × the artifact from the source (through {@link #proxy}).
    */
   private void loadsWithin(double bound) throws IOException {
-    awaitReady(servers);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
     assertThat(proxy.getBodyBytes())
         .as("bytes the honest members read from S3 (headers included) vs the artifact's %d", total)
@@ -661,9 +630,9 @@ class PeerTrustIT {
 
   /** Waits for every in-process member, checks stores and the source bytes. */
   private void loadsHonestly() throws IOException {
-    awaitReady(servers);
+    members.awaitReady(servers);
     for (DataPlaneServer s : servers) {
-      assertByteIdentical(s.status());
+      members.assertByteIdentical(s.status());
     }
     assertThat(proxy.getBodyBytes())
         .as("bytes read from S3 (headers included) vs the artifact's %d", total)
@@ -757,162 +726,25 @@ class PeerTrustIT {
 
   private DataPlaneServer startInProcess(
       String id, InetSocketAddress peerListen, String peers, String... extra) throws Exception {
-    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-trust-it-");
-    dirs.add(root);
-    List<String> args = new ArrayList<>(common(root, id, peerListen, peers));
-    args.addAll(List.of("--listen", "127.0.0.1:0"));
-    for (int i = 0; i + 1 < extra.length; i += 2) {
-      int at = args.indexOf(extra[i]);
-      if (at >= 0) {
-        args.remove(at + 1);
-        args.remove(at);
-      }
-    }
-    args.addAll(List.of(extra));
-    Map<String, String> env =
-        Map.of(
-            "AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    return DataPlaneServer.start(ServeArguments.parse(args, env));
+    return ServeMembers.startInProcess(common(members.newRoot(), id, peerListen, peers), extra);
   }
 
   private List<String> common(Path root, String id, InetSocketAddress peerListen, String peers) {
     return new ArrayList<>(
-        List.of(
-            "serve",
-            "--uri",
-            "s3://" + BUCKET + "/" + PREFIX,
-            "--endpoint",
-            proxy.endpoint().toString(),
-            "--allow-insecure-endpoint",
-            "--path-style",
-            "--region",
-            S3MockServer.REGION,
-            "--store-root",
-            root.toString(),
-            "--budget",
-            "64Mi",
-            "--artifact-id",
-            ID,
-            "--concurrency",
-            "2",
-            "--peer-id",
-            id,
-            "--peer-listen",
-            hostPort(peerListen),
-            "--piece-size",
-            "64Ki",
-            "--peer-timeout",
-            "5s",
-            "--peer-secret-file",
-            secretFile.toString(),
-            "--read-token-file",
-            readTokenFile.toString(),
-            "--admin-token-file",
-            adminTokenFile.toString(),
-            "--peers",
-            peers));
+        swarm
+            .member(proxy.endpoint(), root, id, peerListen)
+            .option("--peer-timeout", "5s")
+            .option("--peers", peers)
+            .args());
   }
 
   private Process startProcess(String id, int control, InetSocketAddress peerListen, String peers)
       throws IOException {
-    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-trust-it-");
-    dirs.add(root);
-    Path log = Files.createTempFile("tensorcast-trust-" + id + "-", ".log");
-    logs.add(log);
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("-Xmx128m", "-XX:TieredStopAtLevel=1", "-jar", jar().toString()));
-    List<String> args = common(root, id, peerListen, peers);
-    int piece = args.indexOf("--piece-size");
-    args.set(piece + 1, "1Mi");
-    int timeout = args.indexOf("--peer-timeout");
-    args.set(timeout + 1, "60s");
-    cmd.addAll(args);
-    cmd.addAll(List.of("--listen", "127.0.0.1:" + control));
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.redirectOutput(log.toFile());
-    Map<String, String> env = pb.environment();
-    env.keySet().removeIf(k -> k.startsWith("AWS_"));
-    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
-    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    env.put("AWS_EC2_METADATA_DISABLED", "true");
-    env.remove("TENSORCAST_MEMORY_BUDGET");
-    return pb.start();
-  }
-
-  private static Path jar() {
-    String property = System.getProperty("tensorcast.dataplane.jar");
-    Path p = property != null ? Path.of(property) : Path.of("target", "tensorcast-dataplane.jar");
-    assertThat(p).as("the dataplane jar (built by mvn package before the ITs)").isRegularFile();
-    return p.toAbsolutePath();
-  }
-
-  private void awaitReady(List<DataPlaneServer> members) {
-    await("every member Ready")
-        .atMost(READY)
-        .pollInterval(Duration.ofMillis(50))
-        .until(
-            () -> {
-              for (DataPlaneServer s : members) {
-                DataPlaneStatus st = s.status();
-                assertThat(st.phase()).as("%s", st).isNotEqualTo(Phase.Failed);
-                if (st.phase() != Phase.Ready) {
-                  return false;
-                }
-              }
-              return true;
-            });
-  }
-
-  private static void assertByteIdentical(DataPlaneStatus st) throws IOException {
-    assertThat(st.phase()).isEqualTo(Phase.Ready);
-    Path dir = Path.of(st.storeDirectory());
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue()))
-          .as("first differing byte of %s in %s", e.getKey(), dir)
-          .isEqualTo(-1L);
-    }
-  }
-
-  private HttpResponse<String> get(int port, String path) throws Exception {
-    return http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-            .header("Authorization", "Bearer " + PeerToPeerLoadIT.READ_TOKEN)
-            .timeout(Duration.ofSeconds(10))
-            .build(),
-        HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-  }
-
-  private DataPlaneStatus statusOf(int port) throws Exception {
-    return new com.fasterxml.jackson.databind.ObjectMapper()
-        .readValue(get(port, "/status").body(), DataPlaneStatus.class);
-  }
-
-  private static Map<String, InetSocketAddress> addresses(List<String> ids, int base)
-      throws IOException {
-    Map<String, InetSocketAddress> out = new LinkedHashMap<>();
-    for (int i = 0; i < ids.size(); i++) {
-      InetAddress a = InetAddress.getByName("127.0.0." + (base + i));
-      out.put(ids.get(i), new InetSocketAddress(a, freePort(a)));
-    }
-    return out;
-  }
-
-  private static String peersSpec(Map<String, InetSocketAddress> addresses) {
-    return addresses.entrySet().stream()
-        .map(e -> e.getKey() + "=" + hostPort(e.getValue()))
-        .collect(Collectors.joining(","));
-  }
-
-  private static String hostPort(InetSocketAddress a) {
-    return a.getAddress().getHostAddress() + ":" + a.getPort();
-  }
-
-  private static int freePort(InetAddress a) throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, a)) {
-      return s.getLocalPort();
-    }
+    List<String> args = common(members.newRoot(), id, peerListen, peers);
+    args.set(args.indexOf("--piece-size") + 1, "1Mi");
+    args.set(args.indexOf("--peer-timeout") + 1, "60s");
+    args.addAll(List.of("--listen", "127.0.0.1:" + control));
+    return members.startProcess(id, args);
   }
 
   private static byte[] helloDigest() throws IOException {

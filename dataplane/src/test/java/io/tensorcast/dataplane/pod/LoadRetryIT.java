@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
-import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.p2p.PeerSwarm;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -290,6 +290,109 @@ class LoadRetryIT {
   }
 
   /**
+   * An object is replaced by one of another size, while it loads or while the pod waits to load
+   * again after a source outage: the file list's layout changes, yet the file that did not change
+   * keeps its verified bytes in the store ({@code PinnedStore#relayout}) and only the replaced one
+   * is read again whole. The pod shows {@code SourceChanged} (never {@code Failed}) and ends Ready
+   * with the new object's bytes; on the wire the source sent the unchanged file once.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"during-the-load", "between-loads"})
+  @org.junit.jupiter.api.Timeout(60)
+  void anObjectReplacedByOneOfAnotherSizeIsReadAgainAloneAndTheOthersKeepTheirBytes(String when)
+      throws Exception {
+    String prefix = "resized-" + when + "/";
+    Path corpus = Corpus.dir();
+    Path kept = corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors");
+    Path before = corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors");
+    Path after = corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors");
+    long keptSize = Files.size(kept);
+    long beforeSize = Files.size(before);
+    long afterSize = Files.size(after);
+    assertThat(afterSize).isNotEqualTo(beforeSize);
+    String keptKey = "/" + BUCKET + "/" + prefix + "a-kept.safetensors";
+    s3.putFile(BUCKET, prefix + "a-kept.safetensors", kept);
+    s3.putFile(BUCKET, prefix + "z-resized.safetensors", before);
+
+    proxy.delay(Duration.ofMillis(40));
+    DataPlaneServer server =
+        start("resized-" + when, "s3://" + BUCKET + "/" + prefix, "source-only", "1s", "1s");
+    await("the kept file complete and part of the other in the store")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(5))
+        .until(
+            () -> server.status(),
+            s ->
+                s.phase() == Phase.Loading
+                    && s.filesComplete() == 1
+                    && s.bytesLoaded() >= keptSize + 128 * 1024);
+    List<FaultInjectingProxy.RecordedRequest> beforeChange = new ArrayList<>();
+    if (when.equals("between-loads")) {
+      proxy.failRequests(500, 1_000_000, null);
+      DataPlaneStatus waiting =
+          await("the failed load announced for retry")
+              .atMost(READY)
+              .pollInterval(Duration.ofMillis(5))
+              .until(() -> status(server), s -> retryAttempt(s) >= 2);
+      assertThat(waiting.reason()).isEqualTo("SourceUnavailable");
+      beforeChange.addAll(proxy.requests());
+      s3.putFile(BUCKET, prefix + "z-resized.safetensors", after);
+      proxy.reset().delay(Duration.ofMillis(10));
+    } else {
+      s3.putFile(BUCKET, prefix + "z-resized.safetensors", after);
+      beforeChange.addAll(proxy.requests());
+    }
+
+    DataPlaneStatus changed =
+        await("the change announced")
+            .atMost(READY)
+            .pollInterval(Duration.ofMillis(5))
+            .until(
+                () -> status(server),
+                s -> {
+                  assertThat(s.phase()).as("%s", s.message()).isNotEqualTo(Phase.Failed);
+                  return "SourceChanged".equals(s.reason());
+                });
+    assertThat(changed.message()).contains("z-resized.safetensors");
+
+    DataPlaneStatus ready = awaitReady(server);
+    Path dir = Path.of(ready.storeDirectory());
+    assertThat(Files.mismatch(dir.resolve("a-kept.safetensors"), kept)).isEqualTo(-1L);
+    assertThat(Files.mismatch(dir.resolve("z-resized.safetensors"), after)).isEqualTo(-1L);
+    assertThat(ready.bytesTotal()).isEqualTo(keptSize + afterSize);
+    try (Stream<Path> walk = Files.walk(dir)) {
+      assertThat(walk.filter(Files::isRegularFile).count()).isEqualTo(2);
+    }
+    // The kept file's bytes were asked for once: after the change at most its header again.
+    List<FaultInjectingProxy.RecordedRequest> all = new ArrayList<>(beforeChange);
+    all.addAll(
+        when.equals("between-loads")
+            ? proxy.requests()
+            : proxy.requests().subList(beforeChange.size(), proxy.requests().size()));
+    long keptAsked =
+        all.stream()
+            .filter(r -> r.method().equals("GET") && r.path().equals(keptKey))
+            .mapToLong(r -> r.rangeLength().orElse(keptSize))
+            .sum();
+    assertThat(keptAsked)
+        .as("bytes of the unchanged file asked for, of its %d", keptSize)
+        .isLessThan(keptSize + 64 * 1024);
+    // On the wire: the kept file once, what was read of the old object, the new object whole.
+    long wire = ready.bytesFromSourceOnWire();
+    assertThat(wire)
+        .as(
+            "bytes received from the source: kept %d + old object at most %d + new object %d",
+            keptSize, beforeSize, afterSize)
+        .isGreaterThanOrEqualTo(keptSize + afterSize)
+        .isLessThanOrEqualTo(keptSize + beforeSize + afterSize + 64 * 1024)
+        .isLessThanOrEqualTo(proxy.getBodyBytes());
+    assertThat(wireMetric(server)).isEqualTo(wire);
+    System.out.printf(
+        "resized %s: wire %d bytes for an artifact of %d (kept file %d, old object %d, new %d)%n",
+        when, wire, keptSize + afterSize, keptSize, beforeSize, afterSize);
+  }
+
+  /**
    * A throttling storm from the first request on that lets one request in two through, each refusal
    * with {@code Retry-After: 1}: no request is repeated before the server's second is over
    * (listing, HEADs, header reads, ranges, loads again), and the load still makes progress and ends
@@ -502,72 +605,36 @@ class LoadRetryIT {
   private DataPlaneServer start(
       String id, String uri, String distribution, String backoff, String maxBackoff)
       throws Exception {
-    List<String> args =
-        new ArrayList<>(
-            List.of(
-                "serve",
-                "--artifact-id",
-                id,
-                "--uri",
-                uri,
-                "--endpoint",
-                proxy.endpoint().toString(),
-                "--path-style",
-                "--region",
-                S3MockServer.REGION,
-                "--store-root",
-                root.toString(),
-                "--budget",
-                budget,
-                "--listen",
-                "127.0.0.1:0",
-                "--max-attempts",
-                maxAttempts,
-                "--range-size",
-                rangeSize,
-                "--concurrency",
-                "2",
-                "--load-retry-backoff",
-                backoff,
-                "--load-retry-max-backoff",
-                maxBackoff,
-                "--distribution",
-                distribution,
-                "--allow-insecure-endpoint",
-                "--read-token-file",
-                tokenFile("read-token", READ_TOKEN),
-                "--admin-token-file",
-                tokenFile("admin-token", ADMIN_TOKEN)));
+    ServeCommandLine args =
+        ServeCommandLine.serve(id, uri)
+            .s3(proxy.endpoint())
+            .store(root, budget)
+            .listen("127.0.0.1:0")
+            .option("--max-attempts", maxAttempts)
+            .option("--range-size", rangeSize)
+            .option("--concurrency", "2")
+            .loadRetryBackoff(backoff, maxBackoff)
+            .distribution(distribution)
+            .flag("--allow-insecure-endpoint")
+            .tokenFiles(
+                Path.of(tokenFile("read-token", READ_TOKEN)),
+                Path.of(tokenFile("admin-token", ADMIN_TOKEN)));
     if (distribution.equals("peer-to-peer")) {
       int port = freePort();
       peerPort = port;
-      args.addAll(
-          List.of(
-              "--peer-listen",
-              "127.0.0.1:" + port,
-              "--peer-id",
-              "m0",
-              "--peers",
-              "m0=127.0.0.1:" + port,
-              "--piece-size",
-              "64Ki",
-              "--peer-timeout",
-              "2s",
+      args.option("--peer-listen", "127.0.0.1:" + port)
+          .option("--peer-id", "m0")
+          .option("--peers", "m0=127.0.0.1:" + port)
+          .option("--piece-size", "64Ki")
+          .option("--peer-timeout", "2s")
+          .option(
               "--peer-secret-file",
               tokenFile(
                   "peer-secret",
                   java.util.Base64.getEncoder()
-                      .encodeToString(new java.security.SecureRandom().generateSeed(32)))));
+                      .encodeToString(new java.security.SecureRandom().generateSeed(32))));
     }
-    ServeSettings settings =
-        ServeArguments.parse(
-            args,
-            Map.of(
-                "AWS_ACCESS_KEY_ID",
-                S3MockServer.ACCESS_KEY,
-                "AWS_SECRET_ACCESS_KEY",
-                S3MockServer.SECRET_KEY));
-    DataPlaneServer s = DataPlaneServer.start(settings);
+    DataPlaneServer s = DataPlaneServer.start(args.parse());
     servers.add(s);
     return s;
   }

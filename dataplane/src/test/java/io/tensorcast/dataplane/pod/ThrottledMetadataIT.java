@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
-import io.tensorcast.dataplane.cli.ServeArguments;
+import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.FaultInjectingProxy.RecordedRequest;
@@ -17,7 +17,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -84,7 +83,7 @@ class ThrottledMetadataIT {
   @Timeout(150)
   void aStormAdmittingOneInFourReachesReadyAskingEachMetadataRequestOnce() throws Exception {
     // What one load asks for its metadata when nothing fails, as the proxy sees it.
-    server = DataPlaneServer.start(ServeArguments.parse(args("unthrottled"), credentials()));
+    server = DataPlaneServer.start(settings("unthrottled"));
     awaitReady(Duration.ofSeconds(30));
     Map<String, Long> once = metadataAnswered();
     server.close();
@@ -101,7 +100,7 @@ class ThrottledMetadataIT {
     // The first data range of mnist.safetensors fails on both its attempts, so at least one load
     // fails (SourceUnavailable) after resolving and is loaded again; the storm fails others.
     proxy.failRequestsWhere(r -> isDataRange(r) && r.path().endsWith("/mnist.safetensors"), 500, 2);
-    server = DataPlaneServer.start(ServeArguments.parse(args("storm-1-in-4"), credentials()));
+    server = DataPlaneServer.start(settings("storm-1-in-4"));
     DataPlaneStatus ready = awaitReady(Duration.ofSeconds(120));
 
     Path dir = Path.of(ready.storeDirectory());
@@ -187,48 +186,20 @@ class ThrottledMetadataIT {
     return (long) Double.parseDouble(m.group(1));
   }
 
-  private List<String> args(String artifactId) throws IOException {
-    return List.of(
-        "serve",
-        "--artifact-id",
-        artifactId,
-        "--uri",
-        "s3://" + BUCKET + "/" + PREFIX,
-        "--endpoint",
-        proxy.endpoint().toString(),
-        "--path-style",
-        "--region",
-        S3MockServer.REGION,
-        "--store-root",
-        root.toString(),
-        "--budget",
-        "64Mi",
-        "--listen",
-        "127.0.0.1:0",
-        "--max-attempts",
-        "2",
-        "--range-size",
-        "512Ki",
-        "--concurrency",
-        "2",
-        "--load-retry-backoff",
-        "100ms",
-        "--load-retry-max-backoff",
-        "400ms",
-        "--distribution",
-        "source-only",
-        "--allow-insecure-endpoint",
-        "--read-token-file",
-        Files.writeString(secrets.resolve("read"), READ_TOKEN).toString(),
-        "--admin-token-file",
-        Files.writeString(secrets.resolve("admin"), "throttled-metadata-it-admin-0123").toString());
-  }
-
-  private static Map<String, String> credentials() {
-    return Map.of(
-        "AWS_ACCESS_KEY_ID",
-        S3MockServer.ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY",
-        S3MockServer.SECRET_KEY);
+  private ServeSettings settings(String artifactId) throws IOException {
+    return ServeCommandLine.serve(artifactId, "s3://" + BUCKET + "/" + PREFIX)
+        .s3(proxy.endpoint())
+        .store(root, "64Mi")
+        .listen("127.0.0.1:0")
+        .option("--max-attempts", "2")
+        .option("--range-size", "512Ki")
+        .option("--concurrency", "2")
+        .loadRetryBackoff("100ms", "400ms")
+        .distribution("source-only")
+        .flag("--allow-insecure-endpoint")
+        .tokenFiles(
+            Files.writeString(secrets.resolve("read"), READ_TOKEN),
+            Files.writeString(secrets.resolve("admin"), "throttled-metadata-it-admin-0123"))
+        .parse();
   }
 }

@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -136,14 +137,33 @@ class ConcurrencyLimiterTest {
   void aWaiterGetsAPermitWhenOneIsReleasedAndNoneAfterClose() throws Exception {
     ConcurrencyLimiter l = adaptive(1, 4);
     assertThat(l.acquire()).isTrue();
-    CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> acquire(l));
+    CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(l::acquireUnlessInterrupted);
     assertThat(second).isNotDone();
     l.release(false);
     assertThat(second.get(5, TimeUnit.SECONDS)).isTrue();
-    CompletableFuture<Boolean> third = CompletableFuture.supplyAsync(() -> acquire(l));
+    CompletableFuture<Boolean> third = CompletableFuture.supplyAsync(l::acquireUnlessInterrupted);
     l.close();
     assertThat(third.get(5, TimeUnit.SECONDS)).isFalse();
     assertThat(l.acquire()).isFalse();
+  }
+
+  @Test
+  void anInterruptedWaiterGetsNoPermitAndKeepsItsInterruptFlag() throws Exception {
+    ConcurrencyLimiter l = adaptive(1, 4);
+    assertThat(l.acquire()).isTrue();
+    CompletableFuture<boolean[]> waiter = new CompletableFuture<>();
+    Thread t =
+        new Thread(
+            () -> {
+              boolean got = l.acquireUnlessInterrupted();
+              waiter.complete(new boolean[] {got, Thread.currentThread().isInterrupted()});
+            });
+    t.start();
+    await().atMost(Duration.ofSeconds(5)).until(() -> t.getState() == Thread.State.TIMED_WAITING);
+    t.interrupt();
+    assertThat(waiter.get(5, TimeUnit.SECONDS)).containsExactly(false, true);
+    l.release(false);
+    assertThat(l.acquireUnlessInterrupted()).as("the interrupted waiter took no permit").isTrue();
   }
 
   @Test
@@ -154,14 +174,5 @@ class ConcurrencyLimiterTest {
         .hasMessageContaining("max must be at least 1, got 0");
     ConcurrencyLimiter l = adaptive(2, 4);
     assertThatThrownBy(() -> l.release(false)).isInstanceOf(IllegalStateException.class);
-  }
-
-  private static boolean acquire(ConcurrencyLimiter l) {
-    try {
-      return l.acquire();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
   }
 }

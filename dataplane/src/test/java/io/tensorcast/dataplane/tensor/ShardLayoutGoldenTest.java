@@ -445,7 +445,7 @@ class ShardLayoutGoldenTest {
     TensorReadPlan plan =
         TensorReadPlanner.plan(layout, "cube", ReadTarget.shard(TensorParallelism.tp(1, 3, 1)));
     byte[] expected = NaiveSlicer.shard(s.full.get("cube"), SHAPES.get("cube"), 4, 1, 1, 3);
-    assertThat(Reconstructor.read(plan, ByteSource.ofBuffers(files)).array()).isEqualTo(expected);
+    assertThat(Reconstructor.read(plan, StoredFiles.ofBuffers(files)).array()).isEqualTo(expected);
     try (FileByteSource m = FileByteSource.mapped(dir)) {
       // Into a direct buffer at a non-zero position.
       ByteBuffer dst = ByteBuffer.allocateDirect(expected.length + 16);
@@ -463,7 +463,7 @@ class ShardLayoutGoldenTest {
       long to = Math.min(expected.length, from + 7);
       for (RangeCopy c : plan.copiesInRange(from, to)) {
         ByteBuffer b = ByteBuffer.allocate((int) c.length());
-        ByteSource.ofBuffers(files).read(c.file(), c.sourceOffset(), b);
+        StoredFiles.ofBuffers(files).read(c.file(), c.sourceOffset(), b);
         System.arraycopy(
             b.array(), 0, assembled, (int) (from + c.destinationOffset()), (int) c.length());
       }

@@ -43,7 +43,7 @@ class TensorReadPlannerExhaustiveTest {
     return out;
   }
 
-  private record Store(StoredLayout layout, ByteSource source) {}
+  private record Store(StoredLayout layout, StoredFiles source) {}
 
   /** A TP shard layout of one tensor "t" (split along {@code dim} into {@code s}), in memory. */
   private static Store store(long[] shape, byte[] full, Integer dim, int s) throws Exception {
@@ -65,7 +65,7 @@ class TensorReadPlannerExhaustiveTest {
               Channels.newChannel(out), decls, null, List.of(ByteBuffer.wrap(data))));
       files.put(ShardManifest.rankFileName(r), ByteBuffer.wrap(out.toByteArray()));
     }
-    return new Store(StoredLayout.ofShards(m, headers), ByteSource.ofBuffers(files));
+    return new Store(StoredLayout.ofShards(m, headers), StoredFiles.ofBuffers(files));
   }
 
   private static void checkPlanShape(TensorReadPlan plan) {
@@ -168,8 +168,8 @@ class TensorReadPlannerExhaustiveTest {
     StoredLayout layout =
         StoredLayout.ofShards(
             new ShardManifest(1, "safetensors", List.of("t"), entries, List.of()), List.of(h));
-    ByteSource src =
-        ByteSource.ofBuffers(Map.of("rank_00000.safetensors", ByteBuffer.wrap(out.toByteArray())));
+    StoredFiles src =
+        StoredFiles.ofBuffers(Map.of("rank_00000.safetensors", ByteBuffer.wrap(out.toByteArray())));
     TensorReadPlan p =
         TensorReadPlanner.plan(layout, "t", ReadTarget.shard(TensorParallelism.tp(1, 3, 1)));
     // Row i holds bytes 3i..3i+2; column pair 1 is byte 3i+1.

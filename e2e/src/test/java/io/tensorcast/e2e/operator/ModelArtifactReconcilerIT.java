@@ -3,24 +3,14 @@ package io.tensorcast.e2e.operator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpServer;
-import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
-import io.javaoperatorsdk.operator.Operator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.tensorcast.api.TensorcastConstants;
 import io.tensorcast.api.v1alpha1.ArtifactKind;
@@ -34,140 +24,40 @@ import io.tensorcast.api.v1alpha1.RdmaPolicy;
 import io.tensorcast.api.v1alpha1.SourceSpec;
 import io.tensorcast.api.v1alpha1.WritersSpec;
 import io.tensorcast.api.wire.DataPlaneStatus;
-import io.tensorcast.e2e.cluster.Crds;
-import io.tensorcast.e2e.cluster.LocalControlPlane;
-import io.tensorcast.operator.config.OperatorConfig;
 import io.tensorcast.operator.desired.ArtifactChildren;
 import io.tensorcast.operator.desired.DataPlanePod;
 import io.tensorcast.operator.reconciler.ModelArtifactReconciler;
-import io.tensorcast.operator.status.DataPlaneClient;
 import io.tensorcast.operator.trust.MasterKey;
-import java.net.InetSocketAddress;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * The decisions of {@link ModelArtifactReconciler} itself, on a real API server: the reconciler is
  * constructed here (a fixed clock, the data-plane client pointed at this test) and run by JOSDK
- * against a control plane of its own, since the shared cluster runs the E2E operator, which would
- * reconcile the same objects. Nothing runs the pods: the test plays the kubelet (a pod's status,
- * its IP, a forced delete of a terminating pod) and the data plane (its {@code /status} answer,
- * served on each node's loopback address), so every case takes seconds and asserts what the
+ * against the {@link ReconcilerCluster}, since the shared cluster runs the E2E operator, which
+ * would reconcile the same objects. Nothing runs the pods: the test plays the kubelet (a pod's
+ * status, its IP, a forced delete of a terminating pod) and the data plane (its {@code /status}
+ * answer, served on each node's loopback address), so every case takes seconds and asserts what the
  * reconciler wrote: children and their owner references and labels, status phase, conditions, retry
  * fields.
  */
 @Timeout(120)
-class ModelArtifactReconcilerIT {
-  static final String GROUP_LABEL = "tensorcast.io/reconciler-test";
-  static final Instant NOW = Instant.parse("2026-12-02T00:00:00Z");
-  static final Duration WAIT = Duration.ofSeconds(30);
-  static final ObjectMapper JSON = new ObjectMapper();
-
-  private static Path workDir;
-  private static LocalControlPlane controlPlane;
-  private static KubernetesClient client;
-  private static HttpServer dataPlane;
-  private static Operator operator;
-  private static OperatorConfig config;
+class ModelArtifactReconcilerIT extends ReconcilerITBase {
+  static final String GROUP_LABEL = ReconcilerCluster.GROUP_LABEL;
 
   /** What each node's data plane answers on {@code /status}, by the node's address. */
-  private static final Map<String, DataPlaneStatus> reports = new ConcurrentHashMap<>();
-
-  private static final AtomicInteger nodeAddresses = new AtomicInteger(10);
-
-  private String ns;
+  private static Map<String, DataPlaneStatus> reports;
 
   @BeforeAll
-  static void start() throws Exception {
-    workDir = Files.createTempDirectory("tensorcast-reconciler-it-");
-    controlPlane = LocalControlPlane.start(workDir);
-    client = controlPlane.client();
-    Crds.applyModelArtifact(client);
-    dataPlane = HttpServer.create(new InetSocketAddress(0), 16);
-    dataPlane.createContext(
-        "/status",
-        exchange -> {
-          DataPlaneStatus s = reports.get(exchange.getLocalAddress().getAddress().getHostAddress());
-          byte[] body = s == null ? new byte[0] : JSON.writeValueAsBytes(s);
-          exchange.getResponseHeaders().set("Content-Type", "application/json");
-          exchange.sendResponseHeaders(s == null ? 503 : 200, s == null ? -1 : body.length);
-          exchange.getResponseBody().write(body);
-          exchange.close();
-        });
-    dataPlane.start();
-    config =
-        OperatorConfig.fromLookup(
-            Map.of(
-                    "TENSORCAST_DATAPLANE_IMAGE", "tensorcast/dataplane:reconciler-test",
-                    "TENSORCAST_CONTROL_PORT", Integer.toString(dataPlane.getAddress().getPort()),
-                    "TENSORCAST_MEMORY_OVERHEAD", Long.toString(OperatorEnvironment.OVERHEAD),
-                    "TENSORCAST_POLL_INTERVAL", "PT0.5S",
-                    "TENSORCAST_READY_RESYNC", "PT2S",
-                    "TENSORCAST_STATUS_TIMEOUT", "PT1S")
-                ::get);
-    operator =
-        new Operator(
-            o ->
-                o.withKubernetesClient(client)
-                    .withCloseClientOnStop(false)
-                    .withUseSSAToPatchPrimaryResource(false)
-                    .withStopOnInformerErrorDuringStartup(true));
-    operator.register(
-        new ModelArtifactReconciler(
-            config,
-            MasterKey.random(),
-            new DataPlaneClient(config.controlPort(), config.statusTimeout()),
-            new SimpleMeterRegistry(),
-            Clock.fixed(NOW, ZoneOffset.UTC)));
-    operator.start();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (operator != null) {
-      operator.stop();
-    }
-    if (dataPlane != null) {
-      dataPlane.stop(0);
-    }
-    if (controlPlane != null) {
-      controlPlane.close();
-    }
-    if (workDir != null) {
-      try (var s = Files.walk(workDir)) {
-        s.sorted((a, b) -> b.compareTo(a)).forEach(p -> p.toFile().delete());
-      }
-    }
-  }
-
-  @BeforeEach
-  void namespace(TestInfo test) {
-    ns = "r" + Integer.toHexString(test.getDisplayName().hashCode() & 0xfffffff);
-    client
-        .namespaces()
-        .resource(new NamespaceBuilder().withNewMetadata().withName(ns).endMetadata().build())
-        .create();
-  }
-
-  @AfterEach
-  void removeNodes() {
-    client.nodes().withLabel(GROUP_LABEL, ns).withGracePeriod(0).delete();
+  static void start() {
+    startOperator(
+        (config, dataPlane, clock) ->
+            new ModelArtifactReconciler(
+                config, MasterKey.random(), dataPlane, new SimpleMeterRegistry(), clock));
+    reports = cluster.reports;
   }
 
   // ------------------------------------------------------------------------------------ cases
@@ -278,54 +168,24 @@ class ModelArtifactReconcilerIT {
     await().atMost(WAIT).until(() -> pods().size() == 1);
     // The scheduler's part: bound to its node, the pod is deleted gracefully (it stays,
     // terminating, until its kubelet confirms it gone), not at once.
-    Pod pod = pods().get(0);
-    client
-        .bindings()
-        .inNamespace(ns)
-        .resource(
-            new BindingBuilder()
-                .withNewMetadata()
-                .withName(pod.getMetadata().getName())
-                .endMetadata()
-                .withNewTarget()
-                .withKind("Node")
-                .withName(ns + "-a")
-                .endTarget()
-                .build())
-        .create();
+    cluster.bind(pods().get(0), ns + "-a");
 
     client.resources(ModelArtifact.class).inNamespace(ns).withName("gone").delete();
 
-    // Until the artifact is gone, it is never gone while one of its pods is still there. The
-    // artifact is read first: a pod seen after it was gone was there when it went. A pod the
-    // API server only marks terminating is confirmed gone by the kubelet (this test).
-    List<String> podsLeftBehind = new ArrayList<>();
-    List<String> heldForTerminatingPods = new ArrayList<>();
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              ModelArtifact artifact = get("gone");
-              List<Pod> left =
-                  client
-                      .pods()
-                      .inNamespace(ns)
-                      .withLabel(TensorcastConstants.LABEL_ARTIFACT)
-                      .list()
-                      .getItems();
-              if (artifact == null) {
-                left.forEach(p -> podsLeftBehind.add(p.getMetadata().getName()));
-              } else {
-                left.stream()
-                    .filter(p -> p.getMetadata().getDeletionTimestamp() != null)
-                    .forEach(p -> heldForTerminatingPods.add(p.getMetadata().getName()));
-              }
-              left.stream()
-                  .filter(p -> p.getMetadata().getDeletionTimestamp() != null)
-                  .forEach(p -> client.pods().resource(p).withGracePeriod(0).delete());
-              return artifact == null;
-            });
-    assertThat(podsLeftBehind)
+    // Until the artifact is gone, it is never gone while one of its pods is still there. A pod
+    // the API server only marks terminating is confirmed gone by the kubelet (this test).
+    ReconcilerCluster.Deletion seen =
+        cluster.awaitDeletion(
+            () -> get("gone"),
+            () ->
+                client
+                    .pods()
+                    .inNamespace(ns)
+                    .withLabel(TensorcastConstants.LABEL_ARTIFACT)
+                    .list()
+                    .getItems(),
+            WAIT);
+    assertThat(seen.podsLeftBehind())
         .as("pods still there when the finalizer let the artifact go")
         .isEmpty();
     assertThat(
@@ -361,7 +221,7 @@ class ModelArtifactReconcilerIT {
                     .endSpec()
                     .build())
             .create();
-    running(trainer, writer);
+    cluster.running(trainer, writer);
     ModelArtifact a = artifact("policy", RdmaPolicy.Required);
     a.getSpec().setKind(ArtifactKind.RLCheckpoint);
     a.getSpec().getSource().setUri(null);
@@ -417,39 +277,7 @@ class ModelArtifactReconcilerIT {
    * answer on the returned loopback address.
    */
   private String node(String suffix, boolean rdma) {
-    String address = "127.0.1." + nodeAddresses.incrementAndGet();
-    NodeBuilder b =
-        new NodeBuilder()
-            .withNewMetadata()
-            .withName(ns + "-" + suffix)
-            .withLabels(
-                Map.of(GROUP_LABEL, ns, "kubernetes.io/hostname", ns + "-" + suffix, "ip", address))
-            .endMetadata()
-            .withNewSpec()
-            .endSpec();
-    Map<String, Quantity> allocatable =
-        rdma
-            ? Map.of(
-                "memory",
-                new Quantity("4Gi"),
-                "cpu",
-                new Quantity("8"),
-                TensorcastConstants.RDMA_RESOURCE,
-                new Quantity("1"))
-            : Map.of("memory", new Quantity("4Gi"), "cpu", new Quantity("8"));
-    var node = client.nodes().resource(b.build()).create();
-    node.setStatus(
-        new io.fabric8.kubernetes.api.model.NodeStatusBuilder()
-            .withAllocatable(allocatable)
-            .withCapacity(allocatable)
-            .addNewCondition()
-            .withType("Ready")
-            .withStatus("True")
-            .withReason("KubeletReady")
-            .endCondition()
-            .build());
-    client.nodes().resource(node).updateStatus();
-    return address;
+    return cluster.node(ns, suffix, rdma);
   }
 
   private static ModelArtifact artifactIn(String ns, String name, RdmaPolicy rdma) {
@@ -502,50 +330,13 @@ class ModelArtifactReconcilerIT {
 
   /** The test's data-plane pods; each new one is marked Running on its node's address. */
   private List<Pod> pods() {
-    List<Pod> pods =
+    return cluster.running(
         client
             .pods()
             .inNamespace(ns)
             .withLabel(TensorcastConstants.LABEL_ARTIFACT)
             .list()
-            .getItems();
-    for (Pod p : pods) {
-      if (p.getMetadata().getDeletionTimestamp() == null
-          && (p.getStatus() == null || !"Running".equals(p.getStatus().getPhase()))) {
-        String node = p.getMetadata().getAnnotations().get(DataPlanePod.ANNOTATION_NODE);
-        String address = client.nodes().withName(node).get().getMetadata().getLabels().get("ip");
-        running(p, address);
-      }
-    }
-    return pods;
-  }
-
-  private void running(Pod p, String address) {
-    try {
-      client
-          .pods()
-          .inNamespace(p.getMetadata().getNamespace())
-          .withName(p.getMetadata().getName())
-          .subresource("status")
-          .patch(
-              PatchContext.of(PatchType.JSON_MERGE),
-              client
-                  .getKubernetesSerialization()
-                  .asJson(
-                      Map.of(
-                          "status",
-                          Map.of(
-                              "phase",
-                              "Running",
-                              "podIP",
-                              address,
-                              "podIPs",
-                              List.of(Map.of("ip", address))))));
-    } catch (KubernetesClientException e) {
-      if (e.getCode() != 404) {
-        throw e;
-      }
-    }
+            .getItems());
   }
 
   private ModelArtifact awaitPhase(String name, ArtifactPhase... phases) {

@@ -4,13 +4,16 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * Reads bytes of the stored files a {@link TensorReadPlan} names. Implementations: {@link
- * FileByteSource} (FileChannel or read-only mappings over a directory) and {@link
- * #ofBuffers(java.util.Map)} (in memory). A page-locked store adapts with a method reference, e.g.
- * {@code artifact::read} for a {@code read(String path, long offset, ByteBuffer dst)} method.
+ * The stored files of one layout (rank files, safetensors files, by the relative names a {@link
+ * TensorReadPlan} uses), read by file name and offset: every read names its file, where the torch
+ * reader's {@link io.tensorcast.dataplane.format.torch.ByteSource} is the bytes of one file.
+ * Implementations: {@link FileByteSource} (FileChannel or read-only mappings over a directory) and
+ * {@link #ofBuffers(java.util.Map)} (in memory). A page-locked store adapts with a method
+ * reference, e.g. {@code artifact::read} for a {@code read(String path, long offset, ByteBuffer
+ * dst)} method.
  */
 @FunctionalInterface
-public interface ByteSource {
+public interface StoredFiles {
 
   /**
    * Fills {@code dst} from its position to its limit with the bytes of {@code file} starting at
@@ -27,7 +30,7 @@ public interface ByteSource {
    * A source over in-memory buffers, one per file name, each holding the whole file from its
    * position (positions are not moved).
    */
-  static ByteSource ofBuffers(java.util.Map<String, ByteBuffer> files) {
+  static StoredFiles ofBuffers(java.util.Map<String, ByteBuffer> files) {
     java.util.Map<String, ByteBuffer> copy = java.util.Map.copyOf(files);
     return (file, offset, dst) -> {
       ByteBuffer b = copy.get(file);

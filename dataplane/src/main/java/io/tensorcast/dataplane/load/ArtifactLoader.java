@@ -261,25 +261,27 @@ public final class ArtifactLoader implements Loader {
           verification.reopenChanged();
         }
         verification.trackAll();
-        fillWith(filler, stored, files);
+        fillWith(filler, stored, files, verification);
         verification.allStored();
       } else {
         readAll(verification.resume(), verification);
       }
       long lastByte = System.nanoTime();
+      long hashedBefore = verification.hashedBytes();
       state.phase(Phase.Verifying);
       verification.await();
       state.ready(Instant.now());
       metadata.forgetListing();
       log.info(
           "artifact {} ready: {} files, {} bytes in {}; bytes in {} ms, verified {} ms after the"
-              + " last byte",
+              + " last byte ({} bytes hashed after it)",
           options.artifactId(),
           files.size(),
           total,
           stored.directory(),
           (lastByte - loading) / 1_000_000,
-          (System.nanoTime() - lastByte) / 1_000_000);
+          (System.nanoTime() - lastByte) / 1_000_000,
+          verification.hashedBytes() - hashedBefore);
       return state.snapshot();
     } catch (LoadFailure f) {
       LoadFailure g = sourceChanged(f);
@@ -342,10 +344,38 @@ public final class ArtifactLoader implements Loader {
     return state.snapshot();
   }
 
-  private void fillWith(StoreFiller f, StoredArtifact stored, List<SourceFile> files)
+  private void fillWith(
+      StoreFiller f, StoredArtifact stored, List<SourceFile> files, Verification verification)
       throws LoadFailure {
+    StoreFiller.FillProgress progress =
+        new StoreFiller.FillProgress() {
+          @Override
+          public void fromSource(int count) {
+            state.fromSource(count);
+          }
+
+          @Override
+          public void fromPeers(int count) {
+            state.fromPeers(count);
+          }
+
+          @Override
+          public void retrying(ReadProgressListener.RetryEvent event) {
+            state.retrying(event);
+          }
+
+          @Override
+          public void kept(long count) {
+            state.kept(count);
+          }
+
+          @Override
+          public void stored(SourceFile file, long offset, int length) {
+            verification.storedByFill(file, offset, length);
+          }
+        };
     try {
-      f.fill(source, stored, files, options.read(), state);
+      f.fill(source, stored, files, options.read(), progress);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
@@ -914,6 +944,8 @@ public final class ArtifactLoader implements Loader {
         new LinkedHashMap<>();
     private final java.util.concurrent.atomic.AtomicReference<LoadFailure> failure =
         new java.util.concurrent.atomic.AtomicReference<>();
+    private final List<PrefixDigester.FileDigests> heldChecks = new ArrayList<>();
+    private boolean holdingChecks;
 
     Verification(StoredArtifact stored, List<SourceFile> files, Resolved resolved) {
       this.stored = stored;
@@ -957,8 +989,15 @@ public final class ArtifactLoader implements Loader {
       }
     }
 
-    /** Tracks every file: a {@link StoreFiller} fills them all. */
+    /**
+     * Tracks every file: a {@link StoreFiller} fills them all. Files whose digests complete before
+     * {@link #allStored} are checked (and marked complete, read-only) only then: until the fill
+     * returns, a duplicate copy of a piece may still be written.
+     */
     void trackAll() {
+      synchronized (heldChecks) {
+        holdingChecks = true;
+      }
       files.forEach(this::track);
     }
 
@@ -1047,8 +1086,25 @@ public final class ArtifactLoader implements Loader {
       digester.stored(file, offset, length);
     }
 
+    /** A {@link StoreFiller} stored verified bytes that will not change: hash them now. */
+    void storedByFill(SourceFile file, long offset, int length) {
+      digester.stored(file, offset, length);
+    }
+
+    /** Bytes the SHA-256 digests took in so far. */
+    long hashedBytes() {
+      return digester.hashedBytes();
+    }
+
     /** Every byte of every file is in the store (a {@link StoreFiller} filled it). */
     void allStored() {
+      List<PrefixDigester.FileDigests> held;
+      synchronized (heldChecks) {
+        holdingChecks = false;
+        held = new ArrayList<>(heldChecks);
+        heldChecks.clear();
+      }
+      held.forEach(this::checkNow);
       for (SourceFile f : files) {
         digester.stored(f, 0, f.size());
       }
@@ -1094,8 +1150,21 @@ public final class ArtifactLoader implements Loader {
       checked.get(file.path()).completeExceptionally(f);
     }
 
-    /** On a digest thread: the file's bytes are all hashed; check them and mark it complete. */
+    /**
+     * On a digest thread: the file's bytes are all hashed; check them and mark it complete (held
+     * until {@link #allStored} while a {@link StoreFiller} fills).
+     */
     private void check(PrefixDigester.FileDigests d) {
+      synchronized (heldChecks) {
+        if (holdingChecks) {
+          heldChecks.add(d);
+          return;
+        }
+      }
+      checkNow(d);
+    }
+
+    private void checkNow(PrefixDigester.FileDigests d) {
       SourceFile file = d.file();
       try {
         verify(

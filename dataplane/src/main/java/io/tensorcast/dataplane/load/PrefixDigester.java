@@ -17,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -59,6 +60,7 @@ final class PrefixDigester implements AutoCloseable {
   private final Consumer<FileDigests> onDigested;
   private final BiConsumer<SourceFile, RuntimeException> onError;
   private final Map<String, Track> tracks = new HashMap<>();
+  private final AtomicLong hashedSha256 = new AtomicLong();
   private volatile boolean closed;
 
   /**
@@ -161,6 +163,15 @@ final class PrefixDigester implements AutoCloseable {
     }
   }
 
+  /**
+   * Bytes taken in by the SHA-256 digests so far, over all files (each byte once; the other
+   * algorithms hash the same bytes alongside). Read before and after the last byte is stored, it
+   * tells how much hashing the bytes' arrival order left for after the last byte.
+   */
+  long hashedBytes() {
+    return hashedSha256.get();
+  }
+
   private void submit(Runnable task, SourceFile file) {
     if (closed) {
       return;
@@ -192,6 +203,9 @@ final class PrefixDigester implements AutoCloseable {
         for (long off = from; off < to && !closed; off += SourceDigests.WINDOW) {
           int n = (int) Math.min(SourceDigests.WINDOW, to - off);
           stored.consume(file.path(), off, n, lane.hasher::update);
+          if (lane.algorithm == Algorithm.SHA256) {
+            hashedSha256.addAndGet(n);
+          }
         }
         if (closed) {
           return;

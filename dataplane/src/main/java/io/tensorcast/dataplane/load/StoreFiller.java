@@ -55,5 +55,13 @@ public interface StoreFiller {
      * read nor fetched again.
      */
     default void kept(long count) {}
+
+    /**
+     * Bytes {@code [offset, offset + length)} of {@code file} are in the store, verified, and will
+     * not change: the loader hashes them into the file's digests while the fill goes on, instead of
+     * after the last byte. Called at most once per piece, from any thread; a fill that never calls
+     * it gets every file hashed after {@link #fill} returns. The default does nothing.
+     */
+    default void stored(SourceFile file, long offset, int length) {}
   }
 }

@@ -244,7 +244,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     } else if (d instanceof Decision.Forget<PeerTransport.PeerConnection> f) {
       transport.forget(f.peer());
     } else if (d instanceof Decision.Kept<PeerTransport.PeerConnection> k) {
-      progress.kept(map.piece(k.piece()).length());
+      PieceMap.Piece pc = map.piece(k.piece());
+      progress.kept(pc.length());
+      progress.stored(sourceFiles.get(pc.path()), pc.offset(), pc.length());
     } else if (d instanceof Decision.Note<PeerTransport.PeerConnection> n) {
       if (n.warn()) {
         log.warn("{}", n.message());
@@ -423,6 +425,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private void recordStored(PieceMap.Piece pc) {
     SourceFile f = sourceFiles.get(pc.path());
     stored.recordStored(pc.path(), f.etag(), pc.offset(), pc.length());
+    progress.stored(f, pc.offset(), pc.length());
   }
 
   /**

@@ -173,11 +173,20 @@ public final class SwarmPlan {
   }
 
   /**
+   * How many of the rarest candidates, in piece order, {@link #rarest} chooses among: few enough
+   * that a member's pieces arrive close to each file's contiguous prefix (which its digests
+   * follow), enough that members asking the same peer for fresh pieces mostly ask for different
+   * ones and can then serve them to each other.
+   */
+  public static final int TIE_WINDOW = 8;
+
+  /**
    * Which piece to request next from one peer: among {@code candidates} (pieces that peer has and
-   * this member still needs), one the fewest peers hold ({@code holders[i]}); among those, the
-   * {@code salt}-th (modulo their number, e.g. a hash of this member's id), so members that see the
-   * same counts ask one holder for different pieces rather than all for the first: a piece only one
-   * peer holds leaves it about once and is passed on by the others. O(candidates).
+   * this member still needs), one the fewest peers hold ({@code holders[i]}). Ties are broken among
+   * the first {@link #TIE_WINDOW} such pieces in piece order, by {@code salt} (e.g. a hash of this
+   * member's id): requests stay near the front of what is missing, so the files' contiguous
+   * prefixes grow while pieces arrive, and members that see the same counts spread their requests
+   * over the window.
    *
    * @return the piece index, or -1 when {@code candidates} is empty
    */
@@ -186,25 +195,22 @@ public final class SwarmPlan {
     if (n == 0 || candidates.isEmpty()) {
       return -1;
     }
+    int[] window = new int[TIE_WINDOW];
+    int size = 0;
     int bestCount = Integer.MAX_VALUE;
-    int ties = 0;
     for (int i = candidates.nextSetBit(0); i >= 0 && i < n; i = candidates.nextSetBit(i + 1)) {
-      if (holders[i] < bestCount) {
-        bestCount = holders[i];
-        ties = 1;
-      } else if (holders[i] == bestCount) {
-        ties++;
+      int count = holders[i];
+      if (count < bestCount) {
+        bestCount = count;
+        size = 0;
+      }
+      if (count == bestCount && size < TIE_WINDOW) {
+        window[size++] = i;
+      }
+      if (size == TIE_WINDOW && bestCount <= 1) {
+        break;
       }
     }
-    if (ties == 0) {
-      return -1;
-    }
-    int k = Math.floorMod(salt, ties);
-    for (int i = candidates.nextSetBit(0); i >= 0 && i < n; i = candidates.nextSetBit(i + 1)) {
-      if (holders[i] == bestCount && k-- == 0) {
-        return i;
-      }
-    }
-    return -1;
+    return size == 0 ? -1 : window[Math.floorMod(salt, size)];
   }
 }

@@ -54,7 +54,8 @@ import java.util.function.LongSupplier;
  *   <li><b>Requests</b> ({@link Decision.Send} of a REQUEST): at most {@link #maxTotalInFlight} in
  *       all and {@link #perPeerInFlight} per usable peer; the least-loaded peer first (ties in
  *       {@link #tieRank} order, which differs per member), the rarest piece first ({@link
- *       SwarmPlan#rarest}, ties rotated by a hash of this member's id).
+ *       SwarmPlan#rarest}, ties among the first {@link SwarmPlan#TIE_WINDOW} in piece order, chosen
+ *       by a hash of this member's id).
  *   <li><b>Stuck, busy, trickle</b>: a request older than the peer timeout is stuck — asked
  *       elsewhere, a fault of its peer — only when that peer delivered no piece bytes at all within
  *       the timeout ({@link #onPieceArrived} for whole pieces, {@link #onPieceProgress} for bytes

@@ -8,9 +8,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.api.wire.Membership;
+import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
@@ -42,6 +46,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * Peer-to-peer loading on loopback: data-plane members on 127.0.0.x (in-process {@link
@@ -131,7 +136,32 @@ class PeerToPeerLoadIT {
     List<String> ids = List.of("m0", "m1", "m2", "m3");
     Map<String, InetSocketAddress> addresses = addresses(ids, 1);
     String peers = peersSpec(addresses);
-    loadAll(ids, addresses, peers, "5s");
+    ListAppender<ILoggingEvent> ready = new ListAppender<>();
+    ready.start();
+    Logger loaderLog = (Logger) LoggerFactory.getLogger(ArtifactLoader.class);
+    loaderLog.addAppender(ready);
+    try {
+      loadAll(ids, addresses, peers, "5s");
+    } finally {
+      loaderLog.detachAppender(ready);
+    }
+    // Each member's digests take in pieces while they arrive: the bytes hashed after the last
+    // byte are at most the artifact, and less at some member (all of it if the fill's pieces
+    // were hashed only once the fill returned).
+    java.util.regex.Pattern line =
+        java.util.regex.Pattern.compile(
+            "ready: \\d+ files, (\\d+) bytes in .*\\((\\d+) bytes hashed after it\\)");
+    List<Long> hashedAfter = new ArrayList<>();
+    for (ILoggingEvent e : List.copyOf(ready.list)) {
+      java.util.regex.Matcher m = line.matcher(e.getFormattedMessage());
+      if (m.find() && Long.parseLong(m.group(1)) == total) {
+        hashedAfter.add(Long.parseLong(m.group(2)));
+      }
+    }
+    assertThat(hashedAfter).hasSize(ids.size()).allMatch(b -> b <= total);
+    assertThat(hashedAfter.stream().mapToLong(Long::longValue).sum())
+        .as("bytes hashed after the last byte, per member: %s (artifact %d)", hashedAfter, total)
+        .isLessThan(ids.size() * total);
     long fromSource = proxy.getBodyBytes();
     assertThat(fromSource)
         .as("bytes read from S3 (counted by the proxy, headers included) vs artifact %d", total)

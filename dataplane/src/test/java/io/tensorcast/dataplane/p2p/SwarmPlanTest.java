@@ -166,6 +166,59 @@ class SwarmPlanTest {
   }
 
   @Test
+  void tiesAtOneHolderArePickedAmongTheFirstPiecesInOrderWhateverTheSalt() {
+    // A peer's fresh pieces 100-999, each held by that peer alone.
+    BitSet c = new BitSet();
+    c.set(100, 1000);
+    int[] holders = new int[1000];
+    java.util.Arrays.fill(holders, 1);
+    java.util.Set<Integer> picked = new java.util.TreeSet<>();
+    for (int salt = -5000; salt < 5000; salt += 37) {
+      int piece = SwarmPlan.rarest(c, holders, salt);
+      assertThat(piece).as("salt %d", salt).isBetween(100, 100 + SwarmPlan.TIE_WINDOW - 1);
+      picked.add(piece);
+    }
+    assertThat(picked).as("members with different salts spread over the window").hasSize(8);
+  }
+
+  @Test
+  void aMembersSuccessivePicksLeaveFewerHolesThanTheWindowBelowTheHighestPick() {
+    // What one member asks one peer for, pick after pick, at its salt and load levels.
+    for (int salt : new int[] {0, 7, 123_456, "member-3".hashCode(), -99}) {
+      BitSet c = new BitSet();
+      c.set(0, 300);
+      int[] holders = new int[300];
+      java.util.Arrays.fill(holders, 1);
+      int highest = -1;
+      for (int k = 0; k < 300; k++) {
+        int piece = SwarmPlan.rarest(c, holders, salt + (k % 4) * 7919);
+        c.clear(piece);
+        highest = Math.max(highest, piece);
+        int holes = c.get(0, highest).cardinality();
+        assertThat(holes)
+            .as("salt %d, pick %d (piece %d): unasked pieces below the highest", salt, k, piece)
+            .isLessThan(SwarmPlan.TIE_WINDOW);
+      }
+    }
+  }
+
+  @Test
+  void aRarerPieceBeyondTheWindowComesBeforeTheWindowsTies() {
+    BitSet c = new BitSet();
+    c.set(0, 50);
+    int[] holders = new int[50];
+    java.util.Arrays.fill(holders, 3);
+    holders[40] = 1;
+    holders[45] = 1;
+    assertThat(SwarmPlan.rarest(c, holders, 0)).isEqualTo(40);
+    assertThat(SwarmPlan.rarest(c, holders, 1)).isEqualTo(45);
+    holders[40] = 3;
+    holders[45] = 3;
+    holders[49] = 2;
+    assertThat(SwarmPlan.rarest(c, holders, 5)).isEqualTo(49);
+  }
+
+  @Test
   void keptReadersWithTodaysHoldingsGiveTheSamePlanAsComputingItAnew() {
     // The policy keeps the readers while (members, live) stay the same and applies the holdings of
     // each round to them: that must be the plan compute() gives, piece for piece.

@@ -242,6 +242,49 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void withEveryPieceAtOneHolderAMembersRequestsStayAtTheFrontOfTheLowestIncompleteRun() {
+    // 64 pieces of 1 KiB in one file; of the pair {self, peer} the peer reads and holds 32-63
+    // (one holder each), so what this member fetches continues the file's prefix only if asked in
+    // piece order, give or take the tie window. Several member ids: the choice among ties depends
+    // on a hash of the id.
+    PieceMap map = new PieceMap(List.of(new StoreFile("w", 64 * 1024)), 1024);
+    for (String self : List.of("a", "m1", "m2", "node-7", "zz")) {
+      String peer = self.compareTo("p") < 0 ? "peer" : "aaa";
+      Membership m = SwarmSimulation.membership("pair-" + self, self, peer);
+      SwarmPolicy<String> p =
+          new SwarmPolicy<>(
+              new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+      p.applyMembership(m);
+      p.startFill(map, 6, 1024);
+      p.transportStarted();
+      p.drain();
+      String conn = ("c-" + peer).intern();
+      p.onConnected(conn, peer);
+      BitSet have = new BitSet();
+      byte[][] h = new byte[map.size()][];
+      int first = self.compareTo(peer) < 0 ? 32 : 0;
+      for (int i = first; i < first + 32; i++) {
+        have.set(i);
+        h[i] = trueHash(i);
+      }
+      p.onFrame(conn, peer, new Frame.Bitfield(map.size(), have, h));
+      List<String> sent = new ArrayList<>(requests(p.drain()));
+      sent.addAll(requests(tick(p)));
+      List<Integer> asked =
+          sent.stream()
+              .map(r -> Integer.parseInt(r.substring(r.indexOf(':') + 1)))
+              .sorted()
+              .toList();
+
+      assertThat(asked).as(self).isNotEmpty().allMatch(i -> i >= first && i < first + 32);
+      int highest = asked.get(asked.size() - 1);
+      assertThat(highest - first + 1 - asked.size())
+          .as("%s asked %s: pieces of %d-%d left unasked", self, asked, first, highest)
+          .isLessThan(SwarmPlan.TIE_WINDOW);
+    }
+  }
+
+  @Test
   void aMemberReadsTheSwarmsShareOfTheSourceConcurrencyAndAloneAllOfIt() {
     Membership four = SwarmSimulation.membership("four", "a", "b", "c", "d");
     SwarmPolicy<String> a = member("a", four, 8, 1024);

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
+import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
@@ -587,29 +588,14 @@ class ServeIT {
     }
   }
 
-  /** The value of the one sample of {@code metric} (Prometheus text format) with the artifact. */
+  /** The value of the one sample of {@code metric} with the artifact. */
   private static double sample(String exposition, String metric) {
-    List<String> lines =
-        exposition
-            .lines()
-            .filter(l -> l.startsWith(metric + "{") && l.contains("artifact=\"" + ID + "\""))
-            .toList();
-    assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
-    String line = lines.get(0);
-    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return PrometheusText.sample(exposition, metric, "artifact=\"" + ID + "\"");
   }
 
   /** The value of the one sample of {@code metric} whose labels contain {@code label}. */
   private static double plainSample(String exposition, String metric, String label) {
-    List<String> lines =
-        exposition
-            .lines()
-            .filter(l -> l.startsWith(metric + " ") || l.startsWith(metric + "{"))
-            .filter(l -> l.contains(label))
-            .toList();
-    assertThat(lines).as("samples of %s{%s} in:%n%s", metric, label, exposition).hasSize(1);
-    String line = lines.get(0);
-    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return PrometheusText.sample(exposition, metric, label);
   }
 
   private static int freePort() throws IOException {

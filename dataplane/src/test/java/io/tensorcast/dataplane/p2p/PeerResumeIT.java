@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
+import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -294,9 +295,6 @@ class PeerResumeIT {
   }
 
   private static double sample(String exposition, String metric) {
-    List<String> lines = exposition.lines().filter(l -> l.startsWith(metric + "{")).toList();
-    assertThat(lines).as("samples of %s", metric).hasSize(1);
-    String line = lines.get(0);
-    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return PrometheusText.sample(exposition, metric);
   }
 }

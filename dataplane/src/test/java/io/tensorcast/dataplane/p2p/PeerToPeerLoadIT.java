@@ -17,6 +17,7 @@ import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
@@ -1025,13 +1026,6 @@ class PeerToPeerLoadIT {
 
   /** The value of the one sample of {@code metric} with this artifact's tag. */
   private static double sample(String exposition, String metric) {
-    List<String> lines =
-        exposition
-            .lines()
-            .filter(l -> l.startsWith(metric + "{") && l.contains("artifact=\"" + ID + "\""))
-            .toList();
-    assertThat(lines).as("samples of %s in:%n%s", metric, exposition).hasSize(1);
-    String line = lines.get(0);
-    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return PrometheusText.sample(exposition, metric, "artifact=\"" + ID + "\"");
   }
 }

@@ -16,6 +16,7 @@ import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
@@ -695,10 +696,7 @@ class PeerTrustIT {
   }
 
   private static double sample(String exposition, String metric) {
-    List<String> lines = exposition.lines().filter(l -> l.startsWith(metric + "{")).toList();
-    assertThat(lines).as("samples of %s", metric).hasSize(1);
-    String line = lines.get(0);
-    return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+    return PrometheusText.sample(exposition, metric);
   }
 
   private static void write(Socket s, byte[] bytes) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.cli.ServeArguments;
+import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.FaultInjectingProxy.RecordedRequest;
@@ -109,22 +110,10 @@ class ThrottledRangesIT {
   }
 
   private long loadRetries() throws Exception {
-    java.net.http.HttpResponse<String> r =
-        java.net.http.HttpClient.newHttpClient()
-            .send(
-                java.net.http.HttpRequest.newBuilder(
-                        java.net.URI.create(
-                            "http://127.0.0.1:" + server.address().getPort() + "/metrics"))
-                    .header("Authorization", "Bearer " + READ_TOKEN)
-                    .timeout(Duration.ofSeconds(5))
-                    .build(),
-                java.net.http.HttpResponse.BodyHandlers.ofString());
-    java.util.regex.Matcher m =
-        java.util.regex.Pattern.compile(
-                "(?m)^tensorcast_dataplane_load_retries_total\\{[^}]*\\} ([0-9.E]+)$")
-            .matcher(r.body());
-    assertThat(m.find()).as("load retries in\n%s", r.body()).isTrue();
-    return (long) Double.parseDouble(m.group(1));
+    return (long)
+        PrometheusText.sample(
+            PrometheusText.scrape(server.address().getPort(), READ_TOKEN),
+            "tensorcast_dataplane_load_retries_total");
   }
 
   private List<String> args() throws IOException {

@@ -631,9 +631,7 @@ public final class PinnedStore implements AutoCloseable {
     long charged = chargedBytes(List.of(sf));
     String owner = "staged file " + abs.getFileName();
     synchronized (lock) {
-      if (closed) {
-        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
-      }
+      checkOpen();
       if (charged > budgetBytes - inUseBytes) {
         throw new InsufficientMemoryException(owner, charged, budgetBytes, inUseBytes);
       }
@@ -842,13 +840,7 @@ public final class PinnedStore implements AutoCloseable {
     StoredArtifact old;
     long growth;
     synchronized (lock) {
-      if (closed) {
-        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
-      }
-      if (pending.containsKey(artifactId)) {
-        throw new StoreException(
-            Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
-      }
+      checkNotBusy(artifactId);
       old = artifacts.get(artifactId);
       if (old == null) {
         throw new StoreException(
@@ -902,11 +894,28 @@ public final class PinnedStore implements AutoCloseable {
     }
   }
 
+  /** Under {@link #lock}: {@code StoreClosed} once the store is closed. */
+  private void checkOpen() throws StoreException {
+    if (closed) {
+      throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
+    }
+  }
+
+  /**
+   * Under {@link #lock}: {@code StoreClosed} once the store is closed, {@code ArtifactBusy} while
+   * {@code artifactId} is still being allocated.
+   */
+  private void checkNotBusy(String artifactId) throws StoreException {
+    checkOpen();
+    if (pending.containsKey(artifactId)) {
+      throw new StoreException(
+          Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
+    }
+  }
+
   private void reserve(String artifactId, long charged) throws StoreException {
     synchronized (lock) {
-      if (closed) {
-        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
-      }
+      checkOpen();
       if (artifacts.containsKey(artifactId) || pending.containsKey(artifactId)) {
         throw new StoreException(
             Reason.ArtifactExists,
@@ -975,13 +984,7 @@ public final class PinnedStore implements AutoCloseable {
     StorePaths.checkArtifactId(artifactId);
     StoredArtifact a;
     synchronized (lock) {
-      if (closed) {
-        throw new StoreException(Reason.StoreClosed, "the store at " + root + " is closed");
-      }
-      if (pending.containsKey(artifactId)) {
-        throw new StoreException(
-            Reason.ArtifactBusy, "artifact " + artifactId + " is still being allocated");
-      }
+      checkNotBusy(artifactId);
       a = artifacts.get(artifactId);
     }
     if (a == null) {

@@ -46,10 +46,11 @@ import software.amazon.awssdk.utils.SdkAutoCloseable;
  * An S3 (or S3-compatible) prefix as an artifact source: {@code s3://bucket/prefix/}.
  *
  * <p>Client: AWS SDK v2 sync {@link S3Client} over the Apache HTTP client, whose pool holds {@link
- * SourceOptions#maxConnections()} connections; endpoint override, path-style addressing and region
- * from the options; request checksum calculation and response checksum validation only when the
- * operation requires them (so S3-compatible stores that reject {@code aws-chunked} uploads or do
- * not send checksums work). Listing calls use the SDK's standard retries ({@link
+ * SourceOptions#maxConnections()} connections (with no TLS set up at all for a plain {@code
+ * http://} endpoint: {@link PlainHttpEndpoint}); endpoint override, path-style addressing and
+ * region from the options; request checksum calculation and response checksum validation only when
+ * the operation requires them (so S3-compatible stores that reject {@code aws-chunked} uploads or
+ * do not send checksums work). Listing calls use the SDK's standard retries ({@link
  * SourceOptions#listMaxAttempts()}); ranged GETs are made once each — the data path ({@code
  * ParallelRangeReader}) retries and resumes on its own.
  *
@@ -97,12 +98,14 @@ public final class S3Source implements ArtifactSource {
     this.description = uri.toString();
     this.filter = options.filter();
     this.http =
-        ApacheHttpClient.builder()
-            .maxConnections(options.maxConnections())
-            .connectionTimeout(options.connectTimeout())
-            .socketTimeout(options.readTimeout())
-            .connectionAcquisitionTimeout(options.requestTimeout())
-            .tcpKeepAlive(true)
+        PlainHttpEndpoint.withoutTlsFor(
+                ApacheHttpClient.builder()
+                    .maxConnections(options.maxConnections())
+                    .connectionTimeout(options.connectTimeout())
+                    .socketTimeout(options.readTimeout())
+                    .connectionAcquisitionTimeout(options.requestTimeout())
+                    .tcpKeepAlive(true),
+                options.endpoint())
             .build();
     this.credentials = credentialsProvider(options);
     RetryStrategy listRetries =

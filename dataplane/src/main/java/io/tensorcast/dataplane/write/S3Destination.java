@@ -2,6 +2,7 @@ package io.tensorcast.dataplane.write;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.tensorcast.dataplane.source.PlainHttpEndpoint;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceOptions;
 import io.tensorcast.dataplane.source.SourceUri;
@@ -128,10 +129,12 @@ final class S3Destination implements VersionSaver.Destination {
     S3ClientBuilder builder =
         S3Client.builder()
             .httpClient(
-                ApacheHttpClient.builder()
-                    .maxConnections(PARALLEL_PARTS + 2)
-                    .connectionTimeout(Duration.ofSeconds(10))
-                    .socketTimeout(Duration.ofMinutes(2))
+                PlainHttpEndpoint.withoutTlsFor(
+                        ApacheHttpClient.builder()
+                            .maxConnections(PARALLEL_PARTS + 2)
+                            .connectionTimeout(Duration.ofSeconds(10))
+                            .socketTimeout(Duration.ofMinutes(2)),
+                        options.endpoint())
                     .build())
             .credentialsProvider(StaticCredentialsProvider.create(creds))
             .region(Region.of(options.region().orElse("us-east-1")))

@@ -9,6 +9,7 @@ import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -18,9 +19,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -132,6 +135,39 @@ class S3SourceIT {
               .toList();
       assertThat(source.list()).extracting(SourceFile::path).containsExactlyElementsOf(expected);
     }
+  }
+
+  @Test
+  @Timeout(120)
+  void aPlainHttpEndpointReadsWithoutLoadingTheTrustStore() throws Exception {
+    Path classLog = Files.createTempFile("plain-http-classes", ".log");
+    List<String> cmd =
+        List.of(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Xlog:class+load=info:file=" + classLog,
+            "-cp",
+            System.getProperty("java.class.path"),
+            PlainHttpChild.class.getName(),
+            s3.endpoint().toString(),
+            "s3://" + BUCKET + "/corpus/tiny/");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    String classes = Files.readString(classLog);
+    Files.delete(classLog);
+
+    assertThat(out)
+        .contains(
+            "@@ file:one-byte.bin=" + sha256(Files.readAllBytes(uploaded.get("tiny/one-byte.bin"))))
+        .contains("@@ done=ok");
+    // The JDK's default TLS context reads the CA trust store through TrustStoreManager; the SDK's
+    // Apache client builds it when the client is built unless its https socket factory is given.
+    assertThat(classes)
+        .contains("io.tensorcast.dataplane.source.PlainHttpEndpoint ")
+        .doesNotContain("sun.security.ssl.TrustStoreManager ")
+        .doesNotContain("sun.security.ssl.SSLContextImpl ");
   }
 
   @Test
@@ -303,5 +339,9 @@ class S3SourceIT {
   static String md5(Path file) throws Exception {
     return HexFormat.of()
         .formatHex(MessageDigest.getInstance("MD5").digest(Files.readAllBytes(file)));
+  }
+
+  private static String sha256(byte[] bytes) throws Exception {
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
   }
 }

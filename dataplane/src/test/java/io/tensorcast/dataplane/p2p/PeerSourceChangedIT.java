@@ -30,6 +30,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -55,6 +56,11 @@ class PeerSourceChangedIT {
   private final ServeMembers members = new ServeMembers("source-changed-it", files, READY);
   private final ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
   private FaultInjectingProxy proxy;
+
+  @BeforeAll
+  static void startS3() {
+    S3MockServer.shared(); // its start counts against the lifecycle method, not the test
+  }
 
   @BeforeEach
   void setUp() throws Exception {

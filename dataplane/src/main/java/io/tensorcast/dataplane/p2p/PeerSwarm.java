@@ -109,7 +109,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private volatile PieceMap map;
   private volatile Map<String, SourceFile> sourceFiles;
   private volatile StoredArtifact stored;
-  private ArtifactSource source;
+  private volatile ArtifactSource source;
   private ReadOptions read;
   private volatile FillProgress progress;
 

@@ -131,8 +131,9 @@ class SwarmSimTest {
    * Files of 30, 50, 20 and 28 pieces (plus a few bytes each) at N = 2 and 4: the 50-piece file
    * straddles the first block boundary (and at N = 4 spans three blocks), the 20-piece one the
    * last. Each member reads the straddling files' parts first, so at every node the files'
-   * contiguous prefixes have taken in all but the last few pieces when the last piece lands: at
-   * most the {@link SwarmPlan#TIE_WINDOW} pieces the last requests were spread over.
+   * contiguous prefixes have taken in all but the last few pieces when the last piece lands (the
+   * runs and requests still in flight at the end; here fewer than {@link SwarmPlan#TIE_WINDOW}
+   * pieces). Front to back, one node had the straddling file's whole tail left: 16 pieces.
    */
   @Test
   void filesThatStraddleTwoBlocksAreCompleteLongBeforeTheLastPiece() {

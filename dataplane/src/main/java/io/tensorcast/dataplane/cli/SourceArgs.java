@@ -126,8 +126,12 @@ final class SourceArgs {
     }
   }
 
+  /**
+   * The source of a load: its metadata calls are not retried in place when throttled, the load's
+   * throttling gate paces them with every other request of the load.
+   */
   ArtifactSource open() throws SourceException {
-    return open(uri(), include);
+    return open(uri(), include, false);
   }
 
   /**
@@ -141,9 +145,9 @@ final class SourceArgs {
       Path file = u.localPath().toAbsolutePath().normalize();
       Path folder = file.getParent();
       String only = "/" + escapeGlob(file.getFileName().toString());
-      return open(folder.toUri().toString(), List.of(only));
+      return open(folder.toUri().toString(), List.of(only), true);
     }
-    return open();
+    return open(uri(), include, true);
   }
 
   /** A file name as a glob that matches exactly it (special characters escaped). */
@@ -151,7 +155,8 @@ final class SourceArgs {
     return name.replaceAll("([*?\\[\\]{}!\\\\])", "\\\\$1");
   }
 
-  private ArtifactSource open(String uri, List<String> include) throws SourceException {
+  private ArtifactSource open(String uri, List<String> include, boolean throttledRetriesInPlace)
+      throws SourceException {
     validate();
     SourceOptions.Builder b =
         SourceOptions.builder()
@@ -159,7 +164,8 @@ final class SourceArgs {
             .exclude(exclude)
             .pathStyle(pathStyle)
             .allowInsecureEndpoint(allowInsecureEndpoint)
-            .maxConnections(concurrency);
+            .maxConnections(concurrency)
+            .throttledRetriesInPlace(throttledRetriesInPlace);
     if (endpoint != null) {
       b.endpoint(endpoint);
     }

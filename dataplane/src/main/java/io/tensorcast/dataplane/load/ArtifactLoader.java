@@ -71,12 +71,15 @@ import org.slf4j.LoggerFactory;
  * object that changed under the load ({@code ObjectChanged}) fails it as the transient {@link
  * Reason#SourceChanged}, so the next load lists again and reads only the changed files.
  *
- * <p>Metadata requests (the listing, a file's published digest, header and structure reads, index
- * files) wait out throttling ({@link ThrottleWait}): a request the source refuses as {@code
- * Throttled} is asked again with the {@link Backoff}, at least the server's {@code Retry-After},
- * until {@link ThrottleWait#BUDGET} is spent. What they get is kept in a {@link KeptMetadata} that
- * the loads of one artifact share, so a load after a transient failure asks the source only for
- * what earlier loads did not get (and never uses what was got for another ETag).
+ * <p>Every request of one load to the source — the listing, a file's published digest, header and
+ * structure reads, index files, the ranged reads of the data and a {@link StoreFiller}'s source
+ * reads — is paced by one {@link ThrottleGate}: a refusal as {@code Throttled} closes it until the
+ * server's {@code Retry-After} (or the {@link Backoff}'s delay), no request of the load goes out
+ * while it is closed, and the load fails as {@code Throttled} only once it has been closed for
+ * longer than {@link ReadOptions#throttleBudget()} in total. Metadata requests refused as throttled
+ * are asked again once it opens ({@link ThrottleWait}). What they get is kept in a {@link
+ * KeptMetadata} that the loads of one artifact share, so a load after a transient failure asks the
+ * source only for what earlier loads did not get (and never uses what was got for another ETag).
  *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
@@ -117,7 +120,7 @@ public final class ArtifactLoader implements Loader {
   private final LoadState state;
   private final StoreFiller filler;
   private final KeptMetadata metadata;
-  private final Backoff backoff;
+  private final ThrottleGate gate;
 
   public ArtifactLoader(
       ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
@@ -153,7 +156,10 @@ public final class ArtifactLoader implements Loader {
       KeptMetadata kept) {
     this.filler = filler;
     this.metadata = Objects.requireNonNull(kept, "kept");
-    this.backoff = new Backoff(options.read().backoffBase(), options.read().backoffCap());
+    this.gate =
+        new ThrottleGate(
+            new Backoff(options.read().backoffBase(), options.read().backoffCap()),
+            options.read().throttleBudget());
     this.source = Objects.requireNonNull(source, "source");
     this.store = Objects.requireNonNull(store, "store");
     this.options = Objects.requireNonNull(options, "options");
@@ -211,7 +217,7 @@ public final class ArtifactLoader implements Loader {
                     f,
                     () ->
                         HeaderFetcher.fetchBytes(
-                            source, f, options.read().maxAttempts(), state::retried)));
+                            source, f, options.read().maxAttempts(), state::retried, gate)));
         state.resolved(
             files,
             resolved.headers(),
@@ -375,7 +381,7 @@ public final class ArtifactLoader implements Loader {
           }
         };
     try {
-      f.fill(source, stored, files, options.read(), progress);
+      f.fill(source, stored, files, options.read(), gate, progress);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
@@ -461,7 +467,7 @@ public final class ArtifactLoader implements Loader {
     }
     try {
       ReadResult r =
-          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state);
+          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state, gate);
       log.info(
           "read {} bytes in {} ranges with {} requests ({} retries) in {}",
           r.bytes(),
@@ -524,8 +530,7 @@ public final class ArtifactLoader implements Loader {
       return earlier.get();
     }
     List<SourceFile> files =
-        ThrottleWait.source(
-            backoff, ThrottleWait.BUDGET, source.describe() + ": ", source::list, state::retried);
+        ThrottleWait.source(gate, source.describe() + ": ", source::list, state::retried);
     if (files.isEmpty()) {
       throw new LoadFailure(
           Reason.EmptyArtifact,
@@ -609,7 +614,8 @@ public final class ArtifactLoader implements Loader {
                                     f,
                                     options.limits().torch(),
                                     options.read().maxAttempts(),
-                                    state::retried))
+                                    state::retried,
+                                    gate))
                         .orElse(null);
               }
               return new FileResolution(header, checkpoint, publishedDigest(f));
@@ -637,10 +643,7 @@ public final class ArtifactLoader implements Loader {
    */
   private PublishedDigest publishedDigest(SourceFile f) throws LoadFailure {
     return metadata.digest(
-        f,
-        () ->
-            ThrottleWait.source(
-                backoff, ThrottleWait.BUDGET, "", () -> source.publishedDigest(f), state::retried));
+        f, () -> ThrottleWait.source(gate, "", () -> source.publishedDigest(f), state::retried));
   }
 
   /** A per-file read that may fail the load. */
@@ -721,7 +724,12 @@ public final class ArtifactLoader implements Loader {
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
     return HeaderFetcher.fetch(
-        source, f, options.limits().safetensors(), options.read().maxAttempts(), state::retried);
+        source,
+        f,
+        options.limits().safetensors(),
+        options.read().maxAttempts(),
+        state::retried,
+        gate);
   }
 
   private void admit(long total) throws LoadFailure {

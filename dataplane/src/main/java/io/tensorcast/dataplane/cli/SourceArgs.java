@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
@@ -164,7 +165,7 @@ final class SourceArgs {
             .exclude(exclude)
             .pathStyle(pathStyle)
             .allowInsecureEndpoint(allowInsecureEndpoint)
-            .maxConnections(concurrency)
+            .maxConnections(Math.max(concurrency, ArtifactLoader.METADATA_CONCURRENCY))
             .throttledRetriesInPlace(throttledRetriesInPlace);
     if (endpoint != null) {
       b.endpoint(endpoint);

@@ -122,6 +122,23 @@ public final class ArtifactLoader implements Loader {
   private final KeptMetadata metadata;
   private final ThrottleGate gate;
 
+  /**
+   * The fewest files whose metadata (header or structure reads, published digest) a load resolves
+   * at once, whatever {@code --concurrency} says: these requests are small, so their number in
+   * flight, not bandwidth, sets how fast they are answered — under a throttling storm too, where
+   * they all wait at the load's {@link ThrottleGate} and go out together when it opens.
+   */
+  public static final int METADATA_CONCURRENCY = 16;
+
+  /**
+   * How many files' metadata a load with {@code read} resolves at once: {@code max(concurrency,
+   * }{@link #METADATA_CONCURRENCY}{@code )}; a source's connection pool should be at least as
+   * large.
+   */
+  public static int metadataConcurrency(ReadOptions read) {
+    return Math.max(read.concurrency(), METADATA_CONCURRENCY);
+  }
+
   public ArtifactLoader(
       ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
     this(source, store, options, metrics, null);
@@ -653,14 +670,14 @@ public final class ArtifactLoader implements Loader {
   }
 
   /**
-   * {@code read} of every file, up to {@code --concurrency} at a time, results in the files' order;
-   * the first {@link LoadFailure} fails the whole.
+   * {@code read} of every file, up to {@link #metadataConcurrency} at a time, results in the files'
+   * order; the first {@link LoadFailure} fails the whole.
    */
   private <T> List<T> inParallel(List<SourceFile> files, FileRead<T> read) throws LoadFailure {
     if (files.isEmpty()) {
       return List.of();
     }
-    int threads = Math.max(1, Math.min(options.read().concurrency(), files.size()));
+    int threads = Math.max(1, Math.min(metadataConcurrency(options.read()), files.size()));
     ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
     try {
       List<Future<T>> futures = new ArrayList<>();

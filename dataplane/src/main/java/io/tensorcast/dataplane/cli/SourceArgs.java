@@ -91,10 +91,11 @@ final class SourceArgs {
       names = "--throttle-budget",
       defaultValue = "5m",
       description =
-          "The longest the ranged reads of one load may be held back by throttling (429, 503"
-              + " SlowDown) in total before the load fails as Throttled (default ${DEFAULT-VALUE};"
-              + " 500ms, 30s, 5m, 1h or ISO-8601). A throttled read does not use up one of"
-              + " --max-attempts: every read of the load waits until the server's Retry-After.")
+          "The longest the requests of one load (listing, HEADs, header reads, ranged and"
+              + " peer-swarm source reads) may be held back by throttling (429, 503 SlowDown) in"
+              + " total before the load fails as Throttled (default ${DEFAULT-VALUE}; 500ms, 30s,"
+              + " 5m, 1h or ISO-8601). A throttled request does not use up one of --max-attempts:"
+              + " every request of the load waits until the server's Retry-After.")
   String throttleBudget;
 
   String uri() {

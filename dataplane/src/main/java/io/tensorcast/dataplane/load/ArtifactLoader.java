@@ -406,12 +406,14 @@ public final class ArtifactLoader implements Loader {
   }
 
   /**
-   * An object changed under a source-only load ({@code ObjectChanged}): the load is loaded again
-   * ({@link Reason#SourceChanged}, transient) against a new listing; files that did not change keep
-   * their bytes, the changed ones are read again whole. Under a filler the failure stays as it is.
+   * An object changed under the load ({@code ObjectChanged}): the load is loaded again ({@link
+   * Reason#SourceChanged}, transient) against a new listing; files that did not change keep their
+   * bytes, the changed ones are read again whole. The same under a filler: the peer swarm keeps
+   * only pieces recorded under each file's newly listed version, and a member that listed the new
+   * version makes the others check the source and list again ({@code PeerSwarm#otherListing}).
    */
   private LoadFailure sourceChanged(LoadFailure f) {
-    if (filler != null || f.reason() != Reason.ObjectChanged) {
+    if (f.reason() != Reason.ObjectChanged) {
       return f;
     }
     return new LoadFailure(

@@ -617,6 +617,9 @@ public final class NettyPeerTransport implements PeerTransport {
       }
       if (refusal != null) {
         refuse(ctx, "hello", refusal);
+        if (PeerHandshake.otherListing(sent, h)) {
+          listener.otherListing(h.peerId());
+        }
         return;
       }
       received = h;

@@ -40,6 +40,21 @@ public final class PeerHandshake {
   private PeerHandshake() {}
 
   /**
+   * Whether {@code remote}'s HELLO differs from {@code local} only in what the members listed: the
+   * same protocol version, artifact and piece size, another piece map (files, sizes or versions).
+   * Such a member loads another listing of the same artifact — one of the two listed before or
+   * after an object changed.
+   */
+  public static boolean otherListing(Frame.Hello local, Frame.Hello remote) {
+    return remote.version() == local.version()
+        && remote.artifactId().equals(local.artifactId())
+        && remote.pieceSize() == local.pieceSize()
+        && !remote.peerId().equals(local.peerId())
+        && (remote.pieceCount() != local.pieceCount()
+            || !Arrays.equals(remote.mapDigest(), local.mapDigest()));
+  }
+
+  /**
    * Why {@code remote}'s HELLO is refused by the member that sent {@code local}, or null when it
    * passes.
    *

@@ -74,6 +74,10 @@ import org.slf4j.LoggerFactory;
  *       StoredArtifact#recordStored}); a fill handed a copy that already holds recorded pieces (a
  *       retried load, a restarted process) hashes them from the store and gives them to the policy
  *       ({@link SwarmPolicy#resume}), which confirms them before they are announced.
+ *   <li>Changed objects: a member whose HELLO carries another piece map of this artifact listed
+ *       other versions; while filling, this member then checks the source ({@link #otherListing})
+ *       and fails its fill with {@code ObjectChanged} when an object it listed changed, so that it
+ *       lists again and meets the others on the new version.
  * </ul>
  *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
@@ -85,6 +89,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private static final Logger log = LoggerFactory.getLogger(PeerSwarm.class);
 
   private static final long TICK_MS = 50;
+
+  /**
+   * Least time between two checks of the source prompted by members that listed otherwise ({@link
+   * #otherListing}): a member whose listing is stale keeps dialling for a few seconds at most.
+   */
+  private static final long LISTING_CHECK_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final String artifactId;
   private final PeerSettings settings;
@@ -101,7 +111,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private volatile PieceMap map;
   private volatile Map<String, SourceFile> sourceFiles;
   private volatile StoredArtifact stored;
-  private ArtifactSource source;
+  private volatile ArtifactSource source;
   private ReadOptions read;
   private volatile ThrottleGate gate;
   private volatile FillProgress progress;
@@ -114,6 +124,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private boolean filling;
   private LoadFailure failure;
+  private boolean checkingListing;
+  private long listingCheckedAt;
   private boolean closed;
   private PeerTransport transport;
   private ExecutorService sources;
@@ -802,6 +814,114 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             "Connections to the peer port refused before or during the authenticated handshake")
         .register(registry)
         .increment();
+  }
+
+  /**
+   * A member's HELLO carried another piece map of this artifact: it listed other files, sizes or
+   * object versions — typically after an object changed under the load, which it saw first. While
+   * this member fills, the source is asked (on a thread of its own, at most one check at a time and
+   * one a second) whether every object this member listed is still the listed version ({@link
+   * ArtifactSource#checkUnchanged}, {@link ArtifactSource#publishedDigest}: on S3 a {@code HEAD}
+   * with {@code If-Match}). When one is not, the fill fails with {@code ObjectChanged}, which the
+   * loader turns into {@code SourceChanged}: this member lists again and meets the others on the
+   * new listing. The HELLO is a hint and never trusted by itself: when the source confirms nothing,
+   * the other member's listing is stale and this fill goes on.
+   */
+  @Override
+  public void otherListing(String peerId) {
+    List<SourceFile> files;
+    ArtifactSource s;
+    synchronized (this) {
+      long now = System.nanoTime();
+      if (!filling
+          || closed
+          || failure != null
+          || checkingListing
+          || (listingCheckedAt != 0 && now - listingCheckedAt < LISTING_CHECK_INTERVAL_NANOS)) {
+        return;
+      }
+      checkingListing = true;
+      listingCheckedAt = now;
+      files =
+          sourceFiles.values().stream()
+              .sorted(java.util.Comparator.comparing(SourceFile::path))
+              .toList();
+      s = source;
+    }
+    Thread t = new Thread(() -> checkListing(peerId, s, files), "p2p-listing-check-" + artifactId);
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /** The check {@link #otherListing} starts: fails the fill when an object changed. */
+  private void checkListing(String peerId, ArtifactSource s, List<SourceFile> files) {
+    SourceFile changed = null;
+    SourceException cause = null;
+    try {
+      for (SourceFile f : files) {
+        synchronized (this) {
+          if (!filling || closed || failure != null) {
+            return;
+          }
+        }
+        try {
+          s.checkUnchanged(f);
+          s.publishedDigest(f);
+        } catch (SourceException e) {
+          if (e.reason() == Reason.ObjectChanged || e.reason() == Reason.ObjectNotFound) {
+            changed = f;
+            cause = e;
+            break;
+          }
+          log.info(
+              "artifact {}: member {} listed other versions; cannot check {} at the source: {}",
+              artifactId,
+              peerId,
+              f.path(),
+              e.getMessage());
+          return;
+        }
+      }
+    } catch (RuntimeException e) {
+      log.warn(
+          "artifact {}: checking the source after member {} listed otherwise: {}",
+          artifactId,
+          peerId,
+          e.toString());
+      return;
+    } finally {
+      synchronized (this) {
+        checkingListing = false;
+      }
+    }
+    if (changed == null) {
+      log.info(
+          "artifact {}: member {} listed other versions, but every object this member listed is"
+              + " unchanged at the source ({} files checked); its listing is the stale one",
+          artifactId,
+          peerId,
+          files.size());
+      return;
+    }
+    synchronized (this) {
+      if (failure == null && filling && !closed) {
+        failure =
+            new LoadFailure(
+                Reason.ObjectChanged,
+                "member "
+                    + peerId
+                    + " listed other versions of the artifact's files and the source confirms"
+                    + " that "
+                    + changed.path()
+                    + " (ETag "
+                    + changed.etag()
+                    + " when listed) changed: "
+                    + cause.getMessage(),
+                cause);
+        log.warn("artifact {}: {}", artifactId, failure.getMessage());
+        wake();
+      }
+    }
   }
 
   @Override

@@ -95,5 +95,14 @@ public interface PeerTransport extends AutoCloseable {
      * {@code auth}, {@code handshake}, {@code handshake-timeout}).
      */
     default void refused(String kind) {}
+
+    /**
+     * A member's HELLO was refused because it carries another piece map of the same artifact
+     * ({@link PeerHandshake#otherListing}): it listed other files, sizes or object versions. Not
+     * authenticated (the HELLO comes before AUTH): a hint to check the source, never a fact.
+     *
+     * @param peerId the id the HELLO names
+     */
+    default void otherListing(String peerId) {}
   }
 }

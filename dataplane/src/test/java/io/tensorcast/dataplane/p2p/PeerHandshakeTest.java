@@ -51,6 +51,39 @@ class PeerHandshakeTest {
   }
 
   @Test
+  void onlyAnotherPieceMapOfTheSameArtifactIsAnotherListing() {
+    Frame.Hello a = hello("a");
+    Frame.Hello b = hello("b");
+    assertThat(PeerHandshake.otherListing(a, b)).as("the same map").isFalse();
+    Frame.Hello otherVersions =
+        new Frame.Hello(
+            FrameCodec.VERSION, "art", "b", M.epoch(), 65536, 100, bytes(2), bytes('b'));
+    assertThat(PeerHandshake.otherListing(a, otherVersions))
+        .as("same size, other ETags: the map digest differs")
+        .isTrue();
+    assertThat(PeerHandshake.refusal(a, otherVersions, M, null, "b"))
+        .startsWith("piece map differs");
+    Frame.Hello otherSize =
+        new Frame.Hello(
+            FrameCodec.VERSION, "art", "b", M.epoch(), 65536, 101, bytes(1), bytes('b'));
+    assertThat(PeerHandshake.otherListing(a, otherSize)).as("another piece count").isTrue();
+    Frame.Hello otherArtifact =
+        new Frame.Hello(
+            FrameCodec.VERSION, "other", "b", M.epoch(), 65536, 100, bytes(2), bytes('b'));
+    assertThat(PeerHandshake.otherListing(a, otherArtifact)).as("another artifact").isFalse();
+    Frame.Hello otherPieceSize =
+        new Frame.Hello(
+            FrameCodec.VERSION, "art", "b", M.epoch(), 131072, 50, bytes(2), bytes('b'));
+    assertThat(PeerHandshake.otherListing(a, otherPieceSize))
+        .as("another --piece-size is a configuration error, not a listing")
+        .isFalse();
+    Frame.Hello self =
+        new Frame.Hello(
+            FrameCodec.VERSION, "art", "a", M.epoch(), 65536, 100, bytes(2), bytes('a'));
+    assertThat(PeerHandshake.otherListing(a, self)).as("its own id").isFalse();
+  }
+
+  @Test
   void authTagsBindSecretNoncesRoleAndAddresses() {
     byte[] secret = bytes(9);
     Frame.Hello d = hello("a");

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.load.ArtifactLoader;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
@@ -90,10 +91,11 @@ final class SourceArgs {
       names = "--throttle-budget",
       defaultValue = "5m",
       description =
-          "The longest the ranged reads of one load may be held back by throttling (429, 503"
-              + " SlowDown) in total before the load fails as Throttled (default ${DEFAULT-VALUE};"
-              + " 500ms, 30s, 5m, 1h or ISO-8601). A throttled read does not use up one of"
-              + " --max-attempts: every read of the load waits until the server's Retry-After.")
+          "The longest the requests of one load (listing, HEADs, header reads, ranged and"
+              + " peer-swarm source reads) may be held back by throttling (429, 503 SlowDown) in"
+              + " total before the load fails as Throttled (default ${DEFAULT-VALUE}; 500ms, 30s,"
+              + " 5m, 1h or ISO-8601). A throttled request does not use up one of --max-attempts:"
+              + " every request of the load waits until the server's Retry-After.")
   String throttleBudget;
 
   String uri() {
@@ -126,8 +128,12 @@ final class SourceArgs {
     }
   }
 
+  /**
+   * The source of a load: its metadata calls are not retried in place when throttled, the load's
+   * throttling gate paces them with every other request of the load.
+   */
   ArtifactSource open() throws SourceException {
-    return open(uri(), include);
+    return open(uri(), include, false);
   }
 
   /**
@@ -141,9 +147,9 @@ final class SourceArgs {
       Path file = u.localPath().toAbsolutePath().normalize();
       Path folder = file.getParent();
       String only = "/" + escapeGlob(file.getFileName().toString());
-      return open(folder.toUri().toString(), List.of(only));
+      return open(folder.toUri().toString(), List.of(only), true);
     }
-    return open();
+    return open(uri(), include, true);
   }
 
   /** A file name as a glob that matches exactly it (special characters escaped). */
@@ -151,7 +157,8 @@ final class SourceArgs {
     return name.replaceAll("([*?\\[\\]{}!\\\\])", "\\\\$1");
   }
 
-  private ArtifactSource open(String uri, List<String> include) throws SourceException {
+  private ArtifactSource open(String uri, List<String> include, boolean throttledRetriesInPlace)
+      throws SourceException {
     validate();
     SourceOptions.Builder b =
         SourceOptions.builder()
@@ -159,7 +166,8 @@ final class SourceArgs {
             .exclude(exclude)
             .pathStyle(pathStyle)
             .allowInsecureEndpoint(allowInsecureEndpoint)
-            .maxConnections(concurrency);
+            .maxConnections(Math.max(concurrency, ArtifactLoader.METADATA_CONCURRENCY))
+            .throttledRetriesInPlace(throttledRetriesInPlace);
     if (endpoint != null) {
       b.endpoint(endpoint);
     }

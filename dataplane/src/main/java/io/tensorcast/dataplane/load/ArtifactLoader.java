@@ -71,12 +71,15 @@ import org.slf4j.LoggerFactory;
  * object that changed under the load ({@code ObjectChanged}) fails it as the transient {@link
  * Reason#SourceChanged}, so the next load lists again and reads only the changed files.
  *
- * <p>Metadata requests (the listing, a file's published digest, header and structure reads, index
- * files) wait out throttling ({@link ThrottleWait}): a request the source refuses as {@code
- * Throttled} is asked again with the {@link Backoff}, at least the server's {@code Retry-After},
- * until {@link ThrottleWait#BUDGET} is spent. What they get is kept in a {@link KeptMetadata} that
- * the loads of one artifact share, so a load after a transient failure asks the source only for
- * what earlier loads did not get (and never uses what was got for another ETag).
+ * <p>Every request of one load to the source — the listing, a file's published digest, header and
+ * structure reads, index files, the ranged reads of the data and a {@link StoreFiller}'s source
+ * reads — is paced by one {@link ThrottleGate}: a refusal as {@code Throttled} closes it until the
+ * server's {@code Retry-After} (or the {@link Backoff}'s delay), no request of the load goes out
+ * while it is closed, and the load fails as {@code Throttled} only once it has been closed for
+ * longer than {@link ReadOptions#throttleBudget()} in total. Metadata requests refused as throttled
+ * are asked again once it opens ({@link ThrottleWait}). What they get is kept in a {@link
+ * KeptMetadata} that the loads of one artifact share, so a load after a transient failure asks the
+ * source only for what earlier loads did not get (and never uses what was got for another ETag).
  *
  * <p>One instance loads one artifact once. {@link #status()} may be called from any thread at any
  * time; it reports only what the bytes in the store back. On failure the artifact's memory is
@@ -117,7 +120,24 @@ public final class ArtifactLoader implements Loader {
   private final LoadState state;
   private final StoreFiller filler;
   private final KeptMetadata metadata;
-  private final Backoff backoff;
+  private final ThrottleGate gate;
+
+  /**
+   * The fewest files whose metadata (header or structure reads, published digest) a load resolves
+   * at once, whatever {@code --concurrency} says: these requests are small, so their number in
+   * flight, not bandwidth, sets how fast they are answered — under a throttling storm too, where
+   * they all wait at the load's {@link ThrottleGate} and go out together when it opens.
+   */
+  public static final int METADATA_CONCURRENCY = 16;
+
+  /**
+   * How many files' metadata a load with {@code read} resolves at once: {@code max(concurrency,
+   * }{@link #METADATA_CONCURRENCY}{@code )}; a source's connection pool should be at least as
+   * large.
+   */
+  public static int metadataConcurrency(ReadOptions read) {
+    return Math.max(read.concurrency(), METADATA_CONCURRENCY);
+  }
 
   public ArtifactLoader(
       ArtifactSource source, PinnedStore store, Options options, LoadMetrics metrics) {
@@ -153,7 +173,10 @@ public final class ArtifactLoader implements Loader {
       KeptMetadata kept) {
     this.filler = filler;
     this.metadata = Objects.requireNonNull(kept, "kept");
-    this.backoff = new Backoff(options.read().backoffBase(), options.read().backoffCap());
+    this.gate =
+        new ThrottleGate(
+            new Backoff(options.read().backoffBase(), options.read().backoffCap()),
+            options.read().throttleBudget());
     this.source = Objects.requireNonNull(source, "source");
     this.store = Objects.requireNonNull(store, "store");
     this.options = Objects.requireNonNull(options, "options");
@@ -211,7 +234,7 @@ public final class ArtifactLoader implements Loader {
                     f,
                     () ->
                         HeaderFetcher.fetchBytes(
-                            source, f, options.read().maxAttempts(), state::retried)));
+                            source, f, options.read().maxAttempts(), state::retried, gate)));
         state.resolved(
             files,
             resolved.headers(),
@@ -375,7 +398,7 @@ public final class ArtifactLoader implements Loader {
           }
         };
     try {
-      f.fill(source, stored, files, options.read(), progress);
+      f.fill(source, stored, files, options.read(), gate, progress);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
@@ -463,7 +486,7 @@ public final class ArtifactLoader implements Loader {
     }
     try {
       ReadResult r =
-          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state);
+          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state, gate);
       log.info(
           "read {} bytes in {} ranges with {} requests ({} retries) in {}",
           r.bytes(),
@@ -526,8 +549,7 @@ public final class ArtifactLoader implements Loader {
       return earlier.get();
     }
     List<SourceFile> files =
-        ThrottleWait.source(
-            backoff, ThrottleWait.BUDGET, source.describe() + ": ", source::list, state::retried);
+        ThrottleWait.source(gate, source.describe() + ": ", source::list, state::retried);
     if (files.isEmpty()) {
       throw new LoadFailure(
           Reason.EmptyArtifact,
@@ -611,7 +633,8 @@ public final class ArtifactLoader implements Loader {
                                     f,
                                     options.limits().torch(),
                                     options.read().maxAttempts(),
-                                    state::retried))
+                                    state::retried,
+                                    gate))
                         .orElse(null);
               }
               return new FileResolution(header, checkpoint, publishedDigest(f));
@@ -639,10 +662,7 @@ public final class ArtifactLoader implements Loader {
    */
   private PublishedDigest publishedDigest(SourceFile f) throws LoadFailure {
     return metadata.digest(
-        f,
-        () ->
-            ThrottleWait.source(
-                backoff, ThrottleWait.BUDGET, "", () -> source.publishedDigest(f), state::retried));
+        f, () -> ThrottleWait.source(gate, "", () -> source.publishedDigest(f), state::retried));
   }
 
   /** A per-file read that may fail the load. */
@@ -652,14 +672,14 @@ public final class ArtifactLoader implements Loader {
   }
 
   /**
-   * {@code read} of every file, up to {@code --concurrency} at a time, results in the files' order;
-   * the first {@link LoadFailure} fails the whole.
+   * {@code read} of every file, up to {@link #metadataConcurrency} at a time, results in the files'
+   * order; the first {@link LoadFailure} fails the whole.
    */
   private <T> List<T> inParallel(List<SourceFile> files, FileRead<T> read) throws LoadFailure {
     if (files.isEmpty()) {
       return List.of();
     }
-    int threads = Math.max(1, Math.min(options.read().concurrency(), files.size()));
+    int threads = Math.max(1, Math.min(metadataConcurrency(options.read()), files.size()));
     ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
     try {
       List<Future<T>> futures = new ArrayList<>();
@@ -723,7 +743,12 @@ public final class ArtifactLoader implements Loader {
 
   private SafetensorsHeader readHeader(SourceFile f) throws LoadFailure {
     return HeaderFetcher.fetch(
-        source, f, options.limits().safetensors(), options.read().maxAttempts(), state::retried);
+        source,
+        f,
+        options.limits().safetensors(),
+        options.read().maxAttempts(),
+        state::retried,
+        gate);
   }
 
   private void admit(long total) throws LoadFailure {

@@ -29,7 +29,8 @@ public final class HeaderFetcher {
   /**
    * @param limits bounds of the header parser (header bytes, tensors, rank)
    * @param maxAttempts attempts per ranged read (retryable source errors and short bodies); a read
-   *     refused as {@code Throttled} on all of them is waited out ({@link ThrottleWait#BUDGET})
+   *     refused as {@code Throttled} is paced by a throttling gate of its own and waited out for up
+   *     to {@link ThrottleWait#BUDGET}
    * @param onRetry called before each retry
    * @throws LoadFailure {@code InvalidSafetensors} naming the file and the rule it breaks, or the
    *     source's reason
@@ -41,16 +42,34 @@ public final class HeaderFetcher {
       int maxAttempts,
       Runnable onRetry)
       throws LoadFailure {
+    return fetch(source, f, limits, maxAttempts, onRetry, ownGate());
+  }
+
+  /**
+   * {@link #fetch(ArtifactSource, SourceFile, SafetensorsLimits, int, Runnable)} paced by the
+   * load's throttling {@code gate}, shared with its other requests.
+   */
+  public static SafetensorsHeader fetch(
+      ArtifactSource source,
+      SourceFile f,
+      SafetensorsLimits limits,
+      int maxAttempts,
+      Runnable onRetry,
+      ThrottleGate gate)
+      throws LoadFailure {
     try {
       if (f.size() < 8) {
         // The parser names the rule for a file too short to hold the length prefix.
         return SafetensorsHeader.parse(
-            f.path(), f.size(), read(source, f, 0, (int) f.size(), maxAttempts, onRetry), limits);
+            f.path(),
+            f.size(),
+            read(source, f, 0, (int) f.size(), maxAttempts, onRetry, gate),
+            limits);
       }
       long headerLen =
           SafetensorsHeader.readHeaderLength(
-              f.path(), read(source, f, 0, 8, maxAttempts, onRetry), f.size(), limits);
-      byte[] json = read(source, f, 8, Math.toIntExact(headerLen), maxAttempts, onRetry);
+              f.path(), read(source, f, 0, 8, maxAttempts, onRetry, gate), f.size(), limits);
+      byte[] json = read(source, f, 8, Math.toIntExact(headerLen), maxAttempts, onRetry, gate);
       return SafetensorsHeader.parse(f.path(), f.size(), json, limits);
     } catch (SafetensorsFormatException e) {
       throw new LoadFailure(Reason.InvalidSafetensors, e.getMessage(), e);
@@ -79,6 +98,21 @@ public final class HeaderFetcher {
   public static Optional<TorchCheckpoint> fetchTorch(
       ArtifactSource source, SourceFile f, TorchLimits limits, int maxAttempts, Runnable onRetry)
       throws LoadFailure {
+    return fetchTorch(source, f, limits, maxAttempts, onRetry, ownGate());
+  }
+
+  /**
+   * {@link #fetchTorch(ArtifactSource, SourceFile, TorchLimits, int, Runnable)} paced by the load's
+   * throttling {@code gate}, shared with its other requests.
+   */
+  public static Optional<TorchCheckpoint> fetchTorch(
+      ArtifactSource source,
+      SourceFile f,
+      TorchLimits limits,
+      int maxAttempts,
+      Runnable onRetry,
+      ThrottleGate gate)
+      throws LoadFailure {
     return readTorch(
         f,
         limits,
@@ -91,7 +125,9 @@ public final class HeaderFetcher {
           @Override
           public void read(long offset, ByteBuffer dst) throws IOException {
             try {
-              dst.put(HeaderFetcher.read(source, f, offset, dst.remaining(), maxAttempts, onRetry));
+              dst.put(
+                  HeaderFetcher.read(
+                      source, f, offset, dst.remaining(), maxAttempts, onRetry, gate));
             } catch (LoadFailure e) {
               throw new SourceReadFailed(e);
             }
@@ -141,10 +177,27 @@ public final class HeaderFetcher {
    */
   public static byte[] fetchBytes(
       ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry) throws LoadFailure {
+    return fetchBytes(source, f, maxAttempts, onRetry, ownGate());
+  }
+
+  /**
+   * {@link #fetchBytes(ArtifactSource, SourceFile, int, Runnable)} paced by the load's throttling
+   * {@code gate}, shared with its other requests.
+   */
+  public static byte[] fetchBytes(
+      ArtifactSource source, SourceFile f, int maxAttempts, Runnable onRetry, ThrottleGate gate)
+      throws LoadFailure {
     if (f.size() == 0) {
       return new byte[0];
     }
-    return read(source, f, 0, Math.toIntExact(f.size()), maxAttempts, onRetry);
+    return read(source, f, 0, Math.toIntExact(f.size()), maxAttempts, onRetry, gate);
+  }
+
+  /** A gate for a request made outside a load, with the default back-off. */
+  private static ThrottleGate ownGate() {
+    return new ThrottleGate(
+        new Backoff(ReadOptions.DEFAULTS.backoffBase(), ReadOptions.DEFAULTS.backoffCap()),
+        ThrottleWait.BUDGET);
   }
 
   /** Carries a {@link LoadFailure} through the {@link ByteSource} interface. */
@@ -161,8 +214,10 @@ public final class HeaderFetcher {
   /**
    * Reads exactly {@code length} bytes at {@code offset} with the one resumable range read of the
    * data plane ({@link ParallelRangeReader}): retried with its back-off, which honours the server's
-   * {@code Retry-After}, and resumed after the last byte received; a read throttled on all its
-   * attempts is asked again until throttling outlasts {@link ThrottleWait#BUDGET}.
+   * {@code Retry-After}, and resumed after the last byte received; a refusal as throttled closes
+   * {@code gate} (no request of the load goes out until it opens) and uses up no attempt, and a
+   * read failed as throttled (a {@code Retry-After} above the back-off cap) is asked again once the
+   * gate opens, until the gate's budget is spent.
    */
   private static byte[] read(
       ArtifactSource source,
@@ -170,7 +225,8 @@ public final class HeaderFetcher {
       long offset,
       int length,
       int maxAttempts,
-      Runnable onRetry)
+      Runnable onRetry,
+      ThrottleGate gate)
       throws LoadFailure {
     byte[] out = new byte[length];
     if (length == 0) {
@@ -196,8 +252,7 @@ public final class HeaderFetcher {
           }
         };
     return ThrottleWait.call(
-        new Backoff(options.backoffBase(), options.backoffCap()),
-        ThrottleWait.BUDGET,
+        gate,
         () -> {
           try {
             new ParallelRangeReader(options)
@@ -205,7 +260,8 @@ public final class HeaderFetcher {
                     source,
                     List.of(new ParallelRangeReader.FileRange(f, offset, length)),
                     sink,
-                    listener);
+                    listener,
+                    gate);
             return out;
           } catch (RangeReadException e) {
             throw new LoadFailure(e.reason(), f.path() + ": " + e.getMessage(), e);

@@ -54,12 +54,13 @@ import java.util.concurrent.atomic.LongAdder;
  *       and bytes already in the sink are neither requested nor reported again.
  *   <li>A refusal as {@code Throttled} (HTTP 429, {@code 503 SlowDown}) is paced for the whole
  *       read, not per range: it does not use up one of the range's attempts nor grow its back-off;
- *       it closes the read's {@link ThrottleGate}, and no worker sends a new request before the
- *       server's {@code Retry-After} instant (without one, before a jittered back-off that doubles
- *       only while refusals follow one another and starts again at the base after an admitted
- *       request). The adaptive limiter halves on the refusal as well. Once the read has been held
- *       back by throttling for longer than {@link ReadOptions#throttleBudget()} in total it fails
- *       as {@code Throttled}, saying so.
+ *       it closes the read's {@link ThrottleGate} (the load's, shared with its metadata requests
+ *       and every other read of the load, when one is passed), and no worker sends a new request
+ *       before the server's {@code Retry-After} instant (without one, before a jittered back-off
+ *       that doubles only while refusals follow one another and starts again at the base after an
+ *       admitted request). The adaptive limiter halves on the refusal as well. Once the read has
+ *       been held back by throttling for longer than {@link ReadOptions#throttleBudget()} in total
+ *       it fails as {@code Throttled}, saying so.
  *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
  *       listener failure fails the whole read: no new range starts, open requests are closed,
  *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
@@ -106,7 +107,24 @@ public final class ParallelRangeReader {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(sink, "sink");
     Objects.requireNonNull(listener, "listener");
-    return new Run(source, plan(files), sink, listener).execute();
+    return read(source, files, sink, listener, null);
+  }
+
+  /**
+   * {@link #read(ArtifactSource, List, RangeSink, ReadProgressListener)} paced by the load's
+   * throttling {@code gate} (shared with its other requests), or by one of its own when null.
+   */
+  public ReadResult read(
+      ArtifactSource source,
+      List<SourceFile> files,
+      RangeSink sink,
+      ReadProgressListener listener,
+      ThrottleGate gate)
+      throws RangeReadException, InterruptedException {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(sink, "sink");
+    Objects.requireNonNull(listener, "listener");
+    return new Run(source, plan(files), sink, listener, gate).execute();
   }
 
   /**
@@ -145,6 +163,20 @@ public final class ParallelRangeReader {
   public ReadResult readRanges(
       ArtifactSource source, List<FileRange> ranges, RangeSink sink, ReadProgressListener listener)
       throws RangeReadException, InterruptedException {
+    return readRanges(source, ranges, sink, listener, null);
+  }
+
+  /**
+   * {@link #readRanges(ArtifactSource, List, RangeSink, ReadProgressListener)} paced by the load's
+   * throttling {@code gate} (shared with its other requests), or by one of its own when null.
+   */
+  public ReadResult readRanges(
+      ArtifactSource source,
+      List<FileRange> ranges,
+      RangeSink sink,
+      ReadProgressListener listener,
+      ThrottleGate gate)
+      throws RangeReadException, InterruptedException {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(sink, "sink");
     Objects.requireNonNull(listener, "listener");
@@ -156,7 +188,7 @@ public final class ParallelRangeReader {
       long i = seen.merge(r.file().path(), 1L, Long::sum) - 1;
       planned.add(new Range(r.file(), r.offset(), r.length(), i, counts.get(r.file().path())));
     }
-    return new Run(source, planned, sink, listener).execute();
+    return new Run(source, planned, sink, listener, gate).execute();
   }
 
   /** One range to read. */
@@ -210,10 +242,15 @@ public final class ParallelRangeReader {
     private final LongAdder requests = new LongAdder();
     private final LongAdder retries = new LongAdder();
     private ConcurrencyLimiter limiter = ConcurrencyLimiter.fixed(1);
-    private final ThrottleGate gate =
-        new ThrottleGate(backoff, options.throttleBudget(), System::nanoTime);
+    private final ThrottleGate gate;
 
-    Run(ArtifactSource source, List<Range> ranges, RangeSink sink, ReadProgressListener listener) {
+    Run(
+        ArtifactSource source,
+        List<Range> ranges,
+        RangeSink sink,
+        ReadProgressListener listener,
+        ThrottleGate gate) {
+      this.gate = gate != null ? gate : new ThrottleGate(backoff, options.throttleBudget());
       this.source = source;
       this.ranges = ranges;
       this.sink = sink;
@@ -490,21 +527,7 @@ public final class ParallelRangeReader {
             // Paced for the whole read by the gate; this range's attempts and back-off stay.
             delay = gate.refused(retryAfter);
             if (delay == null) {
-              throw failure(
-                  r,
-                  Reason.Throttled,
-                  "the source throttled this read (HTTP 429 or 503 SlowDown) for longer than its"
-                      + " throttling budget of "
-                      + seconds(gate.budget())
-                      + " in total ("
-                      + gate.refusals()
-                      + " refusals, "
-                      + seconds(gate.throttled())
-                      + " paused; --throttle-budget)",
-                  attempt,
-                  received,
-                  false,
-                  cause);
+              throw failure(r, Reason.Throttled, gate.exhausted(), attempt, received, false, cause);
             }
           } else {
             failures++;
@@ -615,11 +638,6 @@ public final class ParallelRangeReader {
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  /** {@code d} in seconds with one decimal, e.g. {@code "300.0 s"}. */
-  private static String seconds(Duration d) {
-    return String.format(java.util.Locale.ROOT, "%.1f s", d.toNanos() / 1e9);
   }
 
   private static Duration retryAfter(Throwable cause) {

@@ -26,11 +26,12 @@ import java.util.Objects;
  * @param adaptiveConcurrency whether the requests in flight follow what the origin delivers (start
  *     at 4, grow while more requests bring more bytes, halve on throttling; never above {@code
  *     concurrency}, never below 1) rather than stay at {@code concurrency}; default true
- * @param throttleBudget the longest one read may be held back by throttling in total: a ranged
- *     request refused as throttled (429, {@code 503 SlowDown}) does not use up one of {@code
- *     maxAttempts}; instead every worker of the read waits until the server's {@code Retry-After}
- *     (or a back-off that grows only while refusals follow one another), and the read fails as
- *     {@code Throttled} once those waits would pass this budget; positive; default 5 minutes
+ * @param throttleBudget the longest one load (or one read outside a load) may be held back by
+ *     throttling in total: a request refused as throttled (429, {@code 503 SlowDown}) does not use
+ *     up one of {@code maxAttempts}; instead every request of the load waits at its {@link
+ *     ThrottleGate} until the server's {@code Retry-After} (or a back-off that grows only while
+ *     refusals follow one another), and the load fails as {@code Throttled} once those waits would
+ *     pass this budget; positive; default 5 minutes
  */
 public record ReadOptions(
     int rangeSize,

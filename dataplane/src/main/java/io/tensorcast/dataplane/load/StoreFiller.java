@@ -18,6 +18,10 @@ public interface StoreFiller {
    *
    * @param source where bytes that no peer supplies are read from
    * @param read the source-read settings (concurrency, attempts, back-off)
+   * @param gate the load's throttling gate, shared with its metadata requests: every source read
+   *     waits until it is open, and one refused as throttled (429, {@code 503 SlowDown}) closes it
+   *     ({@link ThrottleGate#refused}) instead of using up an attempt; the fill fails as {@code
+   *     Throttled} once the gate's budget is spent
    * @param progress where bytes are accounted as they become store bytes
    * @throws LoadFailure when a source read fails for good, naming file and range
    * @throws InterruptedException when interrupted; the fill has stopped writing into the store
@@ -27,6 +31,7 @@ public interface StoreFiller {
       StoredArtifact stored,
       List<SourceFile> files,
       ReadOptions read,
+      ThrottleGate gate,
       FillProgress progress)
       throws LoadFailure, InterruptedException;
 

@@ -8,9 +8,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The throttling state of one read, shared by all its workers: when the source refuses a ranged
- * request as throttled (HTTP 429, {@code 503 SlowDown}), no worker of the read sends a new request
- * until the gate opens again.
+ * The throttling state of one load, shared by every request it makes to the source: the listing,
+ * {@code HEAD}s, Hub API calls, safetensors header and torch structure reads, the ranged reads of
+ * the data and the source reads of a {@link StoreFiller} (the peer swarm). When the source refuses
+ * any of them as throttled (HTTP 429, {@code 503 SlowDown}), none of them sends a new request until
+ * the gate opens again: the load backs off together, and the requests that go out when it opens are
+ * the probes (a refusal among them closes it again).
  *
  * <ul>
  *   <li>A refusal with {@code Retry-After} closes the gate until that instant (from the moment the
@@ -20,13 +23,14 @@ import java.util.function.LongSupplier;
  *       without an admitted request in between, never above the cap. An admitted request ({@link
  *       #admitted}) resets that count. A refusal never shortens a pause already set.
  *   <li>The time the gate is closed adds up over the read (overlapping pauses counted once); once
- *       it would pass the budget, {@link #refused} says so and the read fails as throttled.
+ *       it would pass the budget, {@link #refused} says so and the load fails as throttled.
  * </ul>
  *
- * <p>Throttling is thus paced once for the whole read instead of once per range: a refusal does not
- * use up a range's attempts nor grow its own back-off. Thread-safe.
+ * <p>Throttling is thus paced once for the whole load instead of once per request: a refusal does
+ * not use up a request's attempts nor grow its own back-off, and N requests refused at once wait
+ * one {@code Retry-After}, not N of them one after another. Thread-safe.
  */
-final class ThrottleGate {
+public final class ThrottleGate {
   private final Backoff backoff;
   private final long budgetNanos;
   private final LongSupplier clock;
@@ -38,8 +42,18 @@ final class ThrottleGate {
   private long refusals;
 
   /**
+   * A gate on {@link System#nanoTime}.
+   *
    * @param backoff pacing of refusals without {@code Retry-After}
-   * @param budget the most time the gate may be closed over the read, positive
+   * @param budget the most time the gate may be closed over the load, positive
+   */
+  public ThrottleGate(Backoff backoff, Duration budget) {
+    this(backoff, budget, System::nanoTime);
+  }
+
+  /**
+   * @param backoff pacing of refusals without {@code Retry-After}
+   * @param budget the most time the gate may be closed over the load, positive
    * @param clock nanoseconds, monotonic ({@link System#nanoTime} outside tests)
    */
   ThrottleGate(Backoff backoff, Duration budget, LongSupplier clock) {
@@ -57,10 +71,10 @@ final class ThrottleGate {
    * Records a refusal seen now and closes the gate as the class comment says.
    *
    * @param retryAfter what the server asked for, or null
-   * @return the pause from now until the gate opens, or null when the read has been throttled for
+   * @return the pause from now until the gate opens, or null when the load has been throttled for
    *     longer than the budget (the gate is left as it was)
    */
-  synchronized Duration refused(Duration retryAfter) {
+  public synchronized Duration refused(Duration retryAfter) {
     long now = clock.getAsLong();
     refusals++;
     consecutive++;
@@ -85,12 +99,12 @@ final class ThrottleGate {
   }
 
   /** Records a request the source admitted: the next refusal starts at the base delay again. */
-  synchronized void admitted() {
+  public synchronized void admitted() {
     consecutive = 0;
   }
 
   /** The time from now until the gate opens, zero when it is open. */
-  synchronized Duration pause() {
+  public synchronized Duration pause() {
     return Duration.ofNanos(Math.max(0, openAt - clock.getAsLong()));
   }
 
@@ -99,7 +113,7 @@ final class ThrottleGate {
    *
    * @throws InterruptedException when the waiting thread is interrupted
    */
-  boolean await(CountDownLatch cancelled) throws InterruptedException {
+  public boolean await(CountDownLatch cancelled) throws InterruptedException {
     while (true) {
       long left = pause().toNanos();
       if (left <= 0) {
@@ -111,17 +125,52 @@ final class ThrottleGate {
     }
   }
 
+  /**
+   * Waits until the gate is open.
+   *
+   * @throws InterruptedException when the waiting thread is interrupted
+   */
+  public void await() throws InterruptedException {
+    while (true) {
+      long left = pause().toNanos();
+      if (left <= 0) {
+        return;
+      }
+      TimeUnit.NANOSECONDS.sleep(left);
+    }
+  }
+
   /** The time the gate has been closed so far, overlapping pauses counted once. */
-  synchronized Duration throttled() {
+  public synchronized Duration throttled() {
     return Duration.ofNanos(closedNanos);
   }
 
   /** Refusals recorded so far. */
-  synchronized long refusals() {
+  public synchronized long refusals() {
     return refusals;
   }
 
-  Duration budget() {
+  public Duration budget() {
     return Duration.ofNanos(budgetNanos);
+  }
+
+  /**
+   * Why a request failed when {@link #refused} returned null, e.g. {@code "the source throttled
+   * this load (HTTP 429 or 503 SlowDown) for longer than its throttling budget of 300.0 s in total
+   * (412 refusals, 299.2 s paused; --throttle-budget)"}.
+   */
+  public String exhausted() {
+    return "the source throttled this load (HTTP 429 or 503 SlowDown) for longer than its"
+        + " throttling budget of "
+        + seconds(budget())
+        + " in total ("
+        + refusals()
+        + " refusals, "
+        + seconds(throttled())
+        + " paused; --throttle-budget)";
+  }
+
+  private static String seconds(Duration d) {
+    return String.format(java.util.Locale.ROOT, "%.1f s", d.toNanos() / 1e9);
   }
 }

@@ -12,9 +12,11 @@ import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.load.ReadProgressListener;
 import io.tensorcast.dataplane.load.StoreFiller;
+import io.tensorcast.dataplane.load.ThrottleGate;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Run;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.ConcurrencyLimiter;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -37,11 +39,11 @@ import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -111,6 +113,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private volatile StoredArtifact stored;
   private volatile ArtifactSource source;
   private ReadOptions read;
+  private volatile ThrottleGate gate;
   private volatile FillProgress progress;
 
   /** The transport's piece-progress stamp last reported to the policy, per connection. */
@@ -300,8 +303,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       StoredArtifact stored,
       List<SourceFile> files,
       ReadOptions read,
+      ThrottleGate gate,
       FillProgress progress)
       throws LoadFailure, InterruptedException {
+    Objects.requireNonNull(gate, "gate");
     PieceMap pm =
         new PieceMap(
             files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(),
@@ -320,6 +325,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.stored = stored;
       this.source = source;
       this.read = read;
+      this.gate = gate;
       this.sourceLimiter = ConcurrencyLimiter.of(read.adaptiveConcurrency(), threads);
       this.progress = progress;
       this.filling = true;
@@ -623,6 +629,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
    * after a failure (up to {@link ReadOptions#maxAttempts()} attempts); each piece is hashed and
    * announced (HAVE) as soon as its last byte is in, so peers start relaying it while the rest of
    * the run still streams. Returns false when interrupted.
+   *
+   * <p>Throttling is paced by the load's {@link ThrottleGate}, shared with its metadata requests
+   * and every other source worker: no request goes out while the gate is closed, and a refusal as
+   * throttled (429, {@code 503 SlowDown}) whose {@code Retry-After} the back-off honours closes it
+   * until that instant and uses up no attempt; the fill fails as {@code Throttled} once the gate's
+   * budget is spent.
    */
   private boolean readFromSource(Run run) throws LoadFailure {
     PieceMap.Piece head = map.piece(run.first());
@@ -637,7 +649,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     int done = 0; // pieces of the run stored and announced
     PieceMap.Piece current = head;
     ByteBuffer target = stored.writable(current.path(), current.offset(), current.length());
-    int attempt = 0;
+    ThrottleGate throttle = gate;
+    Backoff backoff = new Backoff(read.backoffBase(), read.backoffCap());
+    int attempt = 0; // every request of this run, throttled ones included
+    int failures = 0; // the requests that failed other than by throttling
     while (true) {
       if (Thread.currentThread().isInterrupted()) {
         return false;
@@ -649,7 +664,16 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         return false;
       }
       boolean throttled = false;
+      try {
+        // Holding the permit: no source read of the load goes out while throttling pauses it.
+        throttle.await();
+      } catch (InterruptedException e) {
+        limiter.release(false);
+        Thread.currentThread().interrupt();
+        return false;
+      }
       try (InputStream in = source.openRange(file, runOffset + received, runLength - received)) {
+        throttle.admitted();
         while (received < runLength) {
           int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
           if (n < 0) {
@@ -686,41 +710,63 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       } finally {
         limiter.release(throttled);
       }
-      if (attempt >= read.maxAttempts()) {
-        Reason reason =
-            cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
-        throw new LoadFailure(
-            reason,
-            "reading "
-                + describe(run)
-                + " from "
-                + source.describe()
-                + " failed after all "
-                + attempt
-                + " attempts; last cause: "
-                + cause,
-            cause);
+      Duration retryAfter =
+          cause instanceof SourceException se ? se.retryAfter().orElse(null) : null;
+      Duration delay;
+      if (throttled && backoff.honours(retryAfter)) {
+        // Paced for the whole load by the gate; this run's attempts and back-off stay.
+        delay = throttle.refused(retryAfter);
+        if (delay == null) {
+          throw new LoadFailure(
+              Reason.Throttled,
+              "reading "
+                  + describe(run)
+                  + " from "
+                  + source.describe()
+                  + " failed: "
+                  + throttle.exhausted()
+                  + "; last cause: "
+                  + cause,
+              cause);
+        }
+      } else {
+        failures++;
+        if (failures >= read.maxAttempts() || !backoff.honours(retryAfter)) {
+          Reason reason =
+              cause instanceof SourceException se ? se.reason() : Reason.SourceUnavailable;
+          throw new LoadFailure(
+              reason,
+              "reading "
+                  + describe(run)
+                  + " from "
+                  + source.describe()
+                  + " failed "
+                  + (failures >= read.maxAttempts()
+                      ? "after all " + failures + " attempts"
+                      : "at attempt "
+                          + attempt
+                          + ": the source asked to wait "
+                          + retryAfter
+                          + " (Retry-After), longer than the back-off cap of "
+                          + read.backoffCap())
+                  + "; last cause: "
+                  + cause,
+              cause);
+        }
+        delay = backoff.delay(failures, retryAfter);
       }
-      Duration delay = backoff(attempt);
       progress.retrying(
           new ReadProgressListener.RetryEvent(
               file, runOffset, (int) runLength, attempt, runOffset + received, delay, cause));
+      if (throttled) {
+        continue; // the gate holds the next request back
+      }
       try {
         Thread.sleep(delay.toMillis());
       } catch (InterruptedException e) {
         return false;
       }
     }
-  }
-
-  private Duration backoff(int attempt) {
-    long cap = read.backoffCap().toNanos();
-    long d = read.backoffBase().toNanos();
-    for (int i = 1; i < attempt && d < cap; i++) {
-      d *= 2;
-    }
-    d = Math.min(d, cap);
-    return Duration.ofNanos(d <= 1 ? d : d / 2 + ThreadLocalRandom.current().nextLong(d / 2 + 1));
   }
 
   private String describe(Run run) {

@@ -596,7 +596,10 @@ public final class DataPlaneServer implements AutoCloseable {
               .exclude(settings.exclude())
               .pathStyle(settings.pathStyle())
               .allowInsecureEndpoint(settings.allowInsecureEndpoint())
-              .maxConnections(settings.read().concurrency());
+              .maxConnections(ArtifactLoader.metadataConcurrency(settings.read()))
+              // The artifact loader paces throttling of all its requests with one gate; the shard
+              // loader relies on the source's own retries.
+              .throttledRetriesInPlace(settings.shards() != null);
       if (settings.revision() != null) {
         b.revision(settings.revision());
       }

@@ -68,8 +68,9 @@ import java.util.regex.Pattern;
  * only with {@link SourceOptions#allowInsecureEndpoint()}; no link-local or metadata host, also not
  * as a redirect target). Token: {@link SourceOptions#token()}, else {@code HF_TOKEN}, else none
  * (public repositories only). Metadata calls (revision, tree pages) are tried {@link
- * SourceOptions#listMaxAttempts()} times with exponential back-off honouring {@code Retry-After};
- * ranged reads are made once — {@code ParallelRangeReader} retries and resumes them.
+ * SourceOptions#listMaxAttempts()} times with exponential back-off honouring {@code Retry-After} (a
+ * throttled one not at all without {@link SourceOptions#throttledRetriesInPlace()}); ranged reads
+ * are made once — {@code ParallelRangeReader} retries and resumes them.
  *
  * <p>Errors: {@code X-Error-Code} {@code RepoNotFound}, {@code RevisionNotFound}, {@code
  * EntryNotFound}, {@code GatedRepo} become reasons of the same name; HTTP 401 is {@code
@@ -122,6 +123,7 @@ public final class HfSource implements ArtifactSource {
   private final Duration requestTimeout;
   private final Duration readTimeout;
   private final int listMaxAttempts;
+  private final boolean throttledRetriesInPlace;
   private final String description;
   private volatile String commit;
 
@@ -139,6 +141,7 @@ public final class HfSource implements ArtifactSource {
     this.requestTimeout = options.requestTimeout();
     this.readTimeout = options.readTimeout();
     this.listMaxAttempts = options.listMaxAttempts();
+    this.throttledRetriesInPlace = options.throttledRetriesInPlace();
     this.http =
         HttpClient.newBuilder()
             .version(HttpClient.Version.HTTP_1_1)
@@ -654,7 +657,9 @@ public final class HfSource implements ArtifactSource {
         Thread.currentThread().interrupt();
         throw new SourceException(Reason.Interrupted, what + ": interrupted", false, e);
       }
-      if (!failure.retryable() || attempt >= listMaxAttempts) {
+      if (!failure.retryable()
+          || attempt >= listMaxAttempts
+          || (!throttledRetriesInPlace && failure.reason() == Reason.Throttled)) {
         throw failure;
       }
       Duration retryAfter = failure.retryAfter().orElse(null);

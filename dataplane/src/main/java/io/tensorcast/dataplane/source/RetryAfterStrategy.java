@@ -19,15 +19,28 @@ import software.amazon.awssdk.retries.api.TokenAcquisitionFailedException;
  * the server asked for longer. A call whose server asks to wait longer than {@link
  * #MAX_RETRY_AFTER} is not retried in place: its failure (with the server's wait) goes to the
  * caller. The SDK's own strategies do not read {@code Retry-After}.
+ *
+ * <p>Without retries of throttling in place, a call the store refuses as throttled (429, {@code
+ * SlowDown}) is not retried at all: its failure goes to the caller, which paces throttling for all
+ * its requests together (the load's throttling gate).
  */
 final class RetryAfterStrategy implements RetryStrategy {
   /** The longest {@code Retry-After} waited for inside one call. */
   static final Duration MAX_RETRY_AFTER = Duration.ofSeconds(60);
 
   private final RetryStrategy sdk;
+  private final boolean throttledInPlace;
+
+  /**
+   * @param throttledInPlace whether a call refused as throttled is retried inside the call
+   */
+  RetryAfterStrategy(RetryStrategy sdk, boolean throttledInPlace) {
+    this.sdk = Objects.requireNonNull(sdk, "sdk");
+    this.throttledInPlace = throttledInPlace;
+  }
 
   RetryAfterStrategy(RetryStrategy sdk) {
-    this.sdk = Objects.requireNonNull(sdk, "sdk");
+    this(sdk, true);
   }
 
   @Override
@@ -37,6 +50,12 @@ final class RetryAfterStrategy implements RetryStrategy {
 
   @Override
   public RefreshRetryTokenResponse refreshRetryToken(RefreshRetryTokenRequest request) {
+    if (!throttledInPlace
+        && request.failure() instanceof AwsServiceException e
+        && S3Source.throttling(e)) {
+      throw new TokenAcquisitionFailedException(
+          "throttled: the caller paces the retry", request.failure());
+    }
     Duration retryAfter =
         request.failure() instanceof AwsServiceException e ? S3Source.retryAfter(e) : null;
     if (retryAfter != null && retryAfter.compareTo(MAX_RETRY_AFTER) > 0) {

@@ -112,7 +112,8 @@ public final class S3Source implements ArtifactSource {
         new RetryAfterStrategy(
             AwsRetryStrategy.standardRetryStrategy().toBuilder()
                 .maxAttempts(options.listMaxAttempts())
-                .build());
+                .build(),
+            options.throttledRetriesInPlace());
     this.listClient = client(options, listRetries);
     this.getClient = client(options, AwsRetryStrategy.doNotRetry());
   }
@@ -371,10 +372,7 @@ public final class S3Source implements ArtifactSource {
             false,
             e);
       }
-      if (status == 429
-          || "SlowDown".equals(code)
-          || "Throttling".equals(code)
-          || "RequestLimitExceeded".equals(code)) {
+      if (throttling(ase)) {
         return new SourceException(
             Reason.Throttled, what + ": throttled by the store" + detail, true, retryAfter, e);
       }
@@ -451,6 +449,15 @@ public final class S3Source implements ArtifactSource {
     } catch (IOException | RuntimeException ignored) {
       // Already aborted; the refusal is what matters.
     }
+  }
+
+  /** Whether the store refused the call as throttled: 429, {@code SlowDown} and the like. */
+  static boolean throttling(AwsServiceException e) {
+    String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+    return e.statusCode() == 429
+        || "SlowDown".equals(code)
+        || "Throttling".equals(code)
+        || "RequestLimitExceeded".equals(code);
   }
 
   /**

@@ -70,6 +70,7 @@ public final class SourceOptions {
   private final Duration readTimeout;
   private final Duration requestTimeout;
   private final int listMaxAttempts;
+  private final boolean throttledRetriesInPlace;
   private final String revision;
   private final String token;
   private final boolean allowInsecureEndpoint;
@@ -86,6 +87,7 @@ public final class SourceOptions {
     this.readTimeout = b.readTimeout;
     this.requestTimeout = b.requestTimeout;
     this.listMaxAttempts = b.listMaxAttempts;
+    this.throttledRetriesInPlace = b.throttledRetriesInPlace;
     this.revision = b.revision;
     this.token = b.token;
     this.allowInsecureEndpoint = b.allowInsecureEndpoint;
@@ -115,6 +117,7 @@ public final class SourceOptions {
     b.readTimeout = readTimeout;
     b.requestTimeout = requestTimeout;
     b.listMaxAttempts = listMaxAttempts;
+    b.throttledRetriesInPlace = throttledRetriesInPlace;
     b.revision = revision;
     b.token = token;
     b.allowInsecureEndpoint = allowInsecureEndpoint;
@@ -188,6 +191,16 @@ public final class SourceOptions {
   }
 
   /**
+   * Whether a metadata call (listing, {@code HEAD}, Hub API call) refused as throttled (429, {@code
+   * 503 SlowDown}) is retried inside the call, waiting the server's {@code Retry-After} there
+   * (default); false when the caller paces throttling for all its requests together — a load's
+   * throttling gate — so that a refusal goes to it at once.
+   */
+  public boolean throttledRetriesInPlace() {
+    return throttledRetriesInPlace;
+  }
+
+  /**
    * The revision of a Hugging Face repository ({@code spec.source.revision}): a branch, a tag, a
    * 40-hex commit sha or a pull-request ref such as {@code refs/pr/1}. Other sources ignore it.
    */
@@ -240,6 +253,7 @@ public final class SourceOptions {
     private Duration readTimeout = Duration.ofSeconds(30);
     private Duration requestTimeout = Duration.ofSeconds(60);
     private int listMaxAttempts = 3;
+    private boolean throttledRetriesInPlace = true;
     private String revision;
     private String token;
     private boolean allowInsecureEndpoint;
@@ -321,6 +335,12 @@ public final class SourceOptions {
 
     public Builder listMaxAttempts(int attempts) {
       this.listMaxAttempts = attempts;
+      return this;
+    }
+
+    /** See {@link SourceOptions#throttledRetriesInPlace()}. */
+    public Builder throttledRetriesInPlace(boolean inPlace) {
+      this.throttledRetriesInPlace = inPlace;
       return this;
     }
 

@@ -380,7 +380,7 @@ class ParallelRangeReaderIT {
             })
         .hasMessageContaining(path)
         .hasMessageContaining(
-            "the source throttled this read (HTTP 429 or 503 SlowDown) for longer than its"
+            "the source throttled this load (HTTP 429 or 503 SlowDown) for longer than its"
                 + " throttling budget of 0.3 s in total (")
         .hasMessageContaining("HTTP 503 SlowDown");
     assertThat(proxy.gets("/" + BUCKET + "/st/" + path)).hasSizeGreaterThan(3);

@@ -8,8 +8,11 @@ import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.SourceException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
+@Timeout(30)
 class ThrottleWaitTest {
   private static final Backoff NO_WAIT = new Backoff(Duration.ZERO, Duration.ZERO);
 
@@ -18,14 +21,18 @@ class ThrottleWaitTest {
         Reason.Throttled, "HEAD s3://b/m/x: throttled (HTTP 429 SlowDown)", true, retryAfter, null);
   }
 
+  private static ThrottleGate gate(Backoff backoff, Duration budget) {
+    return new ThrottleGate(backoff, budget);
+  }
+
   @Test
   void aRequestRefusedMoreOftenThanItsAttemptsIsAskedAgainUntilItIsAnswered() throws Exception {
     AtomicInteger calls = new AtomicInteger();
     AtomicInteger waits = new AtomicInteger();
+    ThrottleGate gate = gate(NO_WAIT, Duration.ofMinutes(1));
     String answer =
         ThrottleWait.source(
-            NO_WAIT,
-            Duration.ofMinutes(1),
+            gate,
             "s3://b/m/: ",
             () -> {
               if (calls.incrementAndGet() <= 20) {
@@ -37,18 +44,19 @@ class ThrottleWaitTest {
     assertThat(answer).isEqualTo("listed");
     assertThat(calls).hasValue(21);
     assertThat(waits).hasValue(20);
+    assertThat(gate.refusals()).isEqualTo(20);
   }
 
   @Test
   void anyOtherFailureGoesToTheCallerAtOnceWithItsReason() {
     AtomicInteger calls = new AtomicInteger();
+    ThrottleGate gate = gate(NO_WAIT, Duration.ofMinutes(1));
     LoadFailure f =
         catchThrowableOfType(
             LoadFailure.class,
             () ->
                 ThrottleWait.source(
-                    NO_WAIT,
-                    Duration.ofMinutes(1),
+                    gate,
                     "s3://b/m/: ",
                     () -> {
                       calls.incrementAndGet();
@@ -59,18 +67,18 @@ class ThrottleWaitTest {
     assertThat(calls).hasValue(1);
     assertThat(f.reason()).isEqualTo(Reason.SourceUnavailable);
     assertThat(f.getMessage()).isEqualTo("s3://b/m/: listing: HTTP 500");
+    assertThat(gate.refusals()).isZero();
   }
 
   @Test
-  void aWaitPastTheBudgetFailsWithTheLastRefusalAndItsRetryAfter() {
+  void aWaitPastTheLoadsBudgetFailsWithTheLastRefusalAndItsRetryAfter() {
     AtomicInteger calls = new AtomicInteger();
     LoadFailure f =
         catchThrowableOfType(
             LoadFailure.class,
             () ->
                 ThrottleWait.call(
-                    NO_WAIT,
-                    Duration.ofSeconds(30),
+                    gate(NO_WAIT, Duration.ofSeconds(30)),
                     () -> {
                       calls.incrementAndGet();
                       throw new LoadFailure(
@@ -83,9 +91,48 @@ class ThrottleWaitTest {
     assertThat(f.reason()).isEqualTo(Reason.Throttled);
     assertThat(f.getMessage())
         .isEqualTo(
-            "x.safetensors: throttled; refused 1 times, for longer than the 30 s a metadata"
-                + " request waits out throttling");
+            "x.safetensors: throttled; the source throttled this load (HTTP 429 or 503"
+                + " SlowDown) for longer than its throttling budget of 30.0 s in total"
+                + " (1 refusals, 0.0 s paused; --throttle-budget)");
     assertThat(ThrottleWait.retryAfter(f)).isEqualTo(Duration.ofSeconds(31));
+  }
+
+  @Test
+  void aRequestIsNotSentWhileAnotherRequestOfTheLoadHoldsTheGateClosed() throws Exception {
+    ThrottleGate gate = gate(NO_WAIT, Duration.ofMinutes(1));
+    // Another request of the load was refused with "Retry-After: 0.3 s" just now.
+    long opens = System.nanoTime() + gate.refused(Duration.ofMillis(300)).toNanos();
+    AtomicLong sentAt = new AtomicLong();
+    String answer =
+        ThrottleWait.call(
+            gate,
+            () -> {
+              sentAt.set(System.nanoTime());
+              return "digest";
+            },
+            () -> {});
+    assertThat(answer).isEqualTo("digest");
+    assertThat(sentAt.get()).isGreaterThanOrEqualTo(opens);
+  }
+
+  @Test
+  void anAdmittedRequestStartsTheNextPauseAtTheBaseDelayAgain() throws Exception {
+    Backoff backoff = new Backoff(Duration.ofMillis(20), Duration.ofSeconds(10));
+    ThrottleGate gate = gate(backoff, Duration.ofMinutes(1));
+    AtomicInteger calls = new AtomicInteger();
+    ThrottleWait.call(
+        gate,
+        () -> {
+          if (calls.incrementAndGet() <= 5) {
+            throw new LoadFailure(Reason.Throttled, "throttled", throttled(null));
+          }
+          return "answered";
+        },
+        () -> {});
+    assertThat(calls).hasValue(6);
+    // Five refusals in a row grew the pause to up to 20 ms × 2^4; the answer reset it, so the next
+    // refusal pauses at most the base delay.
+    assertThat(gate.refused(null)).isLessThanOrEqualTo(Duration.ofMillis(20));
   }
 
   @Test
@@ -96,8 +143,9 @@ class ThrottleWaitTest {
             LoadFailure.class,
             () ->
                 ThrottleWait.call(
-                    new Backoff(Duration.ofSeconds(5), Duration.ofSeconds(5)),
-                    Duration.ofMinutes(1),
+                    gate(
+                        new Backoff(Duration.ofSeconds(5), Duration.ofSeconds(5)),
+                        Duration.ofMinutes(1)),
                     () -> {
                       throw new LoadFailure(Reason.Throttled, "throttled", throttled(null));
                     },

@@ -97,13 +97,13 @@ import java.util.function.LongSupplier;
  *       so the members converge on it; a handed-over member still holds, serves and fetches pieces,
  *       and one that learns it was handed over reads nothing more for the plan.
  *   <li><b>Claims checked by the source's digest</b> ({@link #verifiable}): a piece whose reader is
- *       this member, not read yet, that usable peers claim with one hash (a member that joined
- *       after the others held it), in a file the source publishes a digest for, is fetched from a
- *       claimant instead of read ({@link Decision.CheckFile}): it stays unannounced and not present
- *       until every piece of its file is in the store and the file matches the source's digest,
- *       then it is present, announced and counted ({@link Decision.Confirmed}); when the file does
- *       not match, its claimed pieces are read from the source, once. Only files whose other
- *       readers' pieces are present here or offered by a peer: two members never wait on each
+ *       this member, not read yet, that every other live member claims with one hash (this member
+ *       joined after the others held it), in a file the source publishes a digest for, is fetched
+ *       from a claimant instead of read ({@link Decision.CheckFile}): it stays unannounced and not
+ *       present until every piece of its file is in the store and the file matches the source's
+ *       digest, then it is present, announced and counted ({@link Decision.Confirmed}); when the
+ *       file does not match, its claimed pieces are read from the source, once. Only files whose
+ *       other readers' pieces are present here or offered by a peer: two members never wait on each
  *       other's unchecked pieces.
  *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
  *       announced, requested nor read, until their hash is known — the reader's announcement, or
@@ -1502,9 +1502,10 @@ public final class SwarmPolicy<C> {
   /**
    * Pieces to fetch on a peer's claim rather than read from the source: this member is their reader
    * and has no hash for them yet, their file is {@link #verifiable} and never failed its check, and
-   * usable peers claim them, all with the same hash. Only files whose pieces of other readers are
-   * present here, offered by a usable peer, or on their way: this member's check of the file then
-   * waits on nobody's unchecked pieces. O(claims + pieces of those files).
+   * every other live member claims them, all with the same hash (they hold them already: this
+   * member joined late). Only files whose pieces of other readers are present here, offered by a
+   * usable peer, or on their way: this member's check of the file then waits on nobody's unchecked
+   * pieces. O(claims + pieces of those files).
    */
   private BitSet claimablePieces(SwarmPlan plan, BitSet offered, List<Peer<C>> usable) {
     BitSet out = new BitSet(map.size());
@@ -1532,6 +1533,25 @@ public final class SwarmPolicy<C> {
       }
     }
     out.andNot(conflict);
+    // Only pieces every other live member claims: a member that still needs a piece waits for its
+    // reader's announcement (a claim is of no use to it), and would count the reader as stalled or
+    // slow while it fetches on a claim; the reader's source read is the copy that member needs.
+    for (String m : plan.live()) {
+      if (out.isEmpty()) {
+        return out;
+      }
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer<C> p = byId.get(m);
+      if (p == null || !p.usable() || p.dropped != null) {
+        out.clear();
+        return out;
+      }
+      BitSet claimed = new BitSet(map.size());
+      p.claims.keySet().forEach(claimed::set);
+      out.and(claimed);
+    }
     for (int i = out.nextSetBit(0); i >= 0; ) {
       int first = fileFirst[i];
       int end = first + fileCount[i];

@@ -396,6 +396,22 @@ public final class ArtifactLoader implements Loader {
           public void stored(SourceFile file, long offset, int length) {
             verification.storedByFill(file, offset, length);
           }
+
+          @Override
+          public boolean publishesDigest(SourceFile file) {
+            PublishedDigest d = verification.resolved.digests().get(file.path());
+            return d != null && d.present();
+          }
+
+          @Override
+          public boolean matchesPublishedDigest(SourceFile file) {
+            PublishedDigest d = verification.resolved.digests().get(file.path());
+            return d != null
+                && d.present()
+                && java.security.MessageDigest.isEqual(
+                    SourceDigests.compute(stored, file.path(), file.size(), d.algorithm()),
+                    d.value());
+          }
         };
     try {
       f.fill(source, stored, files, options.read(), gate, progress);

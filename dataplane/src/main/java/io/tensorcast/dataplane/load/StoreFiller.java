@@ -68,5 +68,22 @@ public interface StoreFiller {
      * it gets every file hashed after {@link #fill} returns. The default does nothing.
      */
     default void stored(SourceFile file, long offset, int length) {}
+
+    /**
+     * The source publishes a digest for {@code file} that {@link #matchesPublishedDigest} checks.
+     * The default: none.
+     */
+    default boolean publishesDigest(SourceFile file) {
+      return false;
+    }
+
+    /**
+     * Whether {@code file}'s bytes in the store now match the digest the source publishes for it
+     * (false when it publishes none); hashes the whole file, on the calling thread. The fill must
+     * not write into the file meanwhile.
+     */
+    default boolean matchesPublishedDigest(SourceFile file) {
+      return false;
+    }
   }
 }

@@ -262,12 +262,52 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       PieceMap.Piece pc = map.piece(k.piece());
       progress.kept(pc.length());
       progress.stored(sourceFiles.get(pc.path()), pc.offset(), pc.length());
+    } else if (d instanceof Decision.CheckFile<PeerTransport.PeerConnection> c) {
+      checkFile(c.first());
+    } else if (d instanceof Decision.Confirmed<PeerTransport.PeerConnection> c) {
+      PieceMap.Piece pc = map.piece(c.piece());
+      progress.fromPeers(pc.length());
+      bytesReceived.increment(pc.length());
+      recordStored(pc);
     } else if (d instanceof Decision.Note<PeerTransport.PeerConnection> n) {
       if (n.warn()) {
         log.warn("{}", n.message());
       } else {
         log.info("{}", n.message());
       }
+    }
+  }
+
+  /**
+   * Computes the digest the source publishes for the file whose first piece is {@code first} over
+   * the store's bytes, on a verifier thread, and reports whether it matches; under the lock.
+   */
+  private void checkFile(int first) {
+    SourceFile file = sourceFiles.get(map.piece(first).path());
+    FillProgress p = progress;
+    Runnable check =
+        () -> {
+          boolean match;
+          try {
+            match = p.matchesPublishedDigest(file);
+          } catch (RuntimeException e) {
+            log.warn(
+                "checking {} against the source's digest failed: {}", file.path(), e.toString());
+            match = false;
+          }
+          synchronized (this) {
+            policy.onFileChecked(first, match);
+            act();
+            wake();
+          }
+        };
+    try {
+      if (verifier == null) {
+        throw new RejectedExecutionException("the swarm is closed");
+      }
+      verifier.execute(check);
+    } catch (RejectedExecutionException e) {
+      policy.onFileChecked(first, false);
     }
   }
 
@@ -330,6 +370,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.progress = progress;
       this.filling = true;
       policy.startFill(pm, threads, read.rangeSize());
+      policy.verifiable(verifiable(pm, byPath, progress));
       if (!held.isEmpty()) {
         policy.resume(held, heldHashes);
       }
@@ -437,6 +478,22 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           bytes);
     }
     return held;
+  }
+
+  /**
+   * The pieces of the files the source publishes a digest for: a peer's claim on them may be
+   * fetched and checked with the file ({@link SwarmPolicy#verifiable}).
+   */
+  private static BitSet verifiable(
+      PieceMap pm, Map<String, SourceFile> byPath, FillProgress progress) {
+    BitSet out = new BitSet(pm.size());
+    Map<String, Boolean> digest = new HashMap<>();
+    for (PieceMap.Piece p : pm.pieces()) {
+      if (digest.computeIfAbsent(p.path(), path -> progress.publishesDigest(byPath.get(path)))) {
+        out.set(p.index());
+      }
+    }
+    return out;
   }
 
   /** Records a piece whose bytes are in the store, so a later fill of this copy keeps it. */

@@ -14,6 +14,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
@@ -96,6 +97,15 @@ import java.util.function.LongSupplier;
  *       timeout. The handed-over set only grows during a fill and is sent on every new connection,
  *       so the members converge on it; a handed-over member still holds, serves and fetches pieces,
  *       and one that learns it was handed over reads nothing more for the plan.
+ *   <li><b>Claims checked by the source's digest</b> ({@link #verifiable}): a piece whose reader is
+ *       this member, not read yet, that every other live member claims with one hash (this member
+ *       joined after the others held it), in a file the source publishes a digest for, is fetched
+ *       from a claimant instead of read ({@link Decision.CheckFile}): it stays unannounced and not
+ *       present until every piece of its file is in the store and the file matches the source's
+ *       digest, then it is present, announced and counted ({@link Decision.Confirmed}); when the
+ *       file does not match, its claimed pieces are read from the source, once. Only files whose
+ *       other readers' pieces are present here or offered by a peer: two members never wait on each
+ *       other's unchecked pieces.
  *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
  *       announced, requested nor read, until their hash is known — the reader's announcement, or
  *       this member's own hash when it is the piece's reader — and are then present and announced
@@ -221,6 +231,19 @@ public final class SwarmPolicy<C> {
      * and is present now: count its bytes as kept, not as read.
      */
     record Kept<C>(int piece) implements Decision<C> {}
+
+    /**
+     * Pieces {@code first .. first + count - 1} are one whole file, every piece of it in the store,
+     * some fetched from peers on their claim ({@link #verifiable}): compute the digest the source
+     * publishes for the file over the store's bytes and report {@link #onFileChecked}.
+     */
+    record CheckFile<C>(int first, int count) implements Decision<C> {}
+
+    /**
+     * Piece {@code piece}, fetched from a peer on its claim, passed its file's check against the
+     * source's digest and is present now: count its bytes as received from peers and record it.
+     */
+    record Confirmed<C>(int piece) implements Decision<C> {}
   }
 
   private final Config config;
@@ -291,6 +314,39 @@ public final class SwarmPolicy<C> {
    * schedules until then.
    */
   private final Map<Integer, byte[]> resumed = new TreeMap<>();
+
+  /**
+   * Pieces of files the source publishes a digest for, which a peer's claim may fill ({@link
+   * #verifiable}); null: none (claims are never fetched).
+   */
+  private BitSet verifiable;
+
+  /** Per piece: the first piece of its file. */
+  private int[] fileFirst;
+
+  /** Per piece: the number of pieces of its file. */
+  private int[] fileCount;
+
+  /** A request made on a claim: to {@code peer}, checked against its claimed {@code sha256}. */
+  private record ClaimFetch(String peer, byte[] sha256) {}
+
+  /** Pieces requested on a peer's claim, in flight → the request. */
+  private final Map<Integer, ClaimFetch> claimFetches = new HashMap<>();
+
+  /**
+   * Pieces fetched on a claim, in the store, neither present nor announced until their file matches
+   * the source's digest → their SHA-256. Kept in {@link #inProgress} meanwhile.
+   */
+  private final NavigableMap<Integer, byte[]> unchecked = new TreeMap<>();
+
+  /** First pieces of the files whose {@link Decision.CheckFile} was decided and not reported. */
+  private final BitSet checking = new BitSet();
+
+  /** Pieces whose claimed bytes failed their file's check: read from the source, not fetched. */
+  private final BitSet claimsFailed = new BitSet();
+
+  /** Pieces the last scheduling round found fetchable on a claim (not read from the source). */
+  private BitSet claimable = new BitSet();
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
@@ -550,6 +606,20 @@ public final class SwarmPolicy<C> {
     this.inProgress = new BitSet(pm.size());
     this.hashes = new byte[pm.size()][];
     this.hashFrom = new String[pm.size()];
+    this.fileFirst = new int[pm.size()];
+    this.fileCount = new int[pm.size()];
+    for (int i = 0; i < pm.size(); ) {
+      String path = pm.piece(i).path();
+      int end = i + 1;
+      while (end < pm.size() && pm.piece(end).path().equals(path)) {
+        end++;
+      }
+      for (int j = i; j < end; j++) {
+        fileFirst[j] = i;
+        fileCount[j] = end - i;
+      }
+      i = end;
+    }
     this.fillStarted = now();
     resetShareReads(fillStarted);
   }
@@ -596,6 +666,106 @@ public final class SwarmPolicy<C> {
     }
   }
 
+  /**
+   * Pieces {@code pieces} belong to files the source publishes a digest for, which the mechanism
+   * can check over the store's bytes ({@link Decision.CheckFile}): such a piece this member is the
+   * reader of may be fetched on a peer's claim instead of read from the source. Without this call
+   * no claim is ever fetched. Call right after {@link #startFill}.
+   *
+   * @throws IllegalStateException outside a fill
+   */
+  public void verifiable(BitSet pieces) {
+    if (map == null || !filling) {
+      throw new IllegalStateException("verifiable pieces are set right after startFill");
+    }
+    verifiable = (BitSet) pieces.clone();
+    verifiable.clear(map.size(), Math.max(map.size(), verifiable.length()));
+  }
+
+  /**
+   * The check decided by {@link Decision.CheckFile} for the file starting at piece {@code first}
+   * ended: when the file's bytes {@code match} the source's digest, its pieces fetched on claims
+   * are present, announced and reported ({@link Decision.Confirmed}); otherwise they are read from
+   * the source (never fetched on a claim again in this fill).
+   */
+  public void onFileChecked(int first, boolean match) {
+    if (map == null || first < 0 || first >= map.size() || !checking.get(first)) {
+      return;
+    }
+    checking.clear(first);
+    int end = first + fileCount[first];
+    List<Integer> pieces = new ArrayList<>(unchecked.subMap(first, end).keySet());
+    if (pieces.isEmpty()) {
+      return;
+    }
+    String path = map.piece(first).path();
+    if (!match) {
+      for (Integer i : pieces) {
+        unchecked.remove(i);
+        inProgress.clear(i);
+        claimsFailed.set(i);
+      }
+      note(
+          true,
+          path
+              + ": the "
+              + pieces.size()
+              + " pieces fetched from peers on their claim do not match the digest the source"
+              + " publishes for the file; they are read from the source, and a peer whose claim"
+              + " differs from those bytes is dropped");
+      return;
+    }
+    for (Integer i : pieces) {
+      byte[] sha = unchecked.remove(i);
+      if (hashes[i] != null && !Arrays.equals(hashes[i], sha)) {
+        Peer<C> announcer = hashFrom[i] == null ? null : byId.get(hashFrom[i]);
+        if (announcer != null) {
+          drop(
+              announcer,
+              "announced piece "
+                  + i
+                  + " with sha256 "
+                  + hex(hashes[i])
+                  + " but the file's bytes that match the source's digest give "
+                  + hex(sha));
+        }
+      }
+      hashes[i] = sha;
+      hashFrom[i] = self;
+      present.set(i);
+      inProgress.clear(i);
+      settleClaims(i);
+      broadcast(new Frame.Have(i, sha));
+      emit(new Decision.Confirmed<>(i));
+    }
+    note(
+        false,
+        path
+            + ": "
+            + pieces.size()
+            + " pieces fetched from peers on their claim match the digest the source publishes for"
+            + " the file; announced");
+  }
+
+  /**
+   * Decides the check of piece {@code piece}'s file when every piece of it is present or fetched on
+   * a claim, and some are the latter.
+   */
+  private void checkFileOf(int piece) {
+    int first = fileFirst[piece];
+    int end = first + fileCount[first];
+    if (checking.get(first) || unchecked.subMap(first, end).isEmpty()) {
+      return;
+    }
+    for (int j = first; j < end; j++) {
+      if (!present.get(j) && !unchecked.containsKey(j)) {
+        return;
+      }
+    }
+    checking.set(first);
+    emit(new Decision.CheckFile<>(first, end - first));
+  }
+
   /** Pieces kept from an earlier fill that still wait for their confirmation. */
   public int resumedPending() {
     return resumed.size();
@@ -629,6 +799,9 @@ public final class SwarmPolicy<C> {
     settleClaims(piece);
     broadcast(new Frame.Have(piece, mine));
     emit(new Decision.Kept<>(piece));
+    if (!unchecked.isEmpty()) {
+      checkFileOf(piece);
+    }
   }
 
   /** Resumed pieces the plan names this member the reader of: its own hash confirms them. */
@@ -716,7 +889,14 @@ public final class SwarmPolicy<C> {
 
   /** The expected SHA-256 of {@code piece}, or null while no authority announced it. */
   public byte[] expectedHash(int piece) {
-    return hashes == null ? null : hashes[piece];
+    if (hashes == null) {
+      return null;
+    }
+    if (hashes[piece] == null) {
+      ClaimFetch f = claimFetches.get(piece);
+      return f == null ? null : f.sha256();
+    }
+    return hashes[piece];
   }
 
   // ------------------------------------------------------------------ connections
@@ -849,6 +1029,9 @@ public final class SwarmPolicy<C> {
       if (p.inFlight.remove(r.piece()) != null) {
         inProgress.clear(r.piece());
         p.has.clear(r.piece());
+        if (claimFetches.remove(r.piece()) != null) {
+          p.bad.set(r.piece()); // it claimed the piece and will not send it: not asked again
+        }
         note(false, "peer " + p.id + " rejected piece " + r.piece() + ": " + r.reason());
       }
     } else {
@@ -924,6 +1107,25 @@ public final class SwarmPolicy<C> {
    */
   public void onPieceHashMismatch(String peer, int piece, byte[] actual) {
     Peer<C> p = byId.get(peer);
+    ClaimFetch claimed = claimFetches.get(piece);
+    if (p != null
+        && hashes != null
+        && hashes[piece] == null
+        && claimed != null
+        && claimed.peer().equals(peer)
+        && !Arrays.equals(claimed.sha256(), actual)) {
+      abandon(piece);
+      p.bad.set(piece);
+      drop(
+          p,
+          "claimed piece "
+              + piece
+              + " with sha256 "
+              + hex(claimed.sha256())
+              + " but sent bytes with sha256 "
+              + hex(actual));
+      return;
+    }
     if (p != null
         && hashes != null
         && peer.equals(hashFrom[piece])
@@ -981,6 +1183,15 @@ public final class SwarmPolicy<C> {
       abandon(piece);
       return false;
     }
+    if (from != null && hashes[piece] == null) {
+      ClaimFetch claimed = claimFetches.remove(piece);
+      if (claimed != null && Arrays.equals(claimed.sha256(), sha256)) {
+        // On a peer's word only: held back (still in progress) until its file is checked.
+        unchecked.put(piece, sha256);
+        checkFileOf(piece);
+        return false;
+      }
+    }
     if (from != null && !Arrays.equals(hashes[piece], sha256)) {
       // Verified against a hash withdrawn (its announcer dropped) while the piece was on its way.
       abandon(piece);
@@ -1011,6 +1222,9 @@ public final class SwarmPolicy<C> {
     inProgress.clear(piece);
     sourceReading.remove(piece);
     broadcast(new Frame.Have(piece, sha256));
+    if (!unchecked.isEmpty()) {
+      checkFileOf(piece);
+    }
     return true;
   }
 
@@ -1018,7 +1232,11 @@ public final class SwarmPolicy<C> {
    * A piece that was on its way (requested, or being stored) will not come: it may be asked again.
    */
   public void abandon(int piece) {
-    if (inProgress != null && present != null && !present.get(piece)) {
+    claimFetches.remove(piece);
+    if (inProgress != null
+        && present != null
+        && !present.get(piece)
+        && !unchecked.containsKey(piece)) {
       inProgress.clear(piece);
     }
   }
@@ -1146,6 +1364,7 @@ public final class SwarmPolicy<C> {
       for (Integer piece : stuck) {
         if (p.inFlight.remove(piece) != null) {
           inProgress.clear(piece);
+          claimFetches.remove(piece);
           p.bad.set(piece);
           fault(p, "piece " + piece + " not received within " + config.peerTimeout());
         }
@@ -1187,6 +1406,7 @@ public final class SwarmPolicy<C> {
       scratch.andNot(p.bad);
       offered.or(scratch);
     }
+    claimable = claimablePieces(plan, offered, usable);
     // Last resorts: wanted pieces no usable peer offers. The plan's own pieces are picked when a
     // run can start (nextSourceRun), from the plan of that moment, so a membership change re-splits
     // everything not yet started.
@@ -1234,6 +1454,13 @@ public final class SwarmPolicy<C> {
     int[] holders = new int[n];
     for (Peer<C> p : usable) {
       BitSet c = (BitSet) p.has.clone();
+      if (!claimable.isEmpty()) {
+        for (Integer i : p.claims.keySet()) {
+          if (claimable.get(i)) {
+            c.set(i);
+          }
+        }
+      }
       c.andNot(p.bad);
       c.and(want);
       for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
@@ -1265,6 +1492,9 @@ public final class SwarmPolicy<C> {
           }
           inProgress.set(piece);
           p.inFlight.put(piece, now + timeout);
+          if (!p.has.get(piece)) {
+            claimFetches.put(piece, new ClaimFetch(p.id, p.claims.get(piece)));
+          }
           emit(new Decision.Send<>(p.conn, new Frame.Request(piece)));
           total++;
           sent = true;
@@ -1275,6 +1505,76 @@ public final class SwarmPolicy<C> {
     for (Peer<C> p : usable) {
       p.candidates = null;
     }
+  }
+
+  /**
+   * Pieces to fetch on a peer's claim rather than read from the source: this member is their reader
+   * and has no hash for them yet, their file is {@link #verifiable} and never failed its check, and
+   * every other live member claims them, all with the same hash (they hold them already: this
+   * member joined late). Only files whose pieces of other readers are present here, offered by a
+   * usable peer, or on their way: this member's check of the file then waits on nobody's unchecked
+   * pieces. O(claims + pieces of those files).
+   */
+  private BitSet claimablePieces(SwarmPlan plan, BitSet offered, List<Peer<C>> usable) {
+    BitSet out = new BitSet(map.size());
+    if (verifiable == null) {
+      return out;
+    }
+    Map<Integer, byte[]> agreed = new HashMap<>();
+    BitSet conflict = new BitSet(map.size());
+    for (Peer<C> p : usable) {
+      for (Map.Entry<Integer, byte[]> c : p.claims.entrySet()) {
+        int i = c.getKey();
+        if (!verifiable.get(i)
+            || claimsFailed.get(i)
+            || hashes[i] != null
+            || present.get(i)
+            || p.bad.get(i)
+            || !self.equals(plan.reader(i))) {
+          continue;
+        }
+        byte[] other = agreed.putIfAbsent(i, c.getValue());
+        if (other != null && !Arrays.equals(other, c.getValue())) {
+          conflict.set(i); // one of them is wrong: the source decides
+        }
+        out.set(i);
+      }
+    }
+    out.andNot(conflict);
+    // Only pieces every other live member claims: a member that still needs a piece waits for its
+    // reader's announcement (a claim is of no use to it), and would count the reader as stalled or
+    // slow while it fetches on a claim; the reader's source read is the copy that member needs.
+    for (String m : plan.live()) {
+      if (out.isEmpty()) {
+        return out;
+      }
+      if (m.equals(self)) {
+        continue;
+      }
+      Peer<C> p = byId.get(m);
+      if (p == null || !p.usable() || p.dropped != null) {
+        out.clear();
+        return out;
+      }
+      BitSet claimed = new BitSet(map.size());
+      p.claims.keySet().forEach(claimed::set);
+      out.and(claimed);
+    }
+    for (int i = out.nextSetBit(0); i >= 0; ) {
+      int first = fileFirst[i];
+      int end = first + fileCount[i];
+      for (int j = first; j < end; j++) {
+        if (!self.equals(plan.reader(j))
+            && !present.get(j)
+            && !offered.get(j)
+            && !inProgress.get(j)) {
+          out.clear(first, end);
+          break;
+        }
+      }
+      i = end < map.size() ? out.nextSetBit(end) : -1;
+    }
+    return out;
   }
 
   /**
@@ -1623,6 +1923,7 @@ public final class SwarmPolicy<C> {
     BitSet mine = (BitSet) v.mine().clone();
     mine.andNot(present);
     mine.andNot(inProgress);
+    mine.andNot(claimable);
     if (mine.isEmpty()) {
       return null;
     }
@@ -1891,6 +2192,7 @@ public final class SwarmPolicy<C> {
   private void requeue(Peer<C> p) {
     for (Integer piece : p.inFlight.keySet()) {
       inProgress.clear(piece);
+      claimFetches.remove(piece);
     }
     p.inFlight.clear();
   }

@@ -1156,4 +1156,135 @@ class SwarmPolicyTest {
     assertThat(b.onPieceStored("a", 1, SwarmSimulation.forgedHash(1))).isFalse();
     assertThat(b.present().get(1)).isFalse();
   }
+
+  // ------------------------------------------------------------------ a late joiner
+
+  /**
+   * {@code c} of {a, b, c} joins after a and b hold everything: its block (8-11, all of file b) is
+   * claimed by both with the true hashes; {@code verifiable} says whether the source publishes a
+   * digest for the files.
+   */
+  private SwarmPolicy<String> lateC(boolean verifiable) {
+    SwarmPolicy<String> c = member("c", ABC, 6, 4 * 1024);
+    if (verifiable) {
+      BitSet all = new BitSet();
+      all.set(0, MAP.size());
+      c.verifiable(all);
+    }
+    c.onConnected("c-a", "a");
+    c.onConnected("c-b", "b");
+    c.onFrame("c-a", "a", bitfield(range(0, 12)));
+    c.onFrame("c-b", "b", bitfield(range(0, 12)));
+    c.drain();
+    return c;
+  }
+
+  /** Every requested piece arrives and is stored, for a few rounds; the decisions of them all. */
+  private List<Decision<String>> deliverRequested(SwarmPolicy<String> c) {
+    List<Decision<String>> all = new ArrayList<>();
+    for (int round = 0; round < 6; round++) {
+      List<Decision<String>> ds = tick(c);
+      all.addAll(ds);
+      for (String r : requests(ds)) {
+        String peer = r.substring(0, r.indexOf(':'));
+        int piece = Integer.parseInt(r.substring(r.indexOf(':') + 1));
+        assertThat(c.onPieceArrived(peer.equals("a") ? "c-a" : "c-b", peer, piece)).isTrue();
+        assertThat(c.expectedHash(piece)).isEqualTo(trueHash(piece));
+        c.onPieceStored(peer, piece, trueHash(piece));
+        all.addAll(c.drain());
+      }
+    }
+    return all;
+  }
+
+  @Test
+  void aLateJoinerFetchesItsBlockOnTheOthersClaimsAndAnnouncesItOnceItsFileMatchesTheSource() {
+    SwarmPolicy<String> c = lateC(true);
+    List<Decision<String>> ds = deliverRequested(c);
+    assertThat(runs(ds)).as("nothing read from the source").isEmpty();
+    assertThat(requests(ds)).hasSize(12);
+    assertThat(c.present().get(8, 12).cardinality())
+        .as("claimed pieces wait for their file's check")
+        .isZero();
+    assertThat(only(ds, Decision.CheckFile.class))
+        .singleElement()
+        .satisfies(
+            f -> {
+              assertThat(f.first()).isEqualTo(8);
+              assertThat(f.count()).isEqualTo(4);
+            });
+    assertThat(c.complete()).isFalse();
+    c.onFileChecked(8, true);
+    List<Decision<String>> checked = c.drain();
+    assertThat(only(checked, Decision.Confirmed.class).stream().map(Decision.Confirmed::piece))
+        .containsExactly(8, 9, 10, 11);
+    assertThat(haves(framesTo(checked, "c-a"))).containsExactly(8, 9, 10, 11);
+    assertThat(c.expectedHash(8)).isEqualTo(trueHash(8));
+    assertThat(c.complete()).isTrue();
+    assertThat(c.dropped()).isEmpty();
+  }
+
+  @Test
+  void claimedPiecesWhoseFileFailsTheSourcesDigestAreReadFromTheSourceOnceAndALiarIsDropped() {
+    SwarmPolicy<String> c = member("c", ABC, 6, 4 * 1024);
+    BitSet all = new BitSet();
+    all.set(0, MAP.size());
+    c.verifiable(all);
+    c.onConnected("c-a", "a");
+    c.onConnected("c-b", "b");
+    // a and b both claim forged hashes for c's block and serve matching bytes (two liars that
+    // agree): only the file's check against the source's digest catches it.
+    BitSet have = new BitSet();
+    have.set(0, 12);
+    byte[][] h = new byte[MAP.size()][];
+    for (int i = 0; i < 12; i++) {
+      h[i] = i >= 8 ? SwarmSimulation.forgedHash(i) : trueHash(i);
+    }
+    Frame.Bitfield forged = new Frame.Bitfield(MAP.size(), have, h);
+    c.onFrame("c-a", "a", forged);
+    c.onFrame("c-b", "b", forged);
+    c.drain();
+    for (int round = 0; round < 6; round++) {
+      List<Decision<String>> ds = tick(c);
+      for (String r : requests(ds)) {
+        String peer = r.substring(0, r.indexOf(':'));
+        int piece = Integer.parseInt(r.substring(r.indexOf(':') + 1));
+        assertThat(c.onPieceArrived(peer.equals("a") ? "c-a" : "c-b", peer, piece)).isTrue();
+        byte[] sent = piece >= 8 ? SwarmSimulation.forgedHash(piece) : trueHash(piece);
+        c.onPieceStored(peer, piece, sent);
+        c.drain();
+      }
+    }
+    c.onFileChecked(8, false);
+    assertThat(notes(c.drain()))
+        .anyMatch(
+            n -> n.startsWith("b: the 4 pieces fetched from peers on their claim do not match"));
+    List<Decision<String>> ds = tick(c);
+    assertThat(runs(ds)).containsExactly(new Run(8, 4));
+    for (int i = 8; i < 12; i++) {
+      c.onPieceStored(null, i, trueHash(i));
+    }
+    assertThat(c.complete()).isTrue();
+    assertThat(c.dropped())
+        .extracting(io.tensorcast.api.wire.DataPlaneStatus.DroppedPeer::id)
+        .containsExactlyInAnyOrder("a", "b");
+    assertThat(runs(tick(c))).isEmpty();
+  }
+
+  @Test
+  void withoutASourceDigestOrWhenAMemberStillNeedsThePieceTheReaderReadsItsBlock() {
+    // No digest to check the file with: the claims are of no use, c reads its block.
+    assertThat(runs(deliverRequested(lateC(false)))).containsExactly(new Run(8, 4));
+    // b does not hold c's block yet: b waits for c's announcement, so c reads it.
+    SwarmPolicy<String> c = member("c", ABC, 6, 4 * 1024);
+    BitSet all = new BitSet();
+    all.set(0, MAP.size());
+    c.verifiable(all);
+    c.onConnected("c-a", "a");
+    c.onConnected("c-b", "b");
+    c.onFrame("c-a", "a", bitfield(range(0, 12)));
+    c.onFrame("c-b", "b", bitfield(range(4, 8)));
+    c.drain();
+    assertThat(runs(deliverRequested(c))).containsExactly(new Run(8, 4));
+  }
 }

@@ -34,7 +34,7 @@ import java.util.function.LongSupplier;
  * call and the {@link #drain()} after it). Decisions accumulate in an outbox that {@link #drain()}
  * empties; carry them out in order.
  *
- * <p>The rules (each has a test in {@code SwarmPolicyTest} or {@code SwarmSimulationTest}):
+ * <p>The rules (each has a test in {@code SwarmPolicyTest} or {@code SwarmSimTest}):
  *
  * <ul>
  *   <li><b>Plan</b>: {@link SwarmPlan} over (members, live members, holdings), recomputed on every

@@ -161,15 +161,16 @@ class SwarmPolicyTest {
   // ------------------------------------------------------------------ stuck, busy, trickle
 
   @Test
-  void aRequestItsPeerSendsNoBytesForWithinThePeerTimeoutIsAskedElsewhereAndCountsAsAFault() {
-    // b and c both hold b's block (4-7); c's hashes equal b's, the reader's.
-    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+  void aRequestItsPeerSendsNoBytesForWithinThePeerTimeoutCountsAsAFault() {
+    // Only b holds b's block (4-7): there is nobody else to ask.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), new int[0]);
     List<String> first = requests(tick(a));
-    String atB = first.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
-    int piece = Integer.parseInt(atB.substring(2));
+    assertThat(first).contains("b:4");
 
     advance(T - 1);
-    assertThat(requests(tick(a))).as("nothing is stuck before the timeout").isEmpty();
+    assertThat(notes(tick(a)))
+        .as("nothing is stuck before the timeout")
+        .noneMatch(n -> n.contains("not received"));
     advance(2);
     List<Decision<String>> later = tick(a);
 
@@ -177,9 +178,135 @@ class SwarmPolicyTest {
         .anySatisfy(
             n ->
                 assertThat(n)
-                    .isEqualTo(
-                        "peer b: piece " + piece + " not received within PT1S (fault 1 of 3)"));
-    assertThat(requests(later)).contains("c:" + piece);
+                    .startsWith("peer b: piece ")
+                    .endsWith(" not received within PT1S (fault 1 of 3)"));
+  }
+
+  @Test
+  void aRequestItsPeerSitsOnIsAskedOfAnotherHolderAfterAQuarterOfThePeerTimeoutWithoutAFault() {
+    // b and c both hold b's block (4-7); c's hashes equal b's, the reader's.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> first = requests(tick(a));
+    String atB = first.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
+    int piece = Integer.parseInt(atB.substring(2));
+
+    advance(T / 4);
+    assertThat(requests(tick(a))).as("nothing is asked again before a quarter timeout").isEmpty();
+    advance(1);
+    List<Decision<String>> later = tick(a);
+
+    assertThat(requests(later)).contains("c:" + piece).doesNotContain("b:" + piece);
+    assertThat(notes(later)).noneMatch(n -> n.contains("fault"));
+    assertThat(a.onPieceArrived("c-b", "b", piece))
+        .as("the piece b sends after all is not wanted from b any more")
+        .isFalse();
+  }
+
+  @Test
+  void aPeerThatDeliversOtherPiecesKeepsItsRequestsPastAQuarterOfThePeerTimeout() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> first = requests(tick(a));
+    assertThat(first).isNotEmpty();
+
+    advance(T / 4 + 1);
+    a.onPieceProgress("c-b", "b", now);
+    a.onPieceProgress("c-c", "c", now);
+
+    assertThat(requests(tick(a))).isEmpty();
+  }
+
+  /** {@code a} holding the whole artifact, members a..g, every other member connected. */
+  private SwarmPolicy<String> seedOfSeven() {
+    SwarmPolicy<String> a =
+        new SwarmPolicy<>(new SwarmPolicy.Config("a", TIMEOUT, 4, Duration.ZERO), () -> now);
+    a.applyMembership(membership("ag", "a", "b", "c", "d", "e", "f", "g"));
+    byte[][] h = new byte[12][];
+    for (int i = 0; i < 12; i++) {
+      h[i] = trueHash(i);
+    }
+    a.holdComplete(MAP, h);
+    a.transportStarted();
+    for (String x : List.of("b", "c", "d", "e", "f", "g")) {
+      a.onConnected(("c-" + x).intern(), x); // connections compare by identity
+    }
+    a.drain();
+    return a;
+  }
+
+  private static List<String> pieceSends(List<Decision<String>> ds) {
+    List<String> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.SendPiece<String> s) {
+        out.add(s.to().substring(2) + ":" + s.piece());
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void aPieceGoesToAtMostUploadSlotsPeersAtOnceAndTheOthersWaitUntilOneIsSentOrTheyHaveIt() {
+    SwarmPolicy<String> a = seedOfSeven();
+    assertThat(SwarmPolicy.UPLOAD_SLOTS).isEqualTo(4);
+    for (String x : List.of("b", "c", "d", "e", "f", "g")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).containsExactly("b:3", "c:3", "d:3", "e:3");
+
+    a.onFrame("c-f", "f", new Frame.Request(5));
+    assertThat(pieceSends(a.drain()))
+        .as("another piece has slots of its own")
+        .containsExactly("f:5");
+
+    // g got piece 3 elsewhere: its HAVE withdraws its request.
+    a.onFrame("c-g", "g", new Frame.Have(3, trueHash(3)));
+    a.onPieceSent("c-b", "b");
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
+    a.onPieceSent("c-c", "c");
+    assertThat(pieceSends(a.drain())).as("g's request was withdrawn").isEmpty();
+  }
+
+  @Test
+  void aPieceSentLeastOftenGoesFirstWhenASlotFrees() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    a.onFrame("c-f", "f", new Frame.Request(3));
+    a.onFrame("c-f", "f", new Frame.Request(9));
+    assertThat(pieceSends(a.drain())).containsExactly("b:3", "c:3", "d:3", "e:3", "f:9");
+    a.onFrame("c-g", "g", new Frame.Request(9));
+    assertThat(pieceSends(a.drain()))
+        .as("piece 9, sent once, goes before f's older request for piece 3, sent four times")
+        .containsExactly("g:9");
+  }
+
+  @Test
+  void aRequestThatWaitedHalfAPeerTimeoutGoesOutWhateverTheSlots() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e", "f")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).hasSize(4);
+
+    advance(T / 2 - 1);
+    a.tick();
+    assertThat(pieceSends(a.drain())).isEmpty();
+    advance(1);
+    a.tick();
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
+  }
+
+  @Test
+  void aClosedConnectionGivesBackItsUploadSlots() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e", "f")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).hasSize(4);
+
+    a.onDisconnected("c-b", "b");
+
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
   }
 
   @Test
@@ -751,9 +878,10 @@ class SwarmPolicyTest {
     for (int k = 1; k < SwarmPolicy.MAX_QUEUED_SENDS; k++) {
       a.onFrame("c-b", "b", new Frame.Request(3));
     }
-    assertThat(only(a.drain(), Decision.SendPiece.class)).hasSize(255);
+    // Piece 3's upload slots go out at once; the other requests wait for them, still queued.
+    assertThat(only(a.drain(), Decision.SendPiece.class)).hasSize(SwarmPolicy.UPLOAD_SLOTS);
     a.onFrame("c-b", "b", new Frame.Request(3));
-    assertThat(a.drain()).singleElement().isInstanceOf(Decision.SendPiece.class);
+    assertThat(a.drain()).isEmpty();
     a.onFrame("c-b", "b", new Frame.Request(3));
     assertThat(a.drain())
         .containsExactly(

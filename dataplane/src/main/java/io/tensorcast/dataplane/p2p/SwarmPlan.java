@@ -28,6 +28,14 @@ import java.util.TreeSet;
  *
  * <p>Every piece nobody holds is therefore assigned to exactly one live member.
  *
+ * <p>{@link #readingOrder} is the order in which each reader reads its pieces: per block (a maximal
+ * run of consecutive pieces with the same reader), first the head of the block's last file when
+ * that file continues into the next block, then the tail of the block's first file when that file
+ * began in the previous block, then the rest front to back. A file that straddles two blocks is
+ * thus read from both ends of the boundary at the start, not its first part last, and every block's
+ * last read piece ends a file: each file's contiguous prefix (which its digests follow) grows while
+ * the pieces arrive.
+ *
  * <p>The same assignment without the last rule names each piece's <em>reader</em> ({@link
  * #reader}): the member whose announced SHA-256 is the piece's expected hash. Only the reader's
  * announcement sets it; every other member's hash for the piece is checked against it.
@@ -104,6 +112,66 @@ public final class SwarmPlan {
       reader[orphans.get(j)] = alive.get((int) ((long) j * alive.size() / k));
     }
     return reader;
+  }
+
+  /**
+   * The pieces whose first byte is the first byte of a file of {@code map}: the file boundaries
+   * {@link #readingOrder} starts and ends its segments at.
+   */
+  static BitSet fileStarts(PieceMap map) {
+    BitSet starts = new BitSet(map.size());
+    for (PieceMap.Piece p : map.pieces()) {
+      if (p.offset() == 0) {
+        starts.set(p.index());
+      }
+    }
+    return starts;
+  }
+
+  /**
+   * Every piece once, in reading order: the blocks (maximal runs of consecutive pieces with the
+   * same reader) in piece order, each as three segments — the block's last file's pieces in the
+   * block when that file continues past the block (its <em>head</em>), then the pieces of a file
+   * that began before the block (its <em>tail</em>), then the rest in piece order. A reader reads
+   * the pieces it is assigned in the order they appear here; a run of consecutive pieces of one
+   * file never crosses a segment (segments start and end at file or block boundaries). O(pieces).
+   *
+   * @param readers every piece's reader ({@link #readers}), non-null
+   * @param fileStarts the pieces that start a file ({@link #fileStarts}); piece 0 is one
+   * @return piece indices, a permutation of {@code 0 .. readers.length - 1}
+   */
+  static int[] readingOrder(String[] readers, BitSet fileStarts) {
+    int n = readers.length;
+    int[] order = new int[n];
+    int k = 0;
+    for (int s = 0; s < n; ) {
+      int e = s + 1;
+      while (e < n && readers[e].equals(readers[s])) {
+        e++;
+      }
+      // [s, t): the tail of a file that began in an earlier block.
+      int t = s;
+      if (!fileStarts.get(s)) {
+        int next = fileStarts.nextSetBit(s);
+        t = next < 0 || next > e ? e : next;
+      }
+      // [h, e): the head of a file that continues in the next block.
+      int h = e;
+      if (e < n && !fileStarts.get(e)) {
+        h = Math.max(t, fileStarts.previousSetBit(e - 1));
+      }
+      for (int i = h; i < e; i++) {
+        order[k++] = i;
+      }
+      for (int i = s; i < t; i++) {
+        order[k++] = i;
+      }
+      for (int i = t; i < h; i++) {
+        order[k++] = i;
+      }
+      s = e;
+    }
+    return order;
   }
 
   /**

@@ -41,13 +41,14 @@ import java.util.function.LongSupplier;
  *       {@link #tick()}. A member is live while connected, and for the peer timeout after it
  *       disconnected (or, never connected, after this member's fill started or the membership
  *       arrived, whichever is later); a member refused for faults is not live.
- *   <li><b>Source reads</b> ({@link Decision.ReadSource}): a run is the lowest piece the plan of
- *       the moment assigns to this member that no live peer holds or reads, plus the plan's next
- *       pieces in the same file up to the range size. At most {@link #sourceReadsInFlight} runs
- *       from the plan at once, and {@code concurrency} in all. Nothing from the plan until every
- *       live member has sent its BITFIELD in this fill. Each piece of a run is announced with
- *       READING when the run starts (renewed every half peer timeout) and with HAVE the moment it
- *       is stored.
+ *   <li><b>Source reads</b> ({@link Decision.ReadSource}): a run is the first piece in the plan's
+ *       reading order ({@link SwarmPlan#readingOrder}: a file that straddles two members' blocks
+ *       first, from both sides of the boundary) that the plan of the moment assigns to this member
+ *       and no live peer holds or reads, plus the plan's next pieces in the same file up to the
+ *       range size. At most {@link #sourceReadsInFlight} runs from the plan at once, and {@code
+ *       concurrency} in all. Nothing from the plan until every live member has sent its BITFIELD in
+ *       this fill. Each piece of a run is announced with READING when the run starts (renewed every
+ *       half peer timeout) and with HAVE the moment it is stored.
  *   <li><b>Last resort</b>: a piece no usable peer offers, whose plan owner is gone, that no live
  *       member holds usably or reads, is read from the source after it starved for the peer
  *       timeout.
@@ -265,6 +266,12 @@ public final class SwarmPolicy<C> {
 
   /** The readers of {@link #readersMembers} with {@link #readersLive} live ({@link SwarmPlan}). */
   private String[] readers;
+
+  /** {@link SwarmPlan#readingOrder} of {@link #readers}. */
+  private int[] readingOrder;
+
+  /** {@link SwarmPlan#fileStarts} of {@link #map}. */
+  private BitSet fileStarts;
 
   private List<String> readersMembers;
   private List<String> readersLive = List.of();
@@ -578,6 +585,7 @@ public final class SwarmPolicy<C> {
       throw new IllegalStateException("this policy already holds a piece map");
     }
     this.map = pm;
+    this.fileStarts = SwarmPlan.fileStarts(pm);
     this.present = new BitSet(pm.size());
     this.inProgress = new BitSet(pm.size());
     this.hashes = new byte[pm.size()][];
@@ -1730,6 +1738,7 @@ public final class SwarmPolicy<C> {
       readersMembers = members;
       readersLive = List.copyOf(alive);
       readers = SwarmPlan.readers(map.size(), members, readersLive);
+      readingOrder = SwarmPlan.readingOrder(readers, fileStarts);
       readersLiveSet = Set.copyOf(readersLive);
     }
     SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
@@ -1760,13 +1769,13 @@ public final class SwarmPolicy<C> {
   /**
    * The next run of pieces to read from the source, or null for none now: first a last-resort piece
    * (a run of one); then, while fewer than {@link #sourceReadsInFlight} runs are in flight, the
-   * lowest piece the current plan assigns to this member and the pieces of the plan right after it
-   * in the same file, up to the range size: one ranged request per run keeps the source's request
-   * count that of a plain load, while each piece is announced as soon as it is in (blocks are read
-   * front to back, so what a re-split hands to a newcomer is the untouched tail of a block).
-   * Nothing from the plan while a live member has not yet sent its BITFIELD in this fill: its
-   * holdings and reads are unknown, and a member joining mid-load would otherwise re-read what the
-   * others hold. Announces READING for each piece of the run.
+   * first piece in the plan's reading order ({@link SwarmPlan#readingOrder}) the current plan
+   * assigns to this member and the pieces of the plan right after it in the same file, up to the
+   * range size: one ranged request per run keeps the source's request count that of a plain load,
+   * while each piece is announced as soon as it is in. Nothing from the plan while a live member
+   * has not yet sent its BITFIELD in this fill: its holdings and reads are unknown, and a member
+   * joining mid-load would otherwise re-read what the others hold. Announces READING for each piece
+   * of the run.
    */
   private Run nextSourceRun(long now) {
     Integer last = lastResort.poll();
@@ -1799,8 +1808,11 @@ public final class SwarmPolicy<C> {
     BitSet mine = (BitSet) v.mine().clone();
     mine.andNot(present);
     mine.andNot(inProgress);
-    for (int i = mine.nextSetBit(0); i >= 0; i = mine.nextSetBit(i + 1)) {
-      if (claimedByOther(others, i, now)) {
+    if (mine.isEmpty()) {
+      return null;
+    }
+    for (int i : readingOrder) {
+      if (!mine.get(i) || claimedByOther(others, i, now)) {
         continue;
       }
       PieceMap.Piece first = map.piece(i);

@@ -261,4 +261,95 @@ class SwarmPlanTest {
       }
     }
   }
+
+  /** Files starting at the given pieces, as {@link SwarmPlan#fileStarts} of a map has them. */
+  private static BitSet starts(int... pieces) {
+    BitSet b = new BitSet();
+    for (int i : pieces) {
+      b.set(i);
+    }
+    return b;
+  }
+
+  /** The pieces {@code member} reads, in the order {@link SwarmPlan#readingOrder} gives. */
+  private static List<Integer> readsOf(String member, String[] readers, BitSet fileStarts) {
+    List<Integer> out = new java.util.ArrayList<>();
+    for (int i : SwarmPlan.readingOrder(readers, fileStarts)) {
+      if (readers[i].equals(member)) {
+        out.add(i);
+      }
+    }
+    return out;
+  }
+
+  private static List<Integer> span(int from, int to) {
+    return java.util.stream.IntStream.range(from, to).boxed().toList();
+  }
+
+  private static List<Integer> concat(List<Integer> a, List<Integer> b) {
+    List<Integer> out = new java.util.ArrayList<>(a);
+    out.addAll(b);
+    return out;
+  }
+
+  @Test
+  void aFileThatStraddlesTwoBlocksIsReadFirstFromBothSidesOfTheBoundary() {
+    // Files at pieces 0-29, 30-79, 80-99, 100-127; blocks 0-63 (a) and 64-127 (b): file 30-79
+    // straddles. a reads that file's head (30-63) first, then 0-29; b reads its tail (64-79) first,
+    // then the rest front to back. Either's last read ends a file.
+    BitSet files = starts(0, 30, 80, 100);
+    String[] readers = SwarmPlan.readers(128, List.of("a", "b"), List.of("a", "b"));
+
+    assertThat(readsOf("a", readers, files)).isEqualTo(concat(span(30, 64), span(0, 30)));
+    assertThat(readsOf("b", readers, files)).isEqualTo(span(64, 128));
+  }
+
+  @Test
+  void aBlockReadsTheHeadOfTheFileItHandsOnThenTheTailOfTheFileItTakesOverThenTheRest() {
+    // Files at 0-29, 30-79, 80-99, 100-127; blocks of 32. a: the head of 30-79 first. b: all
+    // inside 30-79, front to back. c: the head of 80-99 (80-95) first, then the tail of 30-79
+    // (64-79), nothing else. d: the tail of 80-99 (96-99), then 100-127.
+    BitSet files = starts(0, 30, 80, 100);
+    List<String> four = List.of("a", "b", "c", "d");
+    String[] readers = SwarmPlan.readers(128, four, four);
+
+    assertThat(readsOf("a", readers, files)).isEqualTo(concat(span(30, 32), span(0, 30)));
+    assertThat(readsOf("b", readers, files)).isEqualTo(span(32, 64));
+    assertThat(readsOf("c", readers, files)).isEqualTo(concat(span(80, 96), span(64, 80)));
+    assertThat(readsOf("d", readers, files)).isEqualTo(span(96, 128));
+    int[] order = SwarmPlan.readingOrder(readers, files);
+    assertThat(java.util.Arrays.stream(order).sorted().toArray())
+        .isEqualTo(java.util.stream.IntStream.range(0, 128).toArray());
+  }
+
+  @Test
+  void blocksThatStartAndEndAtFileBoundariesAreReadFrontToBack() {
+    BitSet files = starts(0, 16, 32, 48);
+    List<String> four = List.of("a", "b", "c", "d");
+    String[] readers = SwarmPlan.readers(64, four, four);
+
+    assertThat(SwarmPlan.readingOrder(readers, files))
+        .isEqualTo(java.util.stream.IntStream.range(0, 64).toArray());
+  }
+
+  @Test
+  void anOrphanedBlockIsReadInTheOrderOfTheBlocksItIsReSplitInto() {
+    // b (16-31) is lost; its pieces go to a (16-21), c (22-26) and d (27-31). a's block is now
+    // 0-21 and ends in the head of file 20-35: a reads 20-21 first. c's and d's parts of b lie
+    // inside that file and are read front to back, before their own blocks.
+    BitSet files = starts(0, 20, 36, 48);
+    String[] readers = SwarmPlan.readers(64, List.of("a", "b", "c", "d"), List.of("a", "c", "d"));
+
+    assertThat(readsOf("a", readers, files)).isEqualTo(concat(span(20, 22), span(0, 20)));
+    assertThat(readsOf("c", readers, files)).isEqualTo(concat(span(22, 27), span(32, 48)));
+    assertThat(readsOf("d", readers, files)).isEqualTo(concat(span(27, 32), span(48, 64)));
+  }
+
+  @Test
+  void fileStartsAreThePiecesAtOffsetZero() {
+    PieceMap m =
+        new PieceMap(
+            List.of(new StoreFile("a", 10), new StoreFile("empty", 0), new StoreFile("b", 8)), 4);
+    assertThat(SwarmPlan.fileStarts(m)).isEqualTo(starts(0, 3));
+  }
 }

@@ -438,6 +438,41 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void aMemberReadsTheHeadOfAFileThatContinuesInTheNextBlockFirst() {
+    // Files a (pieces 0-3), b (4-9), c (10-11); x of {x, y} reads 0-5, where b's head (4-5) is
+    // the part of b only x reads: that run comes first, then a from its start. y reads b's tail
+    // (6-9) first, then c.
+    PieceMap map =
+        new PieceMap(
+            List.of(
+                new StoreFile("a", 4 * 1024),
+                new StoreFile("b", 6 * 1024),
+                new StoreFile("c", 2048)),
+            1024);
+    Membership xy = membership("xy", "x", "y");
+    List<List<Run>> runs = new ArrayList<>();
+    for (String self : List.of("x", "y")) {
+      String peer = self.equals("x") ? "y" : "x";
+      SwarmPolicy<String> p =
+          new SwarmPolicy<>(
+              new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+      p.applyMembership(xy);
+      p.startFill(map, 4, 8 * 1024);
+      p.transportStarted();
+      p.onConnected(("c-" + peer).intern(), peer);
+      p.onFrame(
+          ("c-" + peer).intern(),
+          peer,
+          new Frame.Bitfield(map.size(), new BitSet(), new byte[map.size()][]));
+      p.drain();
+      runs.add(runs(tick(p)));
+    }
+
+    assertThat(runs.get(0)).containsExactly(new Run(4, 2), new Run(0, 4));
+    assertThat(runs.get(1)).containsExactly(new Run(6, 4), new Run(10, 2));
+  }
+
+  @Test
   void aMemberReadsTheSwarmsShareOfTheSourceConcurrencyAndAloneAllOfIt() {
     Membership four = membership("four", "a", "b", "c", "d");
     SwarmPolicy<String> a = member("a", four, 8, 1024);

@@ -48,6 +48,10 @@ import java.util.TreeMap;
  *       piece arriving are reported as progress at each round.
  *   <li>A node is Ready {@link Scenario#verifyBytesPerSecond} after its last piece (the whole-copy
  *       verification at the end of a load).
+ *   <li>Each node's file digests follow the files' contiguous prefixes, as the loader's: every
+ *       stored piece that extends a prefix adds the newly contiguous bytes to one hashing backlog
+ *       drained at {@link Scenario#verifyBytesPerSecond} (at once when 0). What is left of it when
+ *       the last piece is stored is {@link NodeResult#hashedAfterLast}.
  *   <li>A node that leaves is killed (its connections close, its flows stop); the others get a
  *       membership without it {@link Scenario#membershipDelay} later. Nodes that join start with a
  *       membership that lists them, which the others get at the same moment.
@@ -83,7 +87,8 @@ final class SwarmSim {
    * @param peerTimeout {@code --peer-timeout}
    * @param tickGap shortest interval between two scheduling rounds of one node, nanoseconds
    * @param quantum shortest interval between two rate recomputations, nanoseconds
-   * @param verifyBytesPerSecond hashing rate of the verification after the last piece (0: none)
+   * @param verifyBytesPerSecond hashing rate of the verification after the last piece, and of the
+   *     digests that follow the files' prefixes (0: none, instant)
    * @param membershipDelay from a node's death to the membership without it, nanoseconds
    * @param redialAfter the retry interval of a dial that found no listener, nanoseconds
    * @param limit virtual time after which the run gives up, nanoseconds
@@ -119,7 +124,8 @@ final class SwarmSim {
       boolean left,
       double downBps,
       long sourceBytes,
-      long peerBytes) {
+      long peerBytes,
+      long hashedAfterLast) {
 
     /** Start to Ready, nanoseconds; -1 when it never got Ready. */
     long time() {
@@ -148,6 +154,12 @@ final class SwarmSim {
   private final FlowNetwork net;
   private final PieceMap map;
   private final byte[][] hashes;
+
+  /** Per piece its file's index; per file its first piece and the piece after its last. */
+  private final int[] fileOf;
+
+  private final int[] fileFirst;
+  private final int[] fileEnd;
   private final FlowNetwork.Link originUp;
   private final Map<String, Node> nodes = new TreeMap<>();
   private long originNextStart;
@@ -176,6 +188,17 @@ final class SwarmSim {
     final Set<String> dialling = new HashSet<>();
     long sourceBytes;
     long peerBytes;
+
+    /** Pieces stored, and per file the first piece not in its contiguous prefix. */
+    final BitSet stored = new BitSet();
+
+    final int[] prefixEnd = fileFirst.clone();
+
+    /** Contiguous bytes not yet hashed, as of {@link #hashedAt}. */
+    double backlog;
+
+    long hashedAt;
+    long hashedAfterLast = -1;
     boolean tickPending;
     long lastTick = Long.MIN_VALUE / 2;
 
@@ -246,6 +269,19 @@ final class SwarmSim {
       }
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
+    }
+    this.fileOf = new int[map.size()];
+    List<Integer> firsts = new ArrayList<>();
+    for (PieceMap.Piece p : map.pieces()) {
+      if (p.offset() == 0) {
+        firsts.add(p.index());
+      }
+      fileOf[p.index()] = firsts.size() - 1;
+    }
+    this.fileFirst = firsts.stream().mapToInt(Integer::intValue).toArray();
+    this.fileEnd = new int[fileFirst.length];
+    for (int f = 0; f < fileFirst.length; f++) {
+      fileEnd[f] = f + 1 < fileFirst.length ? fileFirst[f + 1] : map.size();
     }
     this.originUp = new FlowNetwork.Link("origin/up", sc.originUpBps());
     int index = 1;
@@ -327,7 +363,14 @@ final class SwarmSim {
     for (Node n : nodes.values()) {
       out.add(
           new NodeResult(
-              n.id, n.startAt, n.readyAt, n.left, n.spec.downBps(), n.sourceBytes, n.peerBytes));
+              n.id,
+              n.startAt,
+              n.readyAt,
+              n.left,
+              n.spec.downBps(),
+              n.sourceBytes,
+              n.peerBytes,
+              n.hashedAfterLast));
     }
     return new Result(
         finished,
@@ -524,6 +567,7 @@ final class SwarmSim {
     }
     if (n.completeAt < 0 && n.policy.complete()) {
       n.completeAt = loop.now();
+      n.hashedAfterLast = Math.round(drain(n));
       long verify =
           sc.verifyBytesPerSecond() > 0
               ? (long) (sc.totalBytes() / sc.verifyBytesPerSecond() * 1e9)
@@ -622,12 +666,44 @@ final class SwarmSim {
         if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, bytes)) {
           r.peerBytes += length;
           r.fromPeers.merge(c.owner.id, 1, Integer::sum);
+          digest(r, piece);
         }
       } else {
         p.onPieceHashMismatch(c.owner.id, piece, bytes);
       }
     }
     process(r);
+  }
+
+  /**
+   * The bytes piece {@code piece} makes contiguous in its file join {@code n}'s hashing backlog.
+   */
+  private void digest(Node n, int piece) {
+    n.stored.set(piece);
+    int f = fileOf[piece];
+    int from = n.prefixEnd[f];
+    int to = from;
+    while (to < fileEnd[f] && n.stored.get(to)) {
+      to++;
+    }
+    n.prefixEnd[f] = to;
+    long joined = 0;
+    for (int i = from; i < to; i++) {
+      joined += map.piece(i).length();
+    }
+    n.backlog = drain(n) + joined;
+  }
+
+  /** {@code n}'s hashing backlog now, after hashing since the last update. */
+  private double drain(Node n) {
+    long now = loop.now();
+    double rate = sc.verifyBytesPerSecond();
+    n.backlog =
+        rate > 0
+            ? Math.max(0, n.backlog - rate * (now - n.hashedAt) / 1e9)
+            : now == n.hashedAt ? n.backlog : 0;
+    n.hashedAt = now;
+    return n.backlog;
   }
 
   // ------------------------------------------------------------------ the origin
@@ -674,6 +750,7 @@ final class SwarmSim {
                 n.sourceReadAt.add(loop.now());
                 if (n.policy.onPieceStored(null, piece, hashes[piece])) {
                   n.sourceBytes += length;
+                  digest(n, piece);
                 }
                 if (last) {
                   n.runs--;

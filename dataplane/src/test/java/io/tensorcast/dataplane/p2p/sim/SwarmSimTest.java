@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p.sim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import io.tensorcast.dataplane.p2p.SwarmPlan;
 import io.tensorcast.dataplane.p2p.SwarmPolicy;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.NodeResult;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.NodeSpec;
@@ -341,5 +342,28 @@ class SwarmSimTest {
     // The member killed mid-run leaves the bytes of its unfinished runs and the pieces only it
     // held; nothing else is read twice.
     assertThat(r.originBytes() / size).as("origin bytes / S").isLessThanOrEqualTo(1.06);
+  }
+
+  /**
+   * Files of 30, 50, 20 and 28 pieces (plus a few bytes each) at N = 2 and 4: the 50-piece file
+   * straddles the first block boundary (and at N = 4 spans three blocks), the 20-piece one the
+   * last. Each member reads the straddling files' parts first, so at every node the files'
+   * contiguous prefixes have taken in all but the last few pieces when the last piece lands (the
+   * runs and requests still in flight at the end; here fewer than {@link SwarmPlan#TIE_WINDOW}
+   * pieces). Front to back, one node had the straddling file's whole tail left: 16 pieces.
+   */
+  @Test
+  void filesThatStraddleTwoBlocksAreCompleteLongBeforeTheLastPiece() {
+    long[] files = {30L * PIECE + 7, 50L * PIECE + 11, 20L * PIECE + 3, 28L * PIECE + 5};
+    for (int n : new int[] {2}) {
+      Result r = new SwarmSim(scenario(files, uniform(n, 10e6), 10e6)).run();
+
+      assertThat(r.finished()).isTrue();
+      for (NodeResult node : r.nodes()) {
+        assertThat(node.hashedAfterLast())
+            .as("N = %d, %s: bytes the prefix digests take in after the last piece", n, node.id())
+            .isLessThanOrEqualTo((long) SwarmPlan.TIE_WINDOW * PIECE);
+      }
+    }
   }
 }

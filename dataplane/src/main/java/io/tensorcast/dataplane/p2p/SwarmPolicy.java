@@ -35,7 +35,7 @@ import java.util.function.LongSupplier;
  * call and the {@link #drain()} after it). Decisions accumulate in an outbox that {@link #drain()}
  * empties; carry them out in order.
  *
- * <p>The rules (each has a test in {@code SwarmPolicyTest} or {@code SwarmSimulationTest}):
+ * <p>The rules (each has a test in {@code SwarmPolicyTest} or {@code SwarmSimTest}):
  *
  * <ul>
  *   <li><b>Plan</b>: {@link SwarmPlan} over (members, live members, holdings), recomputed on every
@@ -112,7 +112,15 @@ import java.util.function.LongSupplier;
  *       ({@link Decision.Kept}), or dropped and fetched again when the reader's hash differs.
  *   <li><b>Serving</b>: REQUESTs from members in good standing are answered with the piece ({@link
  *       Decision.SendPiece}) or a REJECT; a peer with {@value #MAX_QUEUED_SENDS} requested pieces
- *       still unsent is disconnected.
+ *       still unsent is disconnected. Upload slots: at most {@value #UPLOAD_SLOTS} copies of one
+ *       piece are handed to the mechanism at once; further requests for it wait (the piece this
+ *       member sent least often goes first when a slot frees; a request that waited half a peer
+ *       timeout goes at once) and a requester's HAVE of the piece withdraws its waiting request. A
+ *       piece only a slow member holds thus reaches a few peers fast instead of every peer slowly.
+ *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
+ *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
+ *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
+ *       not asked for it again until it delivers a piece or a peer timeout passed.
  *   <li><b>Membership</b>: a new epoch is applied; members that left, or moved, are disconnected;
  *       this member dials the members whose id sorts after its own ({@link Decision.Dial}).
  * </ul>
@@ -155,6 +163,15 @@ public final class SwarmPolicy<C> {
 
   /** Dropped members {@link #dropped()} remembers, at most. */
   public static final int MAX_DROPPED_REPORTED = 16;
+
+  /**
+   * Upload slots per piece: copies of one piece this member hands to its mechanism to send at once;
+   * further requests for it wait here ({@link #serve}, {@link #unchoke}) while requests for other
+   * pieces go out. A piece only this member holds then reaches a few peers at a good share of the
+   * uplink, and the others fetch it from them ({@link #reask}) instead of all sharing a slow
+   * uplink.
+   */
+  public static final int UPLOAD_SLOTS = 4;
 
   /**
    * The settings the rules use.
@@ -366,6 +383,15 @@ public final class SwarmPolicy<C> {
 
   private boolean closed;
 
+  /** How often this member handed each piece to the mechanism to send; null before a map. */
+  private int[] timesSent;
+
+  /** Pieces handed to the mechanism and not yet reported sent, per piece. */
+  private int[] sendingNow;
+
+  /** A request for {@code piece} that arrived at {@code at} and waits for an upload slot. */
+  private record Waiting(int piece, long at) {}
+
   private static final class Peer<C> {
     final String id;
 
@@ -437,6 +463,20 @@ public final class SwarmPolicy<C> {
 
     /** {@link #sendsOn} was closed for asking too much; its remaining requests are ignored. */
     boolean sendsCut;
+
+    /** Of {@link #queuedSends}: pieces handed to the mechanism to send, in order. */
+    final ArrayDeque<Integer> handed = new ArrayDeque<>();
+
+    /** Of {@link #queuedSends}: requests waiting for an upload slot, oldest first. */
+    final List<Waiting> waiting = new ArrayList<>();
+
+    /**
+     * Pieces asked of another holder because this peer sent nothing within {@link #reaskAfter}: not
+     * asked of it again until it delivers a piece or {@link #avoidSince} is a peer timeout ago.
+     */
+    final BitSet avoid = new BitSet();
+
+    long avoidSince;
 
     Peer(String id, long rank) {
       this.id = id;
@@ -620,6 +660,8 @@ public final class SwarmPolicy<C> {
       }
       i = end;
     }
+    this.timesSent = new int[pm.size()];
+    this.sendingNow = new int[pm.size()];
     this.fillStarted = now();
     resetShareReads(fillStarted);
   }
@@ -919,6 +961,8 @@ public final class SwarmPolicy<C> {
     C old = p.conn;
     if (old != null && old != conn) {
       requeue(p);
+      resetSends(p);
+      unchoke();
       emit(new Decision.Close<>(old, "replaced by a new connection from the same peer"));
     }
     p.conn = conn;
@@ -958,6 +1002,8 @@ public final class SwarmPolicy<C> {
     p.synced = false;
     p.downSince = now();
     requeue(p);
+    resetSends(p);
+    unchoke();
     note(false, "peer " + peer + " disconnected");
   }
 
@@ -973,6 +1019,11 @@ public final class SwarmPolicy<C> {
     if (frame instanceof Frame.Have h) {
       if (checkIndex(conn, h.piece(), "HAVE")) {
         int piece = h.piece();
+        if (p.sendsOn == conn && !p.waiting.isEmpty()) {
+          int before = p.waiting.size();
+          p.waiting.removeIf(w -> w.piece() == piece); // it got the piece elsewhere
+          p.queuedSends -= before - p.waiting.size();
+        }
         boolean share =
             !p.has.get(piece)
                 && (p.id.equals(readerOf(piece)) || fresh(p.reading.get(piece), now()));
@@ -1064,6 +1115,7 @@ public final class SwarmPolicy<C> {
     Peer<C> p = byId.get(peer);
     if (p != null && p.conn == conn) {
       p.lastPieceAt = now();
+      p.avoid.clear();
     }
     return p != null
         && p.conn == conn
@@ -1269,9 +1321,8 @@ public final class SwarmPolicy<C> {
       return;
     }
     if (p.sendsOn != conn) {
+      resetSends(p);
       p.sendsOn = conn;
-      p.queuedSends = 0;
-      p.sendsCut = false;
     }
     if (p.sendsCut) {
       return; // closing; frames already buffered still arrive
@@ -1297,7 +1348,75 @@ public final class SwarmPolicy<C> {
       return;
     }
     p.queuedSends++;
-    emit(new Decision.SendPiece<>(conn, piece, hashes[piece]));
+    p.waiting.add(new Waiting(piece, now()));
+    unchoke();
+  }
+
+  /**
+   * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}) to the
+   * mechanism: first a request that waited half a peer timeout (whatever the slots; its requester
+   * would count it stuck at a full timeout), then the piece this member sent least often in this
+   * fill, so its pieces spread before any goes out many times (the receivers pass them on); ties to
+   * the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile says so
+   * with its HAVE, which withdraws its request.
+   */
+  private void unchoke() {
+    long now = now();
+    while (serving && !closed) {
+      Peer<C> best = null;
+      Waiting bestWait = null;
+      int bestPiece = -1;
+      long bestAt = 0;
+      boolean bestOld = false;
+      int bestSent = Integer.MAX_VALUE;
+      for (Peer<C> p : peers.values()) {
+        if (p.waiting.isEmpty() || p.sendsCut || p.sendsOn == null || p.sendsOn != p.conn) {
+          continue;
+        }
+        for (Waiting w : p.waiting) {
+          int piece = w.piece();
+          long at = w.at();
+          boolean old = now - at >= timeout / 2;
+          if (!old && sendingNow[piece] >= UPLOAD_SLOTS) {
+            continue;
+          }
+          int sent = timesSent[piece];
+          boolean better =
+              best == null
+                  || (old != bestOld
+                      ? old
+                      : old ? at < bestAt : sent != bestSent ? sent < bestSent : at < bestAt);
+          if (better) {
+            best = p;
+            bestWait = w;
+            bestPiece = piece;
+            bestAt = at;
+            bestOld = old;
+            bestSent = sent;
+          }
+        }
+      }
+      if (best == null) {
+        return;
+      }
+      best.waiting.remove(bestWait);
+      best.handed.add(bestPiece);
+      sendingNow[bestPiece]++;
+      timesSent[bestPiece]++;
+      emit(new Decision.SendPiece<>(best.sendsOn, bestPiece, hashes[bestPiece]));
+    }
+  }
+
+  /** Forgets what {@code p} asked for on its current connection (closed or replaced). */
+  private void resetSends(Peer<C> p) {
+    for (Integer piece : p.handed) {
+      sendingNow[piece]--;
+    }
+    p.handed.clear();
+    p.waiting.clear();
+    p.queuedSends = 0;
+    p.sendsCut = false;
+    p.sendsOn = null;
   }
 
   /** A piece decided by {@link Decision.SendPiece} on {@code conn} was handed to the network. */
@@ -1305,6 +1424,11 @@ public final class SwarmPolicy<C> {
     Peer<C> p = byId.get(peer);
     if (p != null && p.sendsOn == conn) {
       p.queuedSends--;
+      Integer piece = p.handed.poll();
+      if (piece != null) {
+        sendingNow[piece]--;
+      }
+      unchoke();
     }
   }
 
@@ -1317,6 +1441,9 @@ public final class SwarmPolicy<C> {
    * completed or stopped, and while a fill with a transport still waits for its first membership.
    */
   public void tick() {
+    if (map != null) {
+      unchoke(); // requests that waited half a peer timeout go out now
+    }
     if (map == null || !filling || closed || complete()) {
       return;
     }
@@ -1370,6 +1497,7 @@ public final class SwarmPolicy<C> {
         }
       }
     }
+    reask(now);
     View view = view(now);
     boolean stalled = handOverStalled(view, now);
     boolean slow = handOverSlow(view, now);
@@ -1462,6 +1590,7 @@ public final class SwarmPolicy<C> {
         }
       }
       c.andNot(p.bad);
+      c.andNot(p.avoid);
       c.and(want);
       for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
         holders[i]++;
@@ -1575,6 +1704,62 @@ public final class SwarmPolicy<C> {
       i = end < map.size() ? out.nextSetBit(end) : -1;
     }
     return out;
+  }
+
+  /**
+   * Requests a peer sits on: a request older than {@link #reaskAfter} to a peer that delivered no
+   * piece bytes in that time (it serves others first, {@link #unchoke}) is withdrawn there when
+   * another usable peer offers the piece, and asked again in this round, of the least-loaded peer
+   * that offers it; the first peer is not asked for it again until it delivers a piece or a peer
+   * timeout passed. Not a fault: the peer is busy, not stuck. If it sends the piece anyway, the
+   * piece is not wanted any more ({@link #onPieceArrived} says false).
+   */
+  private void reask(long now) {
+    long after = reaskAfter();
+    for (Peer<C> p : peers.values()) {
+      if (!p.avoid.isEmpty() && now - p.avoidSince > timeout) {
+        p.avoid.clear();
+      }
+      if (!p.usable() || p.inFlight.isEmpty()) {
+        continue;
+      }
+      long heard = Math.max(p.lastPieceAt, p.progressAt);
+      if (heard != 0 && now - heard <= after) {
+        continue;
+      }
+      List<Integer> moved = new ArrayList<>();
+      p.inFlight.forEach(
+          (piece, deadline) -> {
+            if (now - (deadline - timeout) > after && offeredElsewhere(p, piece)) {
+              moved.add(piece);
+            }
+          });
+      for (Integer piece : moved) {
+        p.inFlight.remove(piece);
+        inProgress.clear(piece);
+        if (p.avoid.isEmpty()) {
+          p.avoidSince = now;
+        }
+        p.avoid.set(piece);
+      }
+    }
+  }
+
+  /**
+   * A request is asked elsewhere after a quarter of the peer timeout without bytes from its peer.
+   */
+  private long reaskAfter() {
+    return timeout / 4;
+  }
+
+  /** Some usable peer but {@code p} offers {@code piece} and was not given up on for it. */
+  private boolean offeredElsewhere(Peer<C> p, int piece) {
+    for (Peer<C> q : peers.values()) {
+      if (q != p && q.usable() && q.has.get(piece) && !q.bad.get(piece) && !q.avoid.get(piece)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

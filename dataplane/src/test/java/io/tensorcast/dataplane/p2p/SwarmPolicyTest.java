@@ -1,6 +1,5 @@
 package io.tensorcast.dataplane.p2p;
 
-import static io.tensorcast.dataplane.p2p.SwarmSimulation.trueHash;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.tensorcast.api.wire.Membership;
@@ -26,9 +25,36 @@ class SwarmPolicyTest {
   private static final long T = TIMEOUT.toNanos();
   private static final PieceMap MAP =
       new PieceMap(List.of(new StoreFile("a", 8 * 1024), new StoreFile("b", 4 * 1024)), 1024);
-  private static final Membership ABC = SwarmSimulation.membership("abc", "a", "b", "c");
+  private static final Membership ABC = membership("abc", "a", "b", "c");
 
   private long now = 5_000_000_000L;
+
+  /** The true SHA-256 of a piece: every honest source read gives it. */
+  static byte[] trueHash(int piece) {
+    return sha256("piece " + piece);
+  }
+
+  static byte[] forgedHash(int piece) {
+    return sha256("forged " + piece);
+  }
+
+  private static byte[] sha256(String s) {
+    try {
+      return java.security.MessageDigest.getInstance("SHA-256")
+          .digest(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static Membership membership(String epoch, String... ids) {
+    List<Membership.Member> members = new ArrayList<>();
+    for (int i = 0; i < ids.length; i++) {
+      members.add(
+          new Membership.Member(ids[i], InetSocketAddress.createUnresolved("10.0.0." + i, 8472)));
+    }
+    return new Membership(epoch, members);
+  }
 
   private SwarmPolicy<String> member(String self, Membership m, int concurrency, long rangeSize) {
     SwarmPolicy<String> p =
@@ -135,15 +161,16 @@ class SwarmPolicyTest {
   // ------------------------------------------------------------------ stuck, busy, trickle
 
   @Test
-  void aRequestItsPeerSendsNoBytesForWithinThePeerTimeoutIsAskedElsewhereAndCountsAsAFault() {
-    // b and c both hold b's block (4-7); c's hashes equal b's, the reader's.
-    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+  void aRequestItsPeerSendsNoBytesForWithinThePeerTimeoutCountsAsAFault() {
+    // Only b holds b's block (4-7): there is nobody else to ask.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), new int[0]);
     List<String> first = requests(tick(a));
-    String atB = first.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
-    int piece = Integer.parseInt(atB.substring(2));
+    assertThat(first).contains("b:4");
 
     advance(T - 1);
-    assertThat(requests(tick(a))).as("nothing is stuck before the timeout").isEmpty();
+    assertThat(notes(tick(a)))
+        .as("nothing is stuck before the timeout")
+        .noneMatch(n -> n.contains("not received"));
     advance(2);
     List<Decision<String>> later = tick(a);
 
@@ -151,9 +178,135 @@ class SwarmPolicyTest {
         .anySatisfy(
             n ->
                 assertThat(n)
-                    .isEqualTo(
-                        "peer b: piece " + piece + " not received within PT1S (fault 1 of 3)"));
-    assertThat(requests(later)).contains("c:" + piece);
+                    .startsWith("peer b: piece ")
+                    .endsWith(" not received within PT1S (fault 1 of 3)"));
+  }
+
+  @Test
+  void aRequestItsPeerSitsOnIsAskedOfAnotherHolderAfterAQuarterOfThePeerTimeoutWithoutAFault() {
+    // b and c both hold b's block (4-7); c's hashes equal b's, the reader's.
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> first = requests(tick(a));
+    String atB = first.stream().filter(r -> r.startsWith("b:")).findFirst().orElseThrow();
+    int piece = Integer.parseInt(atB.substring(2));
+
+    advance(T / 4);
+    assertThat(requests(tick(a))).as("nothing is asked again before a quarter timeout").isEmpty();
+    advance(1);
+    List<Decision<String>> later = tick(a);
+
+    assertThat(requests(later)).contains("c:" + piece).doesNotContain("b:" + piece);
+    assertThat(notes(later)).noneMatch(n -> n.contains("fault"));
+    assertThat(a.onPieceArrived("c-b", "b", piece))
+        .as("the piece b sends after all is not wanted from b any more")
+        .isFalse();
+  }
+
+  @Test
+  void aPeerThatDeliversOtherPiecesKeepsItsRequestsPastAQuarterOfThePeerTimeout() {
+    SwarmPolicy<String> a = aWithPeersHolding(range(4, 8), range(4, 8));
+    List<String> first = requests(tick(a));
+    assertThat(first).isNotEmpty();
+
+    advance(T / 4 + 1);
+    a.onPieceProgress("c-b", "b", now);
+    a.onPieceProgress("c-c", "c", now);
+
+    assertThat(requests(tick(a))).isEmpty();
+  }
+
+  /** {@code a} holding the whole artifact, members a..g, every other member connected. */
+  private SwarmPolicy<String> seedOfSeven() {
+    SwarmPolicy<String> a =
+        new SwarmPolicy<>(new SwarmPolicy.Config("a", TIMEOUT, 4, Duration.ZERO), () -> now);
+    a.applyMembership(membership("ag", "a", "b", "c", "d", "e", "f", "g"));
+    byte[][] h = new byte[12][];
+    for (int i = 0; i < 12; i++) {
+      h[i] = trueHash(i);
+    }
+    a.holdComplete(MAP, h);
+    a.transportStarted();
+    for (String x : List.of("b", "c", "d", "e", "f", "g")) {
+      a.onConnected(("c-" + x).intern(), x); // connections compare by identity
+    }
+    a.drain();
+    return a;
+  }
+
+  private static List<String> pieceSends(List<Decision<String>> ds) {
+    List<String> out = new ArrayList<>();
+    for (Decision<String> d : ds) {
+      if (d instanceof Decision.SendPiece<String> s) {
+        out.add(s.to().substring(2) + ":" + s.piece());
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void aPieceGoesToAtMostUploadSlotsPeersAtOnceAndTheOthersWaitUntilOneIsSentOrTheyHaveIt() {
+    SwarmPolicy<String> a = seedOfSeven();
+    assertThat(SwarmPolicy.UPLOAD_SLOTS).isEqualTo(4);
+    for (String x : List.of("b", "c", "d", "e", "f", "g")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).containsExactly("b:3", "c:3", "d:3", "e:3");
+
+    a.onFrame("c-f", "f", new Frame.Request(5));
+    assertThat(pieceSends(a.drain()))
+        .as("another piece has slots of its own")
+        .containsExactly("f:5");
+
+    // g got piece 3 elsewhere: its HAVE withdraws its request.
+    a.onFrame("c-g", "g", new Frame.Have(3, trueHash(3)));
+    a.onPieceSent("c-b", "b");
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
+    a.onPieceSent("c-c", "c");
+    assertThat(pieceSends(a.drain())).as("g's request was withdrawn").isEmpty();
+  }
+
+  @Test
+  void aPieceSentLeastOftenGoesFirstWhenASlotFrees() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    a.onFrame("c-f", "f", new Frame.Request(3));
+    a.onFrame("c-f", "f", new Frame.Request(9));
+    assertThat(pieceSends(a.drain())).containsExactly("b:3", "c:3", "d:3", "e:3", "f:9");
+    a.onFrame("c-g", "g", new Frame.Request(9));
+    assertThat(pieceSends(a.drain()))
+        .as("piece 9, sent once, goes before f's older request for piece 3, sent four times")
+        .containsExactly("g:9");
+  }
+
+  @Test
+  void aRequestThatWaitedHalfAPeerTimeoutGoesOutWhateverTheSlots() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e", "f")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).hasSize(4);
+
+    advance(T / 2 - 1);
+    a.tick();
+    assertThat(pieceSends(a.drain())).isEmpty();
+    advance(1);
+    a.tick();
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
+  }
+
+  @Test
+  void aClosedConnectionGivesBackItsUploadSlots() {
+    SwarmPolicy<String> a = seedOfSeven();
+    for (String x : List.of("b", "c", "d", "e", "f")) {
+      a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+    }
+    assertThat(pieceSends(a.drain())).hasSize(4);
+
+    a.onDisconnected("c-b", "b");
+
+    assertThat(pieceSends(a.drain())).containsExactly("f:3");
   }
 
   @Test
@@ -209,7 +362,7 @@ class SwarmPolicyTest {
   @Test
   void atMostEightRequestsAreInFlightAcrossFivePeersAndTwoAtEach() {
     String[] ids = {"a", "p1", "p2", "p3", "p4", "p5"};
-    SwarmPolicy<String> a = member("a", SwarmSimulation.membership("six", ids), 2, 1024);
+    SwarmPolicy<String> a = member("a", membership("six", ids), 2, 1024);
     for (String id : List.of(ids).subList(1, 6)) {
       a.onConnected(("c-" + id).intern(), id);
       a.onFrame(("c-" + id).intern(), id, bitfield(range(0, 12)));
@@ -250,7 +403,7 @@ class SwarmPolicyTest {
     PieceMap map = new PieceMap(List.of(new StoreFile("w", 64 * 1024)), 1024);
     for (String self : List.of("a", "m1", "m2", "node-7", "zz")) {
       String peer = self.compareTo("p") < 0 ? "peer" : "aaa";
-      Membership m = SwarmSimulation.membership("pair-" + self, self, peer);
+      Membership m = membership("pair-" + self, self, peer);
       SwarmPolicy<String> p =
           new SwarmPolicy<>(
               new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
@@ -296,7 +449,7 @@ class SwarmPolicyTest {
                 new StoreFile("b", 6 * 1024),
                 new StoreFile("c", 2048)),
             1024);
-    Membership xy = SwarmSimulation.membership("xy", "x", "y");
+    Membership xy = membership("xy", "x", "y");
     List<List<Run>> runs = new ArrayList<>();
     for (String self : List.of("x", "y")) {
       String peer = self.equals("x") ? "y" : "x";
@@ -321,7 +474,7 @@ class SwarmPolicyTest {
 
   @Test
   void aMemberReadsTheSwarmsShareOfTheSourceConcurrencyAndAloneAllOfIt() {
-    Membership four = SwarmSimulation.membership("four", "a", "b", "c", "d");
+    Membership four = membership("four", "a", "b", "c", "d");
     SwarmPolicy<String> a = member("a", four, 8, 1024);
     for (String id : List.of("b", "c", "d")) {
       a.onConnected(("c-" + id).intern(), id);
@@ -338,7 +491,7 @@ class SwarmPolicyTest {
   void runsAreConsecutivePiecesOfOneFileUpToTheRangeSizeAndEachPieceIsAnnouncedWhenStored() {
     SwarmPolicy<String> x =
         new SwarmPolicy<>(new SwarmPolicy.Config("x", TIMEOUT, 4, Duration.ZERO), () -> now);
-    x.applyMembership(SwarmSimulation.membership("xy", "x", "y"));
+    x.applyMembership(membership("xy", "x", "y"));
     x.startFill(MAP, 2, 3 * 1024);
     x.transportStarted();
     x.onConnected("c-y", "y");
@@ -400,7 +553,7 @@ class SwarmPolicyTest {
 
   @Test
   void aMemberThatNeverConnectsIsLostAfterThePeerTimeoutAndItsBlockIsReadByTheOthers() {
-    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    Membership ab = membership("ab", "a", "b");
     SwarmPolicy<String> a = member("a", ab, 12, 1024);
     assertThat(runs(tick(a))).as("b is live and its holdings unknown").isEmpty();
     advance(T + 1);
@@ -431,7 +584,7 @@ class SwarmPolicyTest {
 
   @Test
   void aPieceOnlyAFailedHolderOffersIsReadFromTheSourceOnceItStarvedForThePeerTimeout() {
-    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    Membership ab = membership("ab", "a", "b");
     SwarmPolicy<String> a = member("a", ab, 2, 1024);
     a.onConnected("c-b", "b");
     a.onFrame("c-b", "b", bitfield(range(6, 12)));
@@ -458,7 +611,7 @@ class SwarmPolicyTest {
     SwarmPolicy<String> a = member("a", ABC, 2, 1024);
     a.onConnected("c-b", "b");
     a.onConnected("c-c", "c");
-    byte[] forged = SwarmSimulation.forgedHash(5);
+    byte[] forged = forgedHash(5);
     a.onFrame("c-c", "c", new Frame.Have(5, forged)); // c is not piece 5's reader: a claim
     assertThat(a.expectedHash(5)).isNull();
     a.drain();
@@ -520,7 +673,7 @@ class SwarmPolicyTest {
 
   @Test
   void readingMarksOfAMemberThatIsNotThePiecesReaderDoNotHoldTheReaderBack() {
-    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    Membership ab = membership("ab", "a", "b");
     SwarmPolicy<String> a = member("a", ab, 4, 1024);
     a.onConnected("c-b", "b");
     for (int i = 0; i < 6; i++) {
@@ -553,7 +706,7 @@ class SwarmPolicyTest {
       b.onFrame("c-a", "a", new Frame.Reading(i));
     }
     // d joins: blocks of 3 over {a, b, c, d}, so piece 3's reader is b now.
-    b.applyMembership(SwarmSimulation.membership("abcd", "a", "b", "c", "d"));
+    b.applyMembership(membership("abcd", "a", "b", "c", "d"));
     b.onConnected("c-d", "d");
     b.onFrame("c-d", "d", bitfield());
     b.drain();
@@ -571,10 +724,10 @@ class SwarmPolicyTest {
 
   @Test
   void aSourceReadThatContradictsTheReadersHashDropsTheReader() {
-    Membership ab = SwarmSimulation.membership("ab", "a", "b");
+    Membership ab = membership("ab", "a", "b");
     SwarmPolicy<String> a = member("a", ab, 2, 1024);
     a.onConnected("c-b", "b");
-    a.onFrame("c-b", "b", new Frame.Have(7, SwarmSimulation.forgedHash(7)));
+    a.onFrame("c-b", "b", new Frame.Have(7, forgedHash(7)));
     a.drain();
     a.onPieceStored(null, 7, trueHash(7)); // a read piece 7 itself (a last resort)
     assertThat(only(a.drain(), Decision.Drop.class))
@@ -620,7 +773,7 @@ class SwarmPolicyTest {
     // a kept its whole block (0-3) and piece 5 of b's block from a fill that failed.
     SwarmPolicy<String> a = member("a", ABC, 6, 4 * 1024);
     BitSet held = pieces(0, 1, 2, 3, 5);
-    a.resume(held, hashesOf(held, SwarmSimulation::trueHash));
+    a.resume(held, hashesOf(held, SwarmPolicyTest::trueHash));
     assertThat(notes(a.drain())).anyMatch(n -> n.startsWith("5 pieces are kept"));
     a.onConnected("c-b", "b");
     a.onConnected("c-c", "c");
@@ -664,7 +817,7 @@ class SwarmPolicyTest {
     SwarmPolicy<String> a = member("a", ABC, 6, 1024);
     BitSet held = pieces(5, 6);
     // Piece 5's bytes in a's store are not the ones its reader b announces.
-    a.resume(held, hashesOf(held, i -> i == 5 ? SwarmSimulation.forgedHash(5) : trueHash(i)));
+    a.resume(held, hashesOf(held, i -> i == 5 ? forgedHash(5) : trueHash(i)));
     a.onConnected("c-b", "b");
     a.onConnected("c-c", "c");
     a.onFrame("c-b", "b", bitfield(range(4, 8)));
@@ -698,7 +851,7 @@ class SwarmPolicyTest {
     BitSet held = new BitSet();
     held.set(0, MAP.size());
     held.clear(9);
-    a.resume(held, hashesOf(held, SwarmSimulation::trueHash));
+    a.resume(held, hashesOf(held, SwarmPolicyTest::trueHash));
     List<Decision<String>> ds = tick(a);
     assertThat(kept(ds)).hasSize(MAP.size() - 1);
     assertThat(runs(ds)).containsExactly(new Run(9, 1));
@@ -709,7 +862,7 @@ class SwarmPolicyTest {
     SwarmPolicy<String> a = member("a", ABC, 6, 1024);
     a.onConnected("c-b", "b");
     org.assertj.core.api.Assertions.assertThatThrownBy(
-            () -> a.resume(pieces(1), hashesOf(pieces(1), SwarmSimulation::trueHash)))
+            () -> a.resume(pieces(1), hashesOf(pieces(1), SwarmPolicyTest::trueHash)))
         .isInstanceOf(IllegalStateException.class);
   }
 
@@ -760,9 +913,10 @@ class SwarmPolicyTest {
     for (int k = 1; k < SwarmPolicy.MAX_QUEUED_SENDS; k++) {
       a.onFrame("c-b", "b", new Frame.Request(3));
     }
-    assertThat(only(a.drain(), Decision.SendPiece.class)).hasSize(255);
+    // Piece 3's upload slots go out at once; the other requests wait for them, still queued.
+    assertThat(only(a.drain(), Decision.SendPiece.class)).hasSize(SwarmPolicy.UPLOAD_SLOTS);
     a.onFrame("c-b", "b", new Frame.Request(3));
-    assertThat(a.drain()).singleElement().isInstanceOf(Decision.SendPiece.class);
+    assertThat(a.drain()).isEmpty();
     a.onFrame("c-b", "b", new Frame.Request(3));
     assertThat(a.drain())
         .containsExactly(
@@ -777,7 +931,7 @@ class SwarmPolicyTest {
     assertThat(a.drain())
         .containsExactly(new Decision.Close<>("c-b", "REQUEST for piece 12 outside 0..11"));
 
-    a.applyMembership(SwarmSimulation.membership("ac", "a", "c"));
+    a.applyMembership(membership("ac", "a", "c"));
     assertThat(only(a.drain(), Decision.Close.class))
         .containsExactly(
             new Decision.Close<>(
@@ -834,7 +988,7 @@ class SwarmPolicyTest {
     assertThat(only(ds, Decision.Dial.class))
         .containsExactly(new Decision.Dial<>("c", moved.member("c").address()));
 
-    b.applyMembership(SwarmSimulation.membership("ab", "a", "b"));
+    b.applyMembership(membership("ab", "a", "b"));
     assertThat(only(b.drain(), Decision.Forget.class)).containsExactly(new Decision.Forget<>("c"));
     b.onConnected("c-z", "z");
     assertThat(b.drain())
@@ -1064,8 +1218,7 @@ class SwarmPolicyTest {
   void aMemberThatJoinsDoesNotReadAPieceAnotherMemberIsReading() {
     // d joins {a, b, c}: blocks of 3 over {a, b, c, d}, so d's block is 9-11, but c is still
     // reading piece 9, which it started when its block was 8-11; it says so before its BITFIELD.
-    SwarmPolicy<String> d =
-        member("d", SwarmSimulation.membership("abcd", "a", "b", "c", "d"), 6, 4 * 1024);
+    SwarmPolicy<String> d = member("d", membership("abcd", "a", "b", "c", "d"), 6, 4 * 1024);
     d.onConnected("c-a", "a");
     d.onConnected("c-b", "b");
     d.onConnected("c-c", "c");
@@ -1103,12 +1256,12 @@ class SwarmPolicyTest {
     all.set(0, 4);
     byte[][] forged = new byte[MAP.size()][];
     for (int i = 0; i < 4; i++) {
-      forged[i] = SwarmSimulation.forgedHash(i);
+      forged[i] = forgedHash(i);
     }
     b.onFrame("c-a", "a", new Frame.Bitfield(MAP.size(), all, forged));
     b.onFrame("c-c", "c", bitfield(2));
     b.drain();
-    assertThat(b.expectedHash(2)).isEqualTo(SwarmSimulation.forgedHash(2));
+    assertThat(b.expectedHash(2)).isEqualTo(forgedHash(2));
     assertThat(only(b.drain(), Decision.Drop.class)).isEmpty();
     List<Decision<String>> first = tick(b);
     assertThat(requests(first)).contains("a:0");
@@ -1123,7 +1276,7 @@ class SwarmPolicyTest {
               assertThat(d.why())
                   .startsWith(
                       "announced piece 0 with sha256 "
-                          + java.util.HexFormat.of().formatHex(SwarmSimulation.forgedHash(0))
+                          + java.util.HexFormat.of().formatHex(forgedHash(0))
                           + " but sent bytes with sha256 "
                           + java.util.HexFormat.of().formatHex(trueHash(0)));
             });
@@ -1144,8 +1297,8 @@ class SwarmPolicyTest {
     SwarmPolicy<String> b = member("b", ABC, 6, 1024);
     b.onConnected("c-a", "a");
     b.onConnected("c-c", "c");
-    b.onFrame("c-a", "a", new Frame.Have(1, SwarmSimulation.forgedHash(1)));
-    b.onFrame("c-a", "a", new Frame.Have(0, SwarmSimulation.forgedHash(0)));
+    b.onFrame("c-a", "a", new Frame.Have(1, forgedHash(1)));
+    b.onFrame("c-a", "a", new Frame.Have(0, forgedHash(0)));
     b.onFrame("c-a", "a", bitfield());
     b.onFrame("c-c", "c", bitfield());
     b.drain();
@@ -1153,7 +1306,7 @@ class SwarmPolicyTest {
     b.onPieceHashMismatch("a", 0, trueHash(0));
     b.drain();
     // Piece 1 was verified against a's forged hash before a was dropped.
-    assertThat(b.onPieceStored("a", 1, SwarmSimulation.forgedHash(1))).isFalse();
+    assertThat(b.onPieceStored("a", 1, forgedHash(1))).isFalse();
     assertThat(b.present().get(1)).isFalse();
   }
 
@@ -1238,7 +1391,7 @@ class SwarmPolicyTest {
     have.set(0, 12);
     byte[][] h = new byte[MAP.size()][];
     for (int i = 0; i < 12; i++) {
-      h[i] = i >= 8 ? SwarmSimulation.forgedHash(i) : trueHash(i);
+      h[i] = i >= 8 ? forgedHash(i) : trueHash(i);
     }
     Frame.Bitfield forged = new Frame.Bitfield(MAP.size(), have, h);
     c.onFrame("c-a", "a", forged);
@@ -1250,7 +1403,7 @@ class SwarmPolicyTest {
         String peer = r.substring(0, r.indexOf(':'));
         int piece = Integer.parseInt(r.substring(r.indexOf(':') + 1));
         assertThat(c.onPieceArrived(peer.equals("a") ? "c-a" : "c-b", peer, piece)).isTrue();
-        byte[] sent = piece >= 8 ? SwarmSimulation.forgedHash(piece) : trueHash(piece);
+        byte[] sent = piece >= 8 ? forgedHash(piece) : trueHash(piece);
         c.onPieceStored(peer, piece, sent);
         c.drain();
       }

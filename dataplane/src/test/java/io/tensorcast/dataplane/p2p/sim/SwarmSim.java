@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p.sim;
 import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.p2p.Frame;
 import io.tensorcast.dataplane.p2p.PieceMap;
+import io.tensorcast.dataplane.p2p.SwarmPlan;
 import io.tensorcast.dataplane.p2p.SwarmPolicy;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
 import io.tensorcast.dataplane.store.StoreFile;
@@ -55,6 +56,14 @@ import java.util.TreeMap;
  *       membership without it {@link Scenario#membershipDelay} later. Nodes that join start with a
  *       membership that lists them, which the others get at the same moment.
  * </ul>
+ *
+ * <p>Per node, before {@link #run()} ({@link #node}): a node may start holding the whole artifact
+ * ({@link Node#holdsAll}, an adopted copy) or announce and serve forged hashes for some pieces
+ * ({@link Node#forged}, a liar: its HAVE and BITFIELD frames claim those pieces with a wrong
+ * SHA-256, and every piece of them it sends hashes to that wrong value). After the run each node
+ * tells which pieces it read from the source ({@link Node#sourceReads}), from which peers it stored
+ * how many ({@link Node#fromPeers}) and the most source runs it had in flight ({@link
+ * Node#maxRuns}); {@link #log()} lists every drop and policy note in order.
  */
 final class SwarmSim {
 
@@ -161,6 +170,7 @@ final class SwarmSim {
 
   private long roundNanos;
   private int epoch;
+  private final List<String> log = new ArrayList<>();
 
   final class Node {
     final NodeSpec spec;
@@ -191,6 +201,26 @@ final class SwarmSim {
     long hashedAfterLast = -1;
     boolean tickPending;
     long lastTick = Long.MIN_VALUE / 2;
+
+    /** Starts holding the whole artifact (its policy's {@code holdComplete}). */
+    boolean holdsAll;
+
+    /** Pieces whose hash it announces wrongly ({@link #forgedHash}) and whose bytes it forges. */
+    final Set<Integer> forged = new HashSet<>();
+
+    /** Pieces it stored from its own source reads, in order. */
+    final List<Integer> sourceReads = new ArrayList<>();
+
+    /** When each of {@link #sourceReads} arrived, virtual nanoseconds. */
+    final List<Long> sourceReadAt = new ArrayList<>();
+
+    /** Pieces stored from peers, by the peer's id. */
+    final Map<String, Integer> fromPeers = new TreeMap<>();
+
+    /** Source runs in flight now, and the most at once. */
+    int runs;
+
+    int maxRuns;
 
     Node(NodeSpec spec, int index) {
       this.spec = spec;
@@ -264,6 +294,50 @@ final class SwarmSim {
 
   PieceMap map() {
     return map;
+  }
+
+  /** The node {@code id} (set {@link Node#holdsAll} or {@link Node#forged} before the run). */
+  Node node(String id) {
+    Node n = nodes.get(id);
+    if (n == null) {
+      throw new IllegalArgumentException("no node '" + id + "'; nodes: " + nodes.keySet());
+    }
+    return n;
+  }
+
+  /** Every drop and policy note so far, as "{virtual ms} {node}: {text}", in order. */
+  List<String> log() {
+    return log;
+  }
+
+  /** The SHA-256 every honest read of {@code piece} gives. */
+  byte[] trueHash(int piece) {
+    return hashes[piece];
+  }
+
+  /** The SHA-256 a liar announces for a {@link Node#forged} piece (and its bytes hash to). */
+  static byte[] forgedHash(int piece) {
+    try {
+      return MessageDigest.getInstance("SHA-256")
+          .digest(("forged " + piece).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The pieces the plan of {@code members} (all live, nothing held) has {@code id} read. */
+  BitSet block(String id, String... members) {
+    Set<String> all = new java.util.TreeSet<>(List.of(members));
+    return SwarmPlan.compute(map.size(), all, all, Map.of()).assignedTo(id);
+  }
+
+  /** Pieces read from the source, counted per piece over every node. */
+  int[] readsPerPiece() {
+    int[] reads = new int[map.size()];
+    for (Node n : nodes.values()) {
+      n.sourceReads.forEach(i -> reads[i]++);
+    }
+    return reads;
   }
 
   /** Runs the scenario to the end (every node that stayed is Ready) or to its limit. */
@@ -354,7 +428,11 @@ final class SwarmSim {
                   n.id, sc.peerTimeout(), sc.maxInFlight(), Duration.ofSeconds(10)),
               loop::now);
       n.policy.applyMembership(m);
-      n.policy.startFill(map, sc.concurrency(), sc.rangeSize());
+      if (n.holdsAll) {
+        n.policy.holdComplete(map, hashes.clone());
+      } else {
+        n.policy.startFill(map, sc.concurrency(), sc.rangeSize());
+      }
       n.policy.transportStarted();
     }
     for (Node n : joining) {
@@ -450,7 +528,7 @@ final class SwarmSim {
       for (Decision<Conn> d : ds) {
         if (d instanceof Decision.Send<Conn> s) {
           to.add(s.to());
-          frames.add(s.frame());
+          frames.add(n.forged.isEmpty() ? s.frame() : forge(n, s.frame()));
         } else if (d instanceof Decision.SendPiece<Conn> s) {
           Conn c = s.to();
           if (c.open) {
@@ -464,6 +542,7 @@ final class SwarmSim {
         } else if (d instanceof Decision.Close<Conn> c) {
           closePair(c.conn());
         } else if (d instanceof Decision.Drop<Conn> dr) {
+          log(n, "dropped " + dr.peer() + ": " + dr.why());
           n.dialling.remove(dr.peer());
           if (dr.conn() != null) {
             closePair(dr.conn());
@@ -471,9 +550,12 @@ final class SwarmSim {
         } else if (d instanceof Decision.Dial<Conn> dial) {
           n.dialling.add(dial.peer());
           loop.after(2 * sc.latency(), () -> connect(n, dial.peer()));
-        } else if (d instanceof Decision.Note<Conn> note && TRACE && note.warn()) {
-          System.err.printf(
-              java.util.Locale.ROOT, "%10.3f s %s: %s%n", loop.now() / 1e9, n.id, note.message());
+        } else if (d instanceof Decision.Note<Conn> note) {
+          log(n, note.message());
+          if (TRACE && note.warn()) {
+            System.err.printf(
+                java.util.Locale.ROOT, "%10.3f s %s: %s%n", loop.now() / 1e9, n.id, note.message());
+          }
         } else if (d instanceof Decision.Forget<Conn> f) {
           n.dialling.remove(f.peer());
           Conn c = n.conns.get(f.peer());
@@ -521,6 +603,27 @@ final class SwarmSim {
     }
   }
 
+  private void log(Node n, String text) {
+    log.add(String.format(java.util.Locale.ROOT, "%.3f %s: %s", loop.now() / 1e6, n.id, text));
+  }
+
+  /** {@code f} as the liar {@code n} sends it: its forged pieces claimed with forged hashes. */
+  private static Frame forge(Node n, Frame f) {
+    if (f instanceof Frame.Have h && n.forged.contains(h.piece())) {
+      return new Frame.Have(h.piece(), forgedHash(h.piece()));
+    }
+    if (f instanceof Frame.Bitfield b) {
+      BitSet have = (BitSet) b.have().clone();
+      byte[][] h = b.sha256().clone();
+      for (int i : n.forged) {
+        have.set(i);
+        h[i] = forgedHash(i);
+      }
+      return new Frame.Bitfield(b.pieceCount(), have, h);
+    }
+    return f;
+  }
+
   // ------------------------------------------------------------------ pieces between peers
 
   private void sendNext(Conn c) {
@@ -557,14 +660,16 @@ final class SwarmSim {
       return;
     }
     SwarmPolicy<Conn> p = r.policy;
+    byte[] bytes = c.owner.forged.contains(piece) ? forgedHash(piece) : hashes[piece];
     if (p.onPieceArrived(c.other, c.owner.id, piece)) {
-      if (Arrays.equals(p.expectedHash(piece), hashes[piece])) {
-        if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, hashes[piece])) {
+      if (Arrays.equals(p.expectedHash(piece), bytes)) {
+        if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, bytes)) {
           r.peerBytes += length;
+          r.fromPeers.merge(c.owner.id, 1, Integer::sum);
           digest(r, piece);
         }
       } else {
-        p.onPieceRejected(c.owner.id, piece, "piece " + piece + " has the wrong sha256");
+        p.onPieceHashMismatch(c.owner.id, piece, bytes);
       }
     }
     process(r);
@@ -604,6 +709,8 @@ final class SwarmSim {
   // ------------------------------------------------------------------ the origin
 
   private void readSource(Node n, SwarmPolicy.Run run) {
+    n.runs++;
+    n.maxRuns = Math.max(n.maxRuns, n.runs);
     loop.after(
         sc.latency(),
         () -> {
@@ -639,11 +746,14 @@ final class SwarmSim {
                 if (!n.alive) {
                   return;
                 }
+                n.sourceReads.add(piece);
+                n.sourceReadAt.add(loop.now());
                 if (n.policy.onPieceStored(null, piece, hashes[piece])) {
                   n.sourceBytes += length;
                   digest(n, piece);
                 }
                 if (last) {
+                  n.runs--;
                   n.policy.onSourceRunEnded(run, true);
                 }
                 process(n);

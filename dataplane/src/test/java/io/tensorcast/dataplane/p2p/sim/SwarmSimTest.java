@@ -4,12 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import io.tensorcast.dataplane.p2p.SwarmPlan;
+import io.tensorcast.dataplane.p2p.SwarmPolicy;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.NodeResult;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.NodeSpec;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.Result;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.Scenario;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,6 +21,8 @@ import org.junit.jupiter.api.Timeout;
 class SwarmSimTest {
   private static final long MS = 1_000_000L;
   private static final int PIECE = 64 * 1024;
+  private static final long HOUR = Duration.ofHours(1).toNanos();
+  private static final long MIB = 1024 * 1024;
 
   private static Scenario scenario(long[] files, List<NodeSpec> nodes, double originBps) {
     return new Scenario(
@@ -41,11 +45,215 @@ class SwarmSimTest {
   }
 
   private static List<NodeSpec> uniform(int n, double bps) {
+    return named(
+        bps, java.util.stream.IntStream.range(0, n).mapToObj(i -> "m" + i).toArray(String[]::new));
+  }
+
+  private static List<NodeSpec> named(double bps, String... ids) {
     List<NodeSpec> out = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      out.add(new NodeSpec("m" + i, bps, bps, 0, -1));
+    for (String id : ids) {
+      out.add(new NodeSpec(id, bps, bps, 0, -1));
     }
     return out;
+  }
+
+  /** 7.25 MiB in three files: 116 pieces of 64 KiB, the last of each file shorter. */
+  private static final long[] THREE_FILES = {3 * MIB + 1000, 2 * MIB, 2 * MIB + 7};
+
+  /** {@link #scenario} with the given source concurrency, range size and membership delay. */
+  private static Scenario scenario(
+      long[] files,
+      List<NodeSpec> nodes,
+      double originBps,
+      int concurrency,
+      long rangeSize,
+      long membershipDelay,
+      long limit) {
+    return new Scenario(
+        files,
+        PIECE,
+        nodes,
+        originBps,
+        1000,
+        MS,
+        concurrency,
+        rangeSize,
+        4,
+        Duration.ofSeconds(1),
+        0,
+        0,
+        0,
+        membershipDelay,
+        100 * MS,
+        limit);
+  }
+
+  private static BitSet bits(List<Integer> pieces) {
+    BitSet b = new BitSet();
+    pieces.forEach(b::set);
+    return b;
+  }
+
+  @Test
+  void fourMembersReadEveryPieceFromTheSourceExactlyOnceAndShareTheRest() {
+    String[] ids = {"m0", "m1", "m2", "m3"};
+    SwarmSim sim =
+        new SwarmSim(scenario(THREE_FILES, named(16e6, ids), 16e6, 8, 8L * PIECE, 500 * MS, HOUR));
+
+    assertThat(sim.run().finished()).isTrue();
+
+    assertThat(sim.readsPerPiece()).containsOnly(1);
+    for (String id : ids) {
+      SwarmSim.Node n = sim.node(id);
+      assertThat(bits(n.sourceReads))
+          .as("%s reads its own block", id)
+          .isEqualTo(sim.block(id, ids));
+      assertThat(n.sourceReads.size() + n.fromPeers.values().stream().mapToInt(i -> i).sum())
+          .isEqualTo(sim.map().size());
+      assertThat(n.fromPeers).as("%s got pieces from every other member", id).hasSize(3);
+      assertThat(n.maxRuns)
+          .as("source runs %s had in flight at once (concurrency 8 over 4 members)", id)
+          .isLessThanOrEqualTo(SwarmPolicy.sourceReadsInFlight(8, 4))
+          .isEqualTo(2);
+    }
+  }
+
+  @Test
+  void aMemberKilledMidLoadHasItsUnfinishedPiecesReadByTheOthersAfterThePeerTimeout() {
+    String[] ids = {"k0", "k1", "k2", "k3"};
+    List<NodeSpec> nodes = named(16e6, ids);
+    nodes.set(2, new NodeSpec("k2", 16e6, 16e6, 0, 60 * MS));
+    // The others keep the membership that lists the victim: only the peer timeout takes its share.
+    SwarmSim sim = new SwarmSim(scenario(THREE_FILES, nodes, 16e6, 2, PIECE, HOUR, HOUR));
+
+    assertThat(sim.run().finished()).isTrue();
+
+    SwarmSim.Node victim = sim.node("k2");
+    BitSet victimBlock = sim.block("k2", ids);
+    int victimRead = victim.sourceReads.size();
+    assertThat(victimRead).as("the victim read part of its block").isPositive();
+    assertThat(victimRead).isLessThan(victimBlock.cardinality());
+    int[] reads = sim.readsPerPiece();
+    int survivorReads = 0;
+    for (String id : List.of("k0", "k1", "k3")) {
+      survivorReads += sim.node(id).sourceReads.size();
+    }
+    // Every piece is held by the survivors; what the victim had not read (or not passed on) was
+    // read again, nothing of the survivors' own blocks twice.
+    assertThat(survivorReads).isLessThanOrEqualTo(sim.map().size() + victimRead);
+    for (int i = 0; i < reads.length; i++) {
+      if (!victimBlock.get(i)) {
+        assertThat(reads[i]).as("reads of piece %d outside the victim's block", i).isEqualTo(1);
+      }
+    }
+  }
+
+  @Test
+  void membersJoiningMidLoadReadTheirOwnBlocksAndTheFirstMemberNothingOfTheirs() {
+    String[] ids = {"j0", "j1", "j2"};
+    List<NodeSpec> nodes = new ArrayList<>();
+    nodes.add(new NodeSpec("j0", 8e6, 8e6, 0, -1));
+    nodes.add(new NodeSpec("j1", 8e6, 8e6, 600 * MS, -1));
+    nodes.add(new NodeSpec("j2", 8e6, 8e6, 600 * MS, -1));
+    SwarmSim sim = new SwarmSim(scenario(THREE_FILES, nodes, 8e6, 2, PIECE, 500 * MS, HOUR));
+
+    assertThat(sim.run().finished()).isTrue();
+
+    // j0 reads alone until the others join and the membership that lists them arrives.
+    SwarmSim.Node a = sim.node("j0");
+    List<Integer> aloneReads = new ArrayList<>();
+    for (int i = 0; i < a.sourceReads.size(); i++) {
+      if (a.sourceReadAt.get(i) <= 600 * MS) {
+        aloneReads.add(a.sourceReads.get(i));
+      }
+    }
+    assertThat(aloneReads.size()).as("j0 read past half alone").isGreaterThan(sim.map().size() / 2);
+    assertThat(aloneReads.size()).isLessThan(sim.map().size());
+    BitSet afterJoin = bits(a.sourceReads);
+    afterJoin.andNot(bits(aloneReads));
+    BitSet othersBlocks = sim.block("j1", ids);
+    othersBlocks.or(sim.block("j2", ids));
+    afterJoin.and(othersBlocks);
+    // A run in flight when the membership arrived may end in the others' blocks.
+    assertThat(afterJoin.cardinality())
+        .as("pieces of j1's and j2's blocks j0 read after the others joined")
+        .isLessThanOrEqualTo(2);
+    for (String id : List.of("j1", "j2")) {
+      BitSet read = bits(sim.node(id).sourceReads);
+      BitSet own = sim.block(id, ids);
+      BitSet outside = (BitSet) read.clone();
+      outside.andNot(own);
+      assertThat(outside.cardinality()).as("pieces outside %s's block that it read", id).isZero();
+      // Its whole block but what j0 was reading when j1 and j2 joined: j0's READING marks came
+      // before its BITFIELD, so the newcomer fetches those pieces instead of reading them again.
+      BitSet notRead = (BitSet) own.clone();
+      notRead.andNot(read);
+      BitSet readByJ0 = (BitSet) notRead.clone();
+      readByJ0.and(bits(a.sourceReads));
+      assertThat(readByJ0)
+          .as("%s's block pieces it left to j0's read in flight", id)
+          .isEqualTo(notRead);
+    }
+    assertThat(sim.node("j1").fromPeers).containsKey("j0");
+  }
+
+  @Test
+  void aCopyAdoptedAfterARestartGivesANewcomerEverythingButItsOwnBlock() {
+    String[] ids = {"r0", "r1"};
+    SwarmSim sim =
+        new SwarmSim(scenario(THREE_FILES, named(16e6, ids), 16e6, 4, 8L * PIECE, 500 * MS, HOUR));
+    sim.node("r0").holdsAll = true;
+
+    assertThat(sim.run().finished()).isTrue();
+
+    assertThat(sim.node("r0").sourceReads).isEmpty();
+    assertThat(bits(sim.node("r1").sourceReads)).isEqualTo(sim.block("r1", ids));
+    assertThat(sim.node("r1").fromPeers.get("r0")).isEqualTo(sim.block("r0", ids).cardinality());
+  }
+
+  @Test
+  void aMemberThatAnnouncesForgedHashesForPiecesItDoesNotReadIsDroppedByEveryHonestMember() {
+    String[] ids = {"h0", "h1", "h2", "zz-liar"};
+    SwarmSim sim =
+        new SwarmSim(
+            scenario(
+                THREE_FILES,
+                named(16e6, ids),
+                16e6,
+                2,
+                PIECE,
+                HOUR,
+                Duration.ofSeconds(20).toNanos()));
+    // It claims (BITFIELD) pieces of h0's block with forged hashes, before anyone read them.
+    BitSet h0Block = sim.block("h0", ids);
+    SwarmSim.Node liar = sim.node("zz-liar");
+    for (int i = h0Block.nextSetBit(0);
+        i >= 0 && liar.forged.size() < 5;
+        i = h0Block.nextSetBit(i + 1)) {
+      liar.forged.add(i);
+    }
+
+    Result r = sim.run();
+
+    for (NodeResult n : r.nodes()) {
+      if (n.id().equals("zz-liar")) {
+        continue;
+      }
+      assertThat(n.readyAt()).as("%s complete", n.id()).isPositive();
+      SwarmSim.Node h = sim.node(n.id());
+      assertThat(sim.log())
+          .as("%s dropped the liar", n.id())
+          .anySatisfy(
+              line ->
+                  assertThat(line)
+                      .contains(" " + n.id() + ": dropped zz-liar: ")
+                      .contains("with sha256")
+                      .contains("but"));
+      for (int i : liar.forged) {
+        assertThat(h.policy.expectedHash(i)).isEqualTo(sim.trueHash(i));
+      }
+      assertThat(h.fromPeers).doesNotContainKey("zz-liar");
+    }
   }
 
   @Test
@@ -105,13 +313,22 @@ class SwarmSimTest {
   void theSameScenarioGivesTheSameRun() {
     Scenario s = SwarmSimBench.scenario(5, "churn", 24L * 1024 * 1024, 7);
 
-    Result a = new SwarmSim(s).run();
-    Result b = new SwarmSim(s).run();
+    SwarmSim first = new SwarmSim(s);
+    SwarmSim second = new SwarmSim(s);
+    Result a = first.run();
+    Result b = second.run();
 
     assertThat(a.finished()).isTrue();
     assertThat(a.nodes()).isEqualTo(b.nodes());
     assertThat(a.originBytes()).isEqualTo(b.originBytes());
     assertThat(a.events()).isEqualTo(b.events());
+    assertThat(first.log()).isNotEmpty().isEqualTo(second.log());
+    for (NodeResult n : a.nodes()) {
+      assertThat(first.node(n.id()).sourceReads)
+          .as("%s's source reads", n.id())
+          .isEqualTo(second.node(n.id()).sourceReads);
+      assertThat(first.node(n.id()).fromPeers).isEqualTo(second.node(n.id()).fromPeers);
+    }
     assertThat(a.nodes()).filteredOn(NodeResult::left).hasSize(1);
     assertThat(a.nodes()).filteredOn(n -> n.startAt() > 0).hasSize(1);
   }

@@ -11,7 +11,6 @@ import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
-import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
@@ -23,7 +22,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -33,7 +31,6 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -76,28 +73,9 @@ class LateJoinerIT {
   @BeforeAll
   static void seed() throws Exception {
     swarm = ServeMembers.Swarm.write("late-joiner-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/pokemon.safetensors",
-        corpus.resolve("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
-    files.put(
-        "c/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
-    files.put(
-        "d/mlx.safetensors",
-        corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
-    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
-    try (Stream<Path> shards = Files.list(corpus.resolve("index/safetensorsjl-tiny-sharded"))) {
-      shards.forEach(p -> files.put("shards/" + p.getFileName(), p));
-    }
+    files.putAll(SwarmArtifacts.mixed());
     s3 = S3MockServer.shared();
-    s3.createBucket(BUCKET);
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      etags.put(e.getKey(), s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue()));
-      total += Files.size(e.getValue());
-    }
+    total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, etags);
   }
 
   @BeforeEach
@@ -176,9 +154,12 @@ class LateJoinerIT {
             ID,
             map,
             helloDigest(),
-            hashes(map, own::get),
+            SwarmArtifacts.pieceHashes(files, map, own::get),
             RogueServingPeer.Mode.SERVE,
-            i -> own.get(i) ? forgedPiece(map, i) : truePiece(map, i),
+            i ->
+                own.get(i)
+                    ? SwarmArtifacts.forgedPiece(files, map, i)
+                    : SwarmArtifacts.truePiece(files, map, i),
             Duration.ZERO,
             new AtomicInteger(),
             new AtomicInteger(),
@@ -278,36 +259,5 @@ class LateJoinerIT {
       bytes += map.piece(i).length();
     }
     return bytes;
-  }
-
-  private static byte[] truePiece(PieceMap map, int i) {
-    PieceMap.Piece p = map.piece(i);
-    try {
-      byte[] all = Files.readAllBytes(files.get(p.path()));
-      return java.util.Arrays.copyOfRange(all, (int) p.offset(), (int) p.offset() + p.length());
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-  }
-
-  /** The true piece with every byte inverted: same length, other content. */
-  private static byte[] forgedPiece(PieceMap map, int i) {
-    byte[] b = truePiece(map, i);
-    for (int k = 0; k < b.length; k++) {
-      b[k] = (byte) ~b[k];
-    }
-    return b;
-  }
-
-  /** The SHA-256 of each piece as announced: of the forged bytes where {@code forged} holds. */
-  private static byte[][] hashes(PieceMap map, java.util.function.IntPredicate forged)
-      throws Exception {
-    byte[][] out = new byte[map.size()][];
-    for (PieceMap.Piece p : map.pieces()) {
-      byte[] bytes =
-          forged.test(p.index()) ? forgedPiece(map, p.index()) : truePiece(map, p.index());
-      out[p.index()] = MessageDigest.getInstance("SHA-256").digest(bytes);
-    }
-    return out;
   }
 }

@@ -13,7 +13,6 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.testing.PrometheusText;
-import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
@@ -66,25 +65,9 @@ class PeerResumeIT {
   @BeforeAll
   static void seed() throws Exception {
     swarm = ServeMembers.Swarm.write("resume-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    // 4.3 MB with small safetensors headers, 70 pieces of 64 KiB.
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
-    files.put(
-        "c/mlx.safetensors",
-        corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
-    files.put(
-        "d/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
-    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
+    files.putAll(SwarmArtifacts.smallHeaders());
     s3 = S3MockServer.shared();
-    s3.createBucket(BUCKET);
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
-      total += Files.size(e.getValue());
-    }
+    total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, null);
   }
 
   @BeforeEach

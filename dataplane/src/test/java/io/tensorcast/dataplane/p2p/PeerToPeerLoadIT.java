@@ -19,7 +19,6 @@ import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.testing.PrometheusText;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
-import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
@@ -42,7 +41,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -93,28 +91,9 @@ class PeerToPeerLoadIT {
   @BeforeAll
   static void seed() throws Exception {
     swarm = ServeMembers.Swarm.write("p2p-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/pokemon.safetensors",
-        corpus.resolve("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
-    files.put(
-        "c/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
-    files.put(
-        "d/mlx.safetensors",
-        corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
-    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
-    try (Stream<Path> shards = Files.list(corpus.resolve("index/safetensorsjl-tiny-sharded"))) {
-      shards.forEach(p -> files.put("shards/" + p.getFileName(), p));
-    }
+    files.putAll(SwarmArtifacts.mixed());
     s3 = S3MockServer.shared();
-    s3.createBucket(BUCKET);
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      etags.put(e.getKey(), s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue()));
-      total += Files.size(e.getValue());
-    }
+    total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, etags);
   }
 
   @BeforeEach

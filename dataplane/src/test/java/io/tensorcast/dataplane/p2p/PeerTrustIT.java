@@ -17,7 +17,6 @@ import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.store.StoreFile;
 import io.tensorcast.dataplane.testing.PrometheusText;
-import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import java.io.IOException;
@@ -29,7 +28,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -84,26 +82,9 @@ class PeerTrustIT {
   static void seed() throws Exception {
     secrets = Files.createTempDirectory("tensorcast-trust-it-");
     swarm = ServeMembers.Swarm.write("trust-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    // Files with small safetensors headers (each member reads every header from the source, so
-    // the 1.02 x bound is about pieces): 4.3 MB, 70 pieces of 64 KiB.
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
-    files.put(
-        "c/mlx.safetensors",
-        corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
-    files.put(
-        "d/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
-    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
+    files.putAll(SwarmArtifacts.smallHeaders());
     s3 = S3MockServer.shared();
-    s3.createBucket(BUCKET);
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      etags.put(e.getKey(), s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue()));
-      total += Files.size(e.getValue());
-    }
+    total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, etags);
   }
 
   private static Path write(String name, String content) throws IOException {
@@ -200,9 +181,9 @@ class PeerTrustIT {
             ID,
             map,
             helloDigest(),
-            forgedHashes(map, i -> true),
+            SwarmArtifacts.pieceHashes(files, map, i -> true),
             RogueServingPeer.Mode.SERVE,
-            i -> forgedPiece(map, i),
+            i -> SwarmArtifacts.forgedPiece(files, map, i),
             Duration.ZERO,
             new java.util.concurrent.atomic.AtomicInteger(),
             new java.util.concurrent.atomic.AtomicInteger(),
@@ -240,9 +221,12 @@ class PeerTrustIT {
             ID,
             map,
             helloDigest(),
-            forgedHashes(map, i -> !own.get(i)),
+            SwarmArtifacts.pieceHashes(files, map, i -> !own.get(i)),
             RogueServingPeer.Mode.SERVE,
-            i -> own.get(i) ? truePiece(map, i) : forgedPiece(map, i),
+            i ->
+                own.get(i)
+                    ? SwarmArtifacts.truePiece(files, map, i)
+                    : SwarmArtifacts.forgedPiece(files, map, i),
             Duration.ZERO,
             new java.util.concurrent.atomic.AtomicInteger(),
             new java.util.concurrent.atomic.AtomicInteger(),
@@ -393,9 +377,9 @@ class PeerTrustIT {
             ID,
             map,
             helloDigest(),
-            forgedHashes(map, own::get),
+            SwarmArtifacts.pieceHashes(files, map, own::get),
             RogueServingPeer.Mode.SERVE,
-            i -> truePiece(map, i),
+            i -> SwarmArtifacts.truePiece(files, map, i),
             Duration.ZERO,
             new java.util.concurrent.atomic.AtomicInteger(),
             new java.util.concurrent.atomic.AtomicInteger(),
@@ -767,36 +751,5 @@ class PeerTrustIT {
     return SwarmPlan.compute(
             pieceMap().size(), new TreeSet<>(members), new TreeSet<>(members), Map.of())
         .assignedTo(id);
-  }
-
-  private static byte[] truePiece(PieceMap map, int i) {
-    PieceMap.Piece p = map.piece(i);
-    try {
-      byte[] all = Files.readAllBytes(files.get(p.path()));
-      return java.util.Arrays.copyOfRange(all, (int) p.offset(), (int) p.offset() + p.length());
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-  }
-
-  /** The true piece with every byte inverted: same length, other content. */
-  private static byte[] forgedPiece(PieceMap map, int i) {
-    byte[] b = truePiece(map, i);
-    for (int k = 0; k < b.length; k++) {
-      b[k] = (byte) ~b[k];
-    }
-    return b;
-  }
-
-  /** The SHA-256 of each piece as announced: of the forged bytes where {@code forged} holds. */
-  private static byte[][] forgedHashes(PieceMap map, java.util.function.IntPredicate forged)
-      throws Exception {
-    byte[][] out = new byte[map.size()][];
-    for (PieceMap.Piece p : map.pieces()) {
-      byte[] bytes =
-          forged.test(p.index()) ? forgedPiece(map, p.index()) : truePiece(map, p.index());
-      out[p.index()] = MessageDigest.getInstance("SHA-256").digest(bytes);
-    }
-    return out;
   }
 }

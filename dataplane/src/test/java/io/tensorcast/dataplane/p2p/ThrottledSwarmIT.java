@@ -68,11 +68,7 @@ class ThrottledSwarmIT {
         "b/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
     files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
     s3 = S3MockServer.shared();
-    s3.createBucket(BUCKET);
-    for (Map.Entry<String, Path> e : files.entrySet()) {
-      s3.putFile(BUCKET, PREFIX + e.getKey(), e.getValue());
-      total += Files.size(e.getValue());
-    }
+    total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, null);
   }
 
   @BeforeEach

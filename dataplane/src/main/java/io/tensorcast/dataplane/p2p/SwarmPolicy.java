@@ -314,6 +314,13 @@ public final class SwarmPolicy<C> {
   /** Members whose share was handed over during this fill, with why. */
   private final Map<String, String> handedOver = new TreeMap<>();
 
+  /**
+   * When the blocks last changed (the readers were computed for another set of live members): a
+   * member's stall timeout for its share counts from here at the earliest, since pieces re-split to
+   * a member that had finished its own block are new work.
+   */
+  private long blocksSince;
+
   /** Pieces this member stored from its own source reads since {@link #rateSince}. */
   private int ownShareReads;
 
@@ -1834,7 +1841,7 @@ public final class SwarmPolicy<C> {
     if (!sourceReading.isEmpty() && now - sourceProgressAt > stall) {
       return false; // the source may be down for everyone
     }
-    long since = Math.max(fillStarted, membershipSince);
+    long since = Math.max(Math.max(fillStarted, membershipSince), blocksSince);
     boolean any = false;
     Map<String, Integer> waitingBy = null;
     for (Peer<C> p : peers.values()) {
@@ -2040,6 +2047,7 @@ public final class SwarmPolicy<C> {
       readers = SwarmPlan.readers(map.size(), members, readersLive);
       readingOrder = SwarmPlan.readingOrder(readers, fileStarts);
       readersLiveSet = Set.copyOf(readersLive);
+      blocksSince = now;
     }
     SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
     return new View(readersLiveSet, plan, plan.assignedTo(self));

@@ -1094,6 +1094,26 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void aMemberThatFinishedItsShareGetsAFreshStallTimeoutForPiecesReSplitToIt() {
+    // c announced its whole block at the start, then had nothing to read; when a's share is
+    // handed over, c's part of it is new work, not a share c sat on for three peer timeouts.
+    SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
+    tick(b);
+    for (int i = 4; i < 8; i++) {
+      b.onPieceStored(null, i, trueHash(i));
+    }
+    b.onSourceRunEnded(new Run(4, 4), true);
+    fetchFromC(b);
+    advance(SwarmPolicy.SHARE_STALL_TIMEOUTS * T + 1);
+    assertThat(handovers(tick(b), "c-c")).containsExactly("a");
+    advance(1);
+    tick(b);
+    assertThat(b.handedOver())
+        .as("c just became the reader of part of a's block")
+        .doesNotContainKey("c");
+  }
+
+  @Test
   void aMemberThatAnnouncesAPieceOfItsShareWithinTheStallTimeoutKeepsIt() {
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
     tick(b);

@@ -122,8 +122,13 @@ class ConsumerVolumeIT extends OperatorTestBase {
     await()
         .atMost(Duration.ofSeconds(60))
         .until(() -> log(ns, "first").contains("verified 36 tensors in 6 files"));
-    Pod running = client.pods().inNamespace(ns).withName("first").get();
-    assertThat(running.getStatus().getPhase()).isEqualTo("Running");
+    // The container's output can come before the kubelet's next status sync posts Running.
+    Pod running =
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () -> client.pods().inNamespace(ns).withName("first").get(),
+                p -> "Running".equals(p.getStatus().getPhase()));
     Instant started =
         Instant.parse(
             running

@@ -561,30 +561,12 @@ class PeerTrustIT {
         // closed by p0 at once: what a refused connection looks like from outside
       }
     }
-    Thread.sleep(1_000); // let p0 read whatever it was sent
-    long after = rssAnon(p0.pid());
-    System.out.printf(
-        "p0 anonymous RSS: %d MiB before the flood, %d MiB after%n", before >> 20, after >> 20);
-    assertThat(after - before)
-        .as("growth of p0's anonymous RSS (bytes) under 1000 half-open connections")
-        .isLessThan(48L << 20);
-    assertThat(after)
-        .as("p0's anonymous RSS within the 256 MiB a pod gets besides its artifact")
-        .isLessThan(256L << 20);
-
-    servers.add(startInProcess("p1", addresses.get("p1"), peers, "--piece-size", "1Mi"));
-    members.awaitReady(servers);
-    await("p0 Ready")
-        .atMost(READY)
-        .ignoreExceptions()
-        .until(() -> members.statusOf(control).phase() == Phase.Ready);
-    members.assertByteIdentical(members.statusOf(control));
-    members.assertByteIdentical(servers.get(0).status());
-    assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.02 * total));
-    // Connections beyond the listen backlog are accepted (and refused) only as the backlog drains,
-    // which can be after p0 is Ready: wait for the count rather than read it once.
+    // Measured once p0 has taken the flood in: every connection that reached it accepted and
+    // refused, or admitted and holding its partial frame (a fixed pause measured less of it the
+    // busier the machine). Connections beyond the listen backlog are accepted (and refused) only
+    // as the backlog drains: wait for the count rather than read it once.
     await("p0 refused at least 900 of the flood's connections")
-        .atMost(Duration.ofSeconds(60))
+        .atMost(READY)
         .untilAsserted(
             () -> {
               String metrics = members.get(control, "/metrics").body();
@@ -595,6 +577,31 @@ class PeerTrustIT {
                   .as("flood connections p0 refused")
                   .isGreaterThanOrEqualTo(900);
             });
+    long after = rssAnon(p0.pid());
+    System.out.printf(
+        "p0 anonymous RSS: %d MiB before the flood, %d MiB after%n", before >> 20, after >> 20);
+    assertThat(after - before)
+        .as("growth of p0's anonymous RSS (bytes) under 1000 half-open connections")
+        .isLessThan(48L << 20);
+    assertThat(after)
+        .as("p0's anonymous RSS within the 256 MiB a pod gets besides its artifact")
+        .isLessThan(256L << 20);
+
+    // p1 has p0's peer timeout, as the members of one swarm do: p0 dials p1 (its id sorts first)
+    // with a back-off of up to a quarter of its own timeout (5 s), so a p1 with 5 s counted p0
+    // lost whenever p0's next dial came a little late (on a loaded machine: its block read twice,
+    // above the 1.02 x bound).
+    servers.add(
+        startInProcess(
+            "p1", addresses.get("p1"), peers, "--piece-size", "1Mi", "--peer-timeout", "60s"));
+    members.awaitReady(servers);
+    await("p0 Ready")
+        .atMost(READY)
+        .ignoreExceptions()
+        .until(() -> members.statusOf(control).phase() == Phase.Ready);
+    members.assertByteIdentical(members.statusOf(control));
+    members.assertByteIdentical(servers.get(0).status());
+    assertThat(proxy.getBodyBytes()).isLessThanOrEqualTo((long) (1.02 * total));
   }
 
   // ------------------------------------------------------------------ helpers

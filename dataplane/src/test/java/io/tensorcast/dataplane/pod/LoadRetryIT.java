@@ -500,13 +500,15 @@ class LoadRetryIT {
   @Test
   void aPeerPortTakenDuringTheWaitLeavesTheNextLoadToTheSourceAlone() throws Exception {
     proxy.delay(Duration.ofMillis(60));
+    // The port must be taken within the back-off: 5 s, so a loaded machine that is slow to close
+    // the failed load's swarm (or to run this thread) does not let the next load bind it first.
     DataPlaneServer server =
-        start("port-taken", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "1s", "1s");
+        start("port-taken", "s3://" + BUCKET + "/" + PREFIX, "peer-to-peer", "5s", "5s");
     failMidLoadUntilRetrying(server);
     try (ServerSocket thief = new ServerSocket()) {
       // The failed load's swarm lets the port go once closed, just after the wait is announced.
       await("the peer port free")
-          .atMost(Duration.ofMillis(400))
+          .atMost(Duration.ofSeconds(4))
           .pollInterval(Duration.ofMillis(5))
           .ignoreExceptions()
           .until(

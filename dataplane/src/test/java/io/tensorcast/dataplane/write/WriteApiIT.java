@@ -431,7 +431,7 @@ class WriteApiIT {
     }
     // The data plane notices the close and drops the batch; wait until nothing is in flight.
     org.awaitility.Awaitility.await()
-        .atMost(Duration.ofSeconds(10))
+        .atMost(Duration.ofSeconds(30))
         .until(() -> client.get(version).ok().json().get("inFlight").asInt() == 0);
     List<Path> left = new ArrayList<>();
     try (Stream<Path> s = Files.list(service.writesDirectory().resolve(version))) {

@@ -837,7 +837,7 @@ class ChartIT {
       };
       // The authorizer may lag the binding by a moment: wait until the first allowed check passes.
       await()
-          .atMost(Duration.ofSeconds(20))
+          .atMost(Duration.ofSeconds(60))
           .until(() -> canI(cluster, as, ns.name(), new String[] {"list", "pods"}));
       for (String[] a : allowed) {
         assertThat(canI(cluster, as, ns.name(), a)).as("%s may %s", as, List.of(a)).isTrue();
@@ -884,7 +884,7 @@ class ChartIT {
         {"create", "pods"},
       };
       await()
-          .atMost(Duration.ofSeconds(20))
+          .atMost(Duration.ofSeconds(60))
           .until(() -> canI(cluster, as, ns.name(), new String[] {"create", "events"}));
       for (String[] a : allowed) {
         assertThat(canI(cluster, as, ns.name(), a)).as("%s may %s", as, List.of(a)).isTrue();

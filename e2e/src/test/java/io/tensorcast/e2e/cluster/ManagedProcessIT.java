@@ -17,18 +17,21 @@ class ManagedProcessIT {
 
   private static final Map<String, String> ENV = Map.of("PATH", "/usr/bin:/bin");
 
+  /** How long a process start or exit may take on a loaded machine. */
+  private static final Duration PROCESS = Duration.ofSeconds(30);
+
   @TempDir Path dir;
 
   @Test
   void terminateDeliversSigtermToTheCommandAndReportsItsStatus() throws Exception {
     ManagedProcess p =
         ManagedProcess.start("sleeper", List.of("sleep", "300"), ENV, dir, dir.resolve("log"));
-    await().atMost(Duration.ofSeconds(5)).until(() -> p.pid() != -1 && hasChild(p));
+    await().atMost(PROCESS).until(() -> p.pid() != -1 && hasChild(p));
     ProcessHandle child = ProcessHandle.of(p.pid()).orElseThrow();
 
     p.terminate();
 
-    assertThat(p.onExit().get(5, TimeUnit.SECONDS)).isEqualTo(143); // 128 + SIGTERM
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(143); // 128 + SIGTERM
     assertThat(child.isAlive()).isFalse();
   }
 
@@ -36,24 +39,24 @@ class ManagedProcessIT {
   void killReportsSigkillStatus() throws Exception {
     ManagedProcess p =
         ManagedProcess.start("sleeper", List.of("sleep", "300"), ENV, dir, dir.resolve("log"));
-    await().atMost(Duration.ofSeconds(5)).until(() -> hasChild(p));
+    await().atMost(PROCESS).until(() -> hasChild(p));
 
     p.kill();
 
-    assertThat(p.onExit().get(5, TimeUnit.SECONDS)).isEqualTo(137); // 128 + SIGKILL
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(137); // 128 + SIGKILL
   }
 
   @Test
   void commandDiesWhenTheOwningJvmSideOfThePipeCloses() throws Exception {
     ManagedProcess p =
         ManagedProcess.start("orphan", List.of("sleep", "300"), ENV, dir, dir.resolve("log"));
-    await().atMost(Duration.ofSeconds(5)).until(() -> hasChild(p));
+    await().atMost(PROCESS).until(() -> hasChild(p));
     ProcessHandle child = ProcessHandle.of(p.pid()).orElseThrow();
 
     p.closeWatchdogPipe(); // what the watchdog sees when the JVM dies, even by SIGKILL
 
-    await().atMost(Duration.ofSeconds(5)).until(() -> !child.isAlive());
-    assertThat(p.onExit().get(5, TimeUnit.SECONDS)).isEqualTo(137);
+    await().atMost(PROCESS).until(() -> !child.isAlive());
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(137);
   }
 
   @Test
@@ -63,7 +66,7 @@ class ManagedProcessIT {
         ManagedProcess.start(
             "echo", List.of("sh", "-c", "echo hello; echo oops >&2; exit 7"), ENV, dir, log);
 
-    assertThat(p.onExit().get(5, TimeUnit.SECONDS)).isEqualTo(7);
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(7);
     assertThat(Files.readAllLines(log)).containsExactly("hello", "oops");
   }
 

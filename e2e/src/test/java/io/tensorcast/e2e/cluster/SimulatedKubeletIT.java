@@ -150,7 +150,7 @@ class SimulatedKubeletIT {
     await()
         .atMost(TIMEOUT)
         .until(() -> client.pods().inNamespace(ns.name()).withName("doomed").get() == null);
-    await().atMost(Duration.ofSeconds(5)).until(() -> !process.isAlive());
+    await().atMost(TIMEOUT).until(() -> !process.isAlive());
     assertThat(cluster.kubelet().podProcesses(ns.name(), "doomed")).isEmpty();
   }
 

@@ -109,7 +109,7 @@ class DemoSignalIT {
     assertThat(demo.waitFor(90, TimeUnit.SECONDS)).as(() -> read(output)).isTrue();
 
     await("every process the demo started gone")
-        .atMost(Duration.ofSeconds(20))
+        .atMost(Duration.ofSeconds(60))
         .untilAsserted(
             () ->
                 assertThat(started.stream().filter(ProcessHandle::isAlive).map(DemoSignalIT::cmd))

@@ -96,7 +96,7 @@ class LeaderElectionIT {
         assertThat(get(healthA, "/healthz")).as("/healthz while starting").isEqualTo(200);
         a.start();
         await()
-            .atMost(Duration.ofSeconds(20))
+            .atMost(Duration.ofSeconds(60))
             .until(() -> holder(cluster, ns, lease), "replica-a"::equals);
         b.start();
 
@@ -128,7 +128,7 @@ class LeaderElectionIT {
                   m.getMetadata().getLabels().put("touched", "yes");
                   return m;
                 });
-        await().atMost(Duration.ofSeconds(20)).until(() -> reconcilesB.count.get() > 0);
+        await().atMost(Duration.ofSeconds(60)).until(() -> reconcilesB.count.get() > 0);
         assertThat(reconcilesA.count.get())
             .as("reconciles by the stopped replica")
             .isEqualTo(before);

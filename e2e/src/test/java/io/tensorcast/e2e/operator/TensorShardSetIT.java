@@ -245,7 +245,7 @@ class TensorShardSetIT extends OperatorTestBase {
     // The failure is a Warning event with the condition's reason and message, written once.
     List<io.fabric8.kubernetes.api.model.Event> events =
         await()
-            .atMost(Duration.ofSeconds(10))
+            .atMost(Duration.ofSeconds(30))
             .until(
                 () ->
                     client.v1().events().inNamespace(ns).list().getItems().stream()

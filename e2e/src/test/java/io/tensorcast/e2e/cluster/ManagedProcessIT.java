@@ -31,7 +31,8 @@ class ManagedProcessIT {
 
     p.terminate();
 
-    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(143); // 128 + SIGTERM
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS))
+        .isEqualTo(143); // 128 + SIGTERM
     assertThat(child.isAlive()).isFalse();
   }
 
@@ -43,7 +44,8 @@ class ManagedProcessIT {
 
     p.kill();
 
-    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS)).isEqualTo(137); // 128 + SIGKILL
+    assertThat(p.onExit().get(PROCESS.toSeconds(), TimeUnit.SECONDS))
+        .isEqualTo(137); // 128 + SIGKILL
   }
 
   @Test

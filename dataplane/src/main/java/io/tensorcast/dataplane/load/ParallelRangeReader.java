@@ -465,7 +465,7 @@ public final class ParallelRangeReader {
           boolean throttled = false;
           try {
             // Holding the permit: no request of this read goes out while throttling pauses it.
-            if (!gate.await(cancelled)) {
+            if (!gate.await(cancelled, limiter)) {
               return false;
             }
             requests.increment();

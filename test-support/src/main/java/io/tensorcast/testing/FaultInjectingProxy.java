@@ -129,6 +129,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private double bucketTokens; // guarded by bucket
   private long bucketRefilledNanos; // guarded by bucket
   private final AtomicInteger tooManyRequests = new AtomicInteger();
+
   /** Nanoseconds, monotonic: the token bucket's clock (a test may move it by hand). */
   volatile java.util.function.LongSupplier nanoClock = System::nanoTime;
 

@@ -22,9 +22,9 @@ import java.util.function.LongSupplier;
  *       without it closes the gate for the {@link Backoff}'s jittered delay of the consecutive
  *       refusal waves so far: the base delay after the first, doubled for each wave that follows
  *       without an admitted request in between, never above the cap. A wave is the refusals that
- *       arrive while the gate is closed by its first one: those requests were sent before the
- *       gate closed, together with the one that closed it, so N requests refused at once pause the
- *       load once at the base delay, not for the N-th doubling of it. An admitted request ({@link
+ *       arrive while the gate is closed by its first one: those requests were sent before the gate
+ *       closed, together with the one that closed it, so N requests refused at once pause the load
+ *       once at the base delay, not for the N-th doubling of it. An admitted request ({@link
  *       #admitted}) resets the count. A refusal never shortens a pause already set.
  *   <li>The time the gate is closed adds up over the read (overlapping pauses counted once); once
  *       it would pass the budget, {@link #refused} says so and the load fails as throttled.
@@ -133,8 +133,8 @@ public final class ThrottleGate {
 
   /**
    * {@link #await(CountDownLatch)} by a holder of a permit of {@code limiter}, which is told of the
-   * wait ({@link ConcurrencyLimiter#pausing}) when the gate is closed, so that it does not judge the
-   * windows the pause spans.
+   * wait ({@link ConcurrencyLimiter#pausing}) when the gate is closed, so that it does not judge
+   * the windows the pause spans.
    *
    * @throws InterruptedException when the waiting thread is interrupted
    */

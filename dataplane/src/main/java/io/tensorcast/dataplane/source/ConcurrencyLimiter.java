@@ -18,8 +18,8 @@ import java.util.function.LongSupplier;
  *       after its length has passed.
  *   <li><b>Throttled</b> (a request released with {@code throttled}: 429, 503 SlowDown): each
  *       refusal lowers the limit by one at once, down to half the limit of the window's first
- *       refusal at most (never below 1): a wave of N refusals out of L in flight leaves about the
- *       L − N requests the origin admitted, and a storm halves the limit once per window. The limit
+ *       refusal at most (never below 1): a wave of N refusals out of L in flight leaves about the L
+ *       − N requests the origin admitted, and a storm halves the limit once per window. The limit
  *       so reached is the <b>ceiling</b> no probe passes for the next {@link #CEILING_WINDOWS}
  *       judged windows without throttling (the origin refused the limits above it; after that the
  *       ceiling is forgotten, as the origin's capacity may have changed). The limit then holds for
@@ -27,11 +27,11 @@ import java.util.function.LongSupplier;
  *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
  *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
  *       probe that did not pay or the first throttling — never above {@code max} nor the ceiling.
- *       The next window keeps the step only when its throughput rose by at least half of the
- *       step's proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin
- *       whose single connections are slow scales about linearly and keeps growing; one that is
- *       saturated does not, and the limit steps back to where it was and holds for {@link
- *       #HOLD_WINDOWS} windows before the next probe.
+ *       The next window keeps the step only when its throughput rose by at least half of the step's
+ *       proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose
+ *       single connections are slow scales about linearly and keeps growing; one that is saturated
+ *       does not, and the limit steps back to where it was and holds for {@link #HOLD_WINDOWS}
+ *       windows before the next probe.
  *   <li>A window is not judged (no probe, no step back, no count towards a hold or the ceiling)
  *       when nothing was in flight and no permit was waited for (the read had run out of work), or
  *       when a permit holder waited out the origin's throttling pause in it ({@link #pausing} to

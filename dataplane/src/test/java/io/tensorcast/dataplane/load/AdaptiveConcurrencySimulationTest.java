@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The adaptive {@link ConcurrencyLimiter} and the load's {@link ThrottleGate} together, as {@code
- * ParallelRangeReader} uses them, against simulated origins on a clock moved by hand in steps of
- * 10 ms (nothing sleeps): workers take a permit, wait at the gate while it is closed (holding the
+ * ParallelRangeReader} uses them, against simulated origins on a clock moved by hand in steps of 10
+ * ms (nothing sleeps): workers take a permit, wait at the gate while it is closed (holding the
  * permit), send a ranged GET that the origin admits or refuses, and stream the admitted range at
  * the origin's pace. The origins are the three of {@code bench/load-throughput.sh --adaptive}:
  * limited per connection, limited in total with {@code 503 SlowDown} above a number in flight, and
@@ -27,7 +27,8 @@ class AdaptiveConcurrencySimulationTest {
   private static final long STEP = 10 * MS;
   private static final long MB = 1_000_000L;
   private static final int RANGE = 8 << 20;
-  private static final Backoff BACKOFF = new Backoff(Duration.ofMillis(200), Duration.ofSeconds(10));
+  private static final Backoff BACKOFF =
+      new Backoff(Duration.ofMillis(200), Duration.ofSeconds(10));
 
   /** An origin: per-connection and total bandwidth, a limit in flight, a request-rate bucket. */
   record Origin(
@@ -160,7 +161,9 @@ class AdaptiveConcurrencySimulationTest {
       now.addAndGet(STEP);
       tokens = Math.min(o.burst(), tokens + o.requestsPerSecond() * STEP / 1e9);
       long perStream =
-          streaming == 0 ? 0 : Math.min(o.perConnection(), o.total() / streaming) * STEP / 1_000_000_000L;
+          streaming == 0
+              ? 0
+              : Math.min(o.perConnection(), o.total() / streaming) * STEP / 1_000_000_000L;
       for (Worker w : pool) {
         if (!w.streaming) {
           continue;
@@ -202,7 +205,8 @@ class AdaptiveConcurrencySimulationTest {
 
   private static final Origin PER_CONNECTION = Origin.perConnection(4 * MB);
   private static final Origin TOTAL = new Origin(Long.MAX_VALUE, 40 * MB, 8, 0, 0);
-  private static final Origin REQUEST_RATE = new Origin(4 * MB, Long.MAX_VALUE, Integer.MAX_VALUE, 4, 8);
+  private static final Origin REQUEST_RATE =
+      new Origin(4 * MB, Long.MAX_VALUE, Integer.MAX_VALUE, 4, 8);
 
   @Test
   void againstAnOriginLimitedPerConnectionTheLimitGrowsToItsMax() {

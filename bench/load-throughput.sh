@@ -5,7 +5,14 @@
 # per GiB (user + sys) of each tool and the ratios. See bench/README.md "Cold load".
 #
 #   bench/load-throughput.sh [--gib N] [--shards N] [--reps N] [--checksum crc64nvme|crc32|sha256|none]
-#                            [--adaptive] [--no-sweep] [--tensorcast 'NAME|JAR|JVM FLAGS|LOAD ARGS']...
+#                            [--adaptive | --adaptive-only] [--no-sweep]
+#                            [--tensorcast 'NAME|JAR|JVM FLAGS|LOAD ARGS']...
+#
+# --adaptive adds Tensorcast's loads, fixed 4/16/64 in flight and adaptive, from three origins made
+# by FaultInjectingProxy in front of S3Mock: 4 MB/s per connection; 40 MB/s in total with 503
+# SlowDown above 8 in flight; 4 MB/s per connection with 4 requests/s (bursts of 8) and 429 +
+# Retry-After above. They load a quarter of the shards; --adaptive-only skips the cold-load rounds
+# and loads every shard (see bench/README.md "Adaptive source concurrency").
 #
 # Without --tensorcast it runs the data plane as built here, with the JVM flags it ships with
 # (dataplane/target/jvm.options). Builds the jar and the test classes first when sources are newer.

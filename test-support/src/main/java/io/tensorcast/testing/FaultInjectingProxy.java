@@ -43,7 +43,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@link #throttleBodies} and {@link #throttleTotal}: an origin whose single connections are
  *       slow, and one whose bandwidth is shared by all its connections;
  *   <li>{@link #slowDownAbove}: a GET that arrives while N others are in flight is answered {@code
- *       503 SlowDown} (an origin with a limit on concurrent requests).
+ *       503 SlowDown} (an origin with a limit on concurrent requests);
+ *   <li>{@link #limitRequestRate}: a request that finds no token in a token bucket is answered
+ *       {@code 429 Too Many Requests} with {@code Retry-After} (an origin with a limit on requests
+ *       per second, as the Hugging Face Hub's and S3's per-prefix request rates).
  * </ul>
  *
  * <p>It counts the response body bytes of GETs it forwards ({@link #getBodyBytes()}) and records
@@ -120,6 +123,15 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private volatile int slowDownAbove;
   private final AtomicInteger slowDowns = new AtomicInteger();
   private final AtomicInteger maxInFlightGets = new AtomicInteger();
+  private final Object bucket = new Object();
+  private double bucketRate; // tokens per second, 0 = no limit; guarded by bucket
+  private double bucketBurst; // guarded by bucket
+  private double bucketTokens; // guarded by bucket
+  private long bucketRefilledNanos; // guarded by bucket
+  private final AtomicInteger tooManyRequests = new AtomicInteger();
+
+  /** Nanoseconds, monotonic: the token bucket's clock (a test may move it by hand). */
+  volatile java.util.function.LongSupplier nanoClock = System::nanoTime;
 
   private final AtomicInteger cutsLeft = new AtomicInteger();
   private final AtomicLong cutAfterBytes = new AtomicLong();
@@ -240,7 +252,10 @@ public final class FaultInjectingProxy implements AutoCloseable {
     return this;
   }
 
-  /** Requests refused by {@link #admitOneIn} since the last {@link #reset}, in arrival order. */
+  /**
+   * Requests refused by {@link #admitOneIn} or {@link #limitRequestRate} since the last {@link
+   * #reset}, in arrival order.
+   */
   public List<RecordedRequest> throttled() {
     return List.copyOf(throttled);
   }
@@ -287,6 +302,59 @@ public final class FaultInjectingProxy implements AutoCloseable {
     return slowDowns.get();
   }
 
+  /**
+   * Limits the requests the origin accepts to {@code perSecond} on average with bursts of up to
+   * {@code burst}: a token bucket of {@code burst} tokens (full at the start) refilled at {@code
+   * perSecond}; every request (any method) takes one token, and one that finds none is answered
+   * {@code 429 Too Many Requests} ({@code SlowDown}) with {@code Retry-After}: the whole seconds
+   * until a token is due, at least 1. Refused requests take no token, are not forwarded and do not
+   * count as in flight; {@link #tooManyRequests()} counts them and {@link #throttled()} lists them.
+   * {@code perSecond} 0 ends the limit.
+   *
+   * @param perSecond tokens added per second, ≥ 0
+   * @param burst the bucket's size, ≥ 1
+   */
+  public FaultInjectingProxy limitRequestRate(double perSecond, int burst) {
+    if (perSecond < 0 || Double.isNaN(perSecond) || burst < 1) {
+      throw new IllegalArgumentException(
+          "a request rate ≥ 0 and a burst ≥ 1 are needed, got " + perSecond + ", " + burst);
+    }
+    synchronized (bucket) {
+      bucketRate = perSecond;
+      bucketBurst = burst;
+      bucketTokens = burst;
+      bucketRefilledNanos = nanoClock.getAsLong();
+    }
+    return this;
+  }
+
+  /** Requests answered {@code 429} by {@link #limitRequestRate}, since the last {@link #reset}. */
+  public int tooManyRequests() {
+    return tooManyRequests.get();
+  }
+
+  /**
+   * Takes a token of the request-rate bucket: null when one was there (or there is no limit), else
+   * the {@code Retry-After} to answer with.
+   */
+  private Duration takeToken() {
+    synchronized (bucket) {
+      if (bucketRate <= 0) {
+        return null;
+      }
+      long now = nanoClock.getAsLong();
+      bucketTokens =
+          Math.min(bucketBurst, bucketTokens + (now - bucketRefilledNanos) * bucketRate / 1e9);
+      bucketRefilledNanos = now;
+      if (bucketTokens >= 1) {
+        bucketTokens -= 1;
+        return null;
+      }
+      long seconds = (long) Math.ceil((1 - bucketTokens) / bucketRate);
+      return Duration.ofSeconds(Math.max(1, seconds));
+    }
+  }
+
   /** Counted GETs (see {@link #countInFlightOnly}) whose response was sent in full, so far. */
   public int finishedGets() {
     return finishedGets.get();
@@ -323,6 +391,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
     totalBytesPerSecond = 0;
     slowDownAbove = 0;
     slowDowns.set(0);
+    limitRequestRate(0, 1);
+    tooManyRequests.set(0);
     finishedGets.set(0);
     requests.clear();
     maxConnections.set(connections.get());
@@ -407,6 +477,23 @@ public final class FaultInjectingProxy implements AutoCloseable {
           new RecordedRequest(
               method, requestLine[1], range, header(headers, "if-match"), System.nanoTime());
       requests.add(recorded);
+      Duration retryAfter = takeToken();
+      if (retryAfter != null) {
+        long length = header(headers, "content-length").map(Long::parseLong).orElse(0L);
+        if (header(headers, "expect").isEmpty()) {
+          in.skipNBytes(length); // the request's body, so that the client reads the answer
+        }
+        tooManyRequests.incrementAndGet();
+        throttled.add(recorded);
+        respond(
+            out,
+            429,
+            "SlowDown",
+            "Please reduce your request rate (request rate limit of the test proxy).",
+            retryAfter,
+            !method.equals("HEAD"));
+        return;
+      }
       boolean isGet = method.equals("GET");
       boolean countedGet = isGet && counted.test(recorded);
       AtomicBoolean done = new AtomicBoolean(!countedGet);

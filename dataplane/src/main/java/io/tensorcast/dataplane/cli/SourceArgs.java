@@ -64,7 +64,8 @@ final class SourceArgs {
       description =
           "The most ranged reads from the source in flight (default ${DEFAULT-VALUE}). The number"
               + " in flight starts at 4 and follows what the origin delivers: it grows while more"
-              + " reads bring more bytes and halves when the origin throttles (429, 503 SlowDown);"
+              + " reads bring more bytes and drops by one per request the origin throttles (429, 503"
+              + " SlowDown), to at most half per 500 ms;"
               + " --fixed-concurrency keeps it at this number.")
   int concurrency;
 

@@ -34,8 +34,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>How many of those are in flight is decided by a {@link ConcurrencyLimiter} per read: with
  * {@link ReadOptions#adaptiveConcurrency()} it starts at 4 and follows what the origin delivers
- * (grows while more requests bring more bytes, halves on {@code Throttled}), otherwise it is the
- * fixed {@code concurrency}.
+ * (grows while more requests bring more bytes, drops by one per {@code Throttled} refusal),
+ * otherwise it is the fixed {@code concurrency}.
  *
  * <ul>
  *   <li>Ranges are {@link ReadOptions#rangeSize()} bytes (the last one of a file shorter), taken in
@@ -58,9 +58,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       and every other read of the load, when one is passed), and no worker sends a new request
  *       before the server's {@code Retry-After} instant (without one, before a jittered back-off
  *       that doubles only while refusals follow one another and starts again at the base after an
- *       admitted request). The adaptive limiter halves on the refusal as well. Once the read has
- *       been held back by throttling for longer than {@link ReadOptions#throttleBudget()} in total
- *       it fails as {@code Throttled}, saying so.
+ *       admitted request). The adaptive limiter drops by one on the refusal as well, and does not
+ *       judge the windows its permits spend waiting at the gate. Once the read has been held back
+ *       by throttling for longer than {@link ReadOptions#throttleBudget()} in total it fails as
+ *       {@code Throttled}, saying so.
  *   <li>A non-retryable error, a range that used up {@link ReadOptions#maxAttempts()}, or a sink or
  *       listener failure fails the whole read: no new range starts, open requests are closed,
  *       back-offs end at once, and {@link #read} throws a {@link RangeReadException} naming the
@@ -465,7 +466,7 @@ public final class ParallelRangeReader {
           boolean throttled = false;
           try {
             // Holding the permit: no request of this read goes out while throttling pauses it.
-            if (!gate.await(cancelled)) {
+            if (!gate.await(cancelled, limiter)) {
               return false;
             }
             requests.increment();

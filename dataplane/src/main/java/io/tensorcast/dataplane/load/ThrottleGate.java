@@ -1,6 +1,7 @@
 package io.tensorcast.dataplane.load;
 
 import io.tensorcast.dataplane.source.Backoff;
+import io.tensorcast.dataplane.source.ConcurrencyLimiter;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
@@ -19,9 +20,12 @@ import java.util.function.LongSupplier;
  *   <li>A refusal with {@code Retry-After} closes the gate until that instant (from the moment the
  *       refusal was seen), or for the back-off's jittered base delay when that is longer; one
  *       without it closes the gate for the {@link Backoff}'s jittered delay of the consecutive
- *       refusals so far: the base delay after the first, doubled for each refusal that follows
- *       without an admitted request in between, never above the cap. An admitted request ({@link
- *       #admitted}) resets that count. A refusal never shortens a pause already set.
+ *       refusal waves so far: the base delay after the first, doubled for each wave that follows
+ *       without an admitted request in between, never above the cap. A wave is the refusals that
+ *       arrive while the gate is closed by its first one: those requests were sent before the gate
+ *       closed, together with the one that closed it, so N requests refused at once pause the load
+ *       once at the base delay, not for the N-th doubling of it. An admitted request ({@link
+ *       #admitted}) resets the count. A refusal never shortens a pause already set.
  *   <li>The time the gate is closed adds up over the read (overlapping pauses counted once); once
  *       it would pass the budget, {@link #refused} says so and the load fails as throttled.
  * </ul>
@@ -38,7 +42,7 @@ public final class ThrottleGate {
   // guarded by this
   private long openAt;
   private long closedNanos;
-  private int consecutive;
+  private int consecutive; // refusal waves since the last admitted request
   private long refusals;
 
   /**
@@ -77,7 +81,9 @@ public final class ThrottleGate {
   public synchronized Duration refused(Duration retryAfter) {
     long now = clock.getAsLong();
     refusals++;
-    consecutive++;
+    if (consecutive == 0 || now >= openAt) {
+      consecutive++; // a new wave: a request sent after the last pause, or the first refusal
+    }
     Duration wait;
     if (retryAfter == null) {
       wait = backoff.delay(consecutive);
@@ -122,6 +128,44 @@ public final class ThrottleGate {
       if (cancelled.await(left, TimeUnit.NANOSECONDS)) {
         return false;
       }
+    }
+  }
+
+  /**
+   * {@link #await(CountDownLatch)} by a holder of a permit of {@code limiter}, which is told of the
+   * wait ({@link ConcurrencyLimiter#pausing}) when the gate is closed, so that it does not judge
+   * the windows the pause spans.
+   *
+   * @throws InterruptedException when the waiting thread is interrupted
+   */
+  public boolean await(CountDownLatch cancelled, ConcurrencyLimiter limiter)
+      throws InterruptedException {
+    if (pause().isZero()) {
+      return cancelled.getCount() > 0;
+    }
+    limiter.pausing();
+    try {
+      return await(cancelled);
+    } finally {
+      limiter.resumed();
+    }
+  }
+
+  /**
+   * {@link #await()} by a holder of a permit of {@code limiter}, as {@link #await(CountDownLatch,
+   * ConcurrencyLimiter)}.
+   *
+   * @throws InterruptedException when the waiting thread is interrupted
+   */
+  public void await(ConcurrencyLimiter limiter) throws InterruptedException {
+    if (pause().isZero()) {
+      return;
+    }
+    limiter.pausing();
+    try {
+      await();
+    } finally {
+      limiter.resumed();
     }
   }
 

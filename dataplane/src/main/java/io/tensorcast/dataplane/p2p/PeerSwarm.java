@@ -723,7 +723,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       boolean throttled = false;
       try {
         // Holding the permit: no source read of the load goes out while throttling pauses it.
-        throttle.await();
+        throttle.await(limiter);
       } catch (InterruptedException e) {
         limiter.release(false);
         Thread.currentThread().interrupt();

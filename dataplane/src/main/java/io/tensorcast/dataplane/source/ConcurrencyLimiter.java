@@ -16,19 +16,27 @@ import java.util.function.LongSupplier;
  *   <li>Time is cut into windows of {@code window} (500 ms by default); a window's throughput is
  *       the bytes {@link #delivered} in it divided by its length. A window ends at the first call
  *       after its length has passed.
- *   <li><b>Throttled</b> (a request released with {@code throttled}: 429, 503 SlowDown): the limit
- *       is halved (never below 1) at once, at most once per window — one storm of refusals is one
- *       signal. The limit then holds for {@link #HOLD_WINDOWS} windows before probing again.
+ *   <li><b>Throttled</b> (a request released with {@code throttled}: 429, 503 SlowDown): each
+ *       refusal lowers the limit by one at once, down to half the limit of the window's first
+ *       refusal at most (never below 1): a wave of N refusals out of L in flight leaves about the L
+ *       − N requests the origin admitted, and a storm halves the limit once per window. The limit
+ *       so reached is the <b>ceiling</b> no probe passes for the next {@link #CEILING_WINDOWS}
+ *       judged windows without throttling (the origin refused the limits above it; after that the
+ *       ceiling is forgotten, as the origin's capacity may have changed). The limit then holds for
+ *       {@link #HOLD_WINDOWS} judged windows before probing again.
  *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
  *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
- *       probe that did not pay or the first throttling — never above {@code max}. The next window
- *       keeps the step only when its throughput rose by at least half of the step's proportion
- *       (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose single
- *       connections are slow scales about linearly and keeps growing; one that is saturated does
- *       not, and the limit steps back to where it was and holds for {@link #HOLD_WINDOWS} windows
- *       before the next probe.
- *   <li>A window in which nothing was in flight and no permit was waited for (the read had run out
- *       of work) is not judged.
+ *       probe that did not pay or the first throttling — never above {@code max} nor the ceiling.
+ *       The next window keeps the step only when its throughput rose by at least half of the step's
+ *       proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose
+ *       single connections are slow scales about linearly and keeps growing; one that is saturated
+ *       does not, and the limit steps back to where it was and holds for {@link #HOLD_WINDOWS}
+ *       windows before the next probe.
+ *   <li>A window is not judged (no probe, no step back, no count towards a hold or the ceiling)
+ *       when nothing was in flight and no permit was waited for (the read had run out of work), or
+ *       when a permit holder waited out the origin's throttling pause in it ({@link #pausing} to
+ *       {@link #resumed}): its few bytes say nothing about the limit, and a probe measured against
+ *       them would seem to pay.
  * </ul>
  *
  * <p>A fixed limiter ({@link #fixed}) never changes its limit. Thread-safe; waiting is
@@ -41,8 +49,11 @@ public final class ConcurrencyLimiter {
   /** Limit an adaptive limiter starts at (or {@code max}, when lower). */
   public static final int DEFAULT_INITIAL = 4;
 
-  /** Windows a limit holds after a throttling halving or a probe that did not pay. */
+  /** Judged windows a limit holds after throttling or a probe that did not pay. */
   public static final int HOLD_WINDOWS = 6;
+
+  /** Judged windows without throttling after which the ceiling set by throttling is forgotten. */
+  public static final int CEILING_WINDOWS = 60;
 
   private final boolean adaptive;
   private final int max;
@@ -54,11 +65,16 @@ public final class ConcurrencyLimiter {
   private int limit;
   private int inFlight;
   private int waiting;
+  private int pausing; // permit holders waiting out a throttling pause
   private boolean closed;
   private long windowStart;
   private long windowBytes;
   private boolean windowThrottled;
   private boolean windowBusy;
+  private boolean windowPaused;
+  private int throttleFloor; // lowest limit the refusals of this window may set
+  private int ceiling; // no probe above it; max when none
+  private int ceilingWindows; // judged windows left before the ceiling is forgotten
   private int baseLimit; // the limit before the probe under judgement; 0 = none
   private double baseRate;
   private int hold;
@@ -86,6 +102,7 @@ public final class ConcurrencyLimiter {
     this.clock = Objects.requireNonNull(clock, "clock");
     this.limit = initial;
     this.peak = initial;
+    this.ceiling = max;
     this.windowStart = clock.getAsLong();
   }
 
@@ -178,12 +195,35 @@ public final class ConcurrencyLimiter {
       inFlight--;
       if (throttled) {
         throttleSignals++;
-        if (adaptive && !windowThrottled) {
-          windowThrottled = true;
+        if (adaptive) {
           decrease();
         }
       }
       lock.notifyAll();
+    }
+  }
+
+  /**
+   * The caller, holding a permit, starts waiting out a pause that the origin's throttling imposed
+   * on the read (the load's throttle gate is closed); {@link #resumed} when it ends. The windows
+   * such a wait spans are not judged.
+   */
+  public void pausing() {
+    synchronized (lock) {
+      roll();
+      pausing++;
+      windowPaused = true;
+    }
+  }
+
+  /** The wait begun by {@link #pausing} has ended. */
+  public void resumed() {
+    synchronized (lock) {
+      if (pausing <= 0) {
+        throw new IllegalStateException("resumed without a pause");
+      }
+      roll();
+      pausing--;
     }
   }
 
@@ -211,6 +251,14 @@ public final class ConcurrencyLimiter {
     }
   }
 
+  /** The ceiling set by the last throttling, or {@code max} when there is none (any more). */
+  public int ceiling() {
+    synchronized (lock) {
+      roll();
+      return ceiling;
+    }
+  }
+
   /** The highest limit so far. */
   public int peakLimit() {
     synchronized (lock) {
@@ -225,7 +273,7 @@ public final class ConcurrencyLimiter {
     }
   }
 
-  /** Times the limit was halved. */
+  /** Windows in which throttling lowered the limit. */
   public long decreases() {
     synchronized (lock) {
       return decreases;
@@ -248,6 +296,7 @@ public final class ConcurrencyLimiter {
           + limit
           + " of max "
           + max
+          + (ceiling < max ? " (ceiling " + ceiling + ")" : "")
           + " (peak "
           + peak
           + ", "
@@ -260,12 +309,19 @@ public final class ConcurrencyLimiter {
 
   // ---------------------------------------------------------------------- rules (under lock)
 
+  /** One refusal: the limit one lower, at most halved in a window; the ceiling follows it. */
   private void decrease() {
-    limit = Math.max(1, limit / 2);
-    decreases++;
-    slowStart = false;
-    baseLimit = 0;
-    hold = HOLD_WINDOWS;
+    if (!windowThrottled) {
+      windowThrottled = true;
+      throttleFloor = Math.max(1, limit / 2);
+      decreases++;
+      slowStart = false;
+      baseLimit = 0;
+      hold = HOLD_WINDOWS;
+    }
+    limit = Math.max(throttleFloor, limit - 1);
+    ceiling = limit;
+    ceilingWindows = CEILING_WINDOWS;
   }
 
   /** Ends every window that has passed, judging the first one. */
@@ -276,14 +332,18 @@ public final class ConcurrencyLimiter {
       return;
     }
     double rate = windowBytes * 1e9 / elapsed;
-    boolean judged = windowBusy || inFlight > 0 || waiting > 0;
+    boolean judged = (windowBusy || inFlight > 0 || waiting > 0) && !windowPaused;
     boolean throttled = windowThrottled;
     windowStart = now;
     windowBytes = 0;
     windowThrottled = false;
     windowBusy = inFlight > 0 || waiting > 0;
+    windowPaused = pausing > 0;
     if (!adaptive || !judged || throttled) {
       return;
+    }
+    if (ceiling < max && --ceilingWindows <= 0) {
+      ceiling = max;
     }
     if (baseLimit > 0) {
       double step = (double) (limit - baseLimit) / baseLimit;
@@ -305,14 +365,15 @@ public final class ConcurrencyLimiter {
   }
 
   private void probe(double rate) {
-    if (limit >= max || waiting == 0 && inFlight < limit) {
+    int top = Math.min(max, ceiling);
+    if (limit >= top || waiting == 0 && inFlight < limit) {
       // At the ceiling, or not using what it has: nothing to learn from more.
       baseLimit = 0;
       return;
     }
     baseLimit = limit;
     baseRate = rate;
-    limit = Math.min(max, limit + (slowStart ? limit : Math.max(1, limit / 4)));
+    limit = Math.min(top, limit + (slowStart ? limit : Math.max(1, limit / 4)));
     peak = Math.max(peak, limit);
     lock.notifyAll();
   }

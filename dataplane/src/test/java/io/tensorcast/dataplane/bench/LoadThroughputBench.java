@@ -67,10 +67,13 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  *       sha256sum -c SHA256SUMS} and deleted. Wall time is measured here; CPU time (user + sys) of
  *       each tool by {@code /usr/bin/time -f '%U %S'}; the server's CPU time from its {@code
  *       /proc/PID/stat}.
- *   <li>With {@code --adaptive}: an origin limited per connection and one limited in total (and
- *       answering {@code 503 SlowDown} above a number of requests in flight), made by {@link
- *       FaultInjectingProxy} in front of S3Mock, each loaded by Tensorcast with a fixed number of
- *       ranged reads in flight and with the number following the origin.
+ *   <li>With {@code --adaptive}: an origin limited per connection, one limited in total (and
+ *       answering {@code 503 SlowDown} above a number of requests in flight) and one limited in
+ *       requests per second (a token bucket answering {@code 429} with {@code Retry-After}), made
+ *       by {@link FaultInjectingProxy} in front of S3Mock, each loaded by Tensorcast with a fixed
+ *       number of ranged reads in flight and with the number following the origin. With {@code
+ *       --adaptive-only} the cold-load rounds are left out and the whole artifact is what the
+ *       origins serve.
  * </ol>
  *
  * <p>Prints Markdown tables: per round and tool MB/s (10^6 bytes per second) and CPU-seconds per
@@ -109,6 +112,7 @@ public final class LoadThroughputBench {
       String checksum,
       List<Variant> variants,
       boolean adaptive,
+      boolean adaptiveOnly,
       boolean sweep,
       Path work) {}
 
@@ -185,76 +189,8 @@ public final class LoadThroughputBench {
       }
       out.append(header(s, started, loadAtStart, artifact));
 
-      List<Run> rcloneSweep = new ArrayList<>();
-      List<BenchPass> rawSweep = new ArrayList<>();
-      List<String> bestRclone = List.of();
-      BenchPass.Config bestRaw = new BenchPass.Config(8, 32);
-      try (S3Client client = s3Client(s3)) {
-        log("warm-up: one parallel pass (8 x 8 MiB), not measured");
-        BenchPass.parallel(client, artifact, new BenchPass.Config(8, 8));
-        if (s.sweep()) {
-          for (List<String> flags : RCLONE_SWEEP) {
-            Run r = tools.rclone(flags, PREFIX, artifact.total());
-            rcloneSweep.add(r);
-            log("sweep: %s", describe(r));
-          }
-          bestRclone =
-              RCLONE_SWEEP.get(
-                  rcloneSweep.indexOf(
-                      rcloneSweep.stream().max(Comparator.comparingDouble(Run::mbps)).get()));
-          for (int c : SWEEP_CONCURRENCY) {
-            for (int mib : SWEEP_RANGE_MIB) {
-              BenchPass p = BenchPass.parallel(client, artifact, new BenchPass.Config(c, mib));
-              rawSweep.add(p);
-              log("sweep: %s", p);
-            }
-          }
-          bestRaw =
-              rawSweep.stream().max(Comparator.comparingDouble(BenchPass::mbps)).get().config();
-        }
-
-        List<String> order = new ArrayList<>();
-        order.add("rclone");
-        if (!bestRclone.isEmpty()) {
-          order.add("rclone-best");
-        }
-        order.add("aws");
-        for (Variant v : s.variants()) {
-          order.add("tc:" + v.name());
-        }
-        order.add("raw-a");
-        order.add("raw-b");
-        List<Map<String, Run>> rounds = new ArrayList<>();
-        for (int round = 1; round <= s.reps(); round++) {
-          List<String> now = new ArrayList<>(order);
-          Collections.rotate(now, -(round - 1));
-          Map<String, Run> results = new LinkedHashMap<>();
-          for (String tool : now) {
-            Run r =
-                switch (tool) {
-                  case "rclone" -> tools.rclone(List.of(), PREFIX, artifact.total());
-                  case "rclone-best" -> tools.rclone(bestRclone, PREFIX, artifact.total());
-                  case "aws" -> tools.aws(PREFIX, artifact.total());
-                  case "raw-a" -> BenchPass.sequential(client, artifact).asRun("raw-a");
-                  case "raw-b" -> BenchPass.parallel(client, artifact, bestRaw).asRun("raw-b");
-                  default ->
-                      tools.tensorcast(
-                          variant(s, tool.substring(3)),
-                          s3.endpoint(),
-                          PREFIX,
-                          artifact.total(),
-                          List.of());
-                };
-            results.put(tool, r);
-            log("round %d: %s", round, describe(r));
-          }
-          Map<String, Run> ordered = new LinkedHashMap<>();
-          for (String tool : order) {
-            ordered.put(tool, results.get(tool));
-          }
-          rounds.add(ordered);
-        }
-        out.append(report(s, order, rcloneSweep, rawSweep, bestRclone, bestRaw, rounds, tools));
+      if (!s.adaptiveOnly()) {
+        coldLoad(s, s3, tools, artifact, out);
       }
       if (s.adaptive()) {
         out.append(adaptive(s, s3, tools, artifact));
@@ -273,6 +209,82 @@ public final class LoadThroughputBench {
     }
   }
 
+  /** The sweeps and rounds of rclone, the AWS CLI, Tensorcast and the raw passes. */
+  private static void coldLoad(
+      Settings s, S3MockServer s3, Tools tools, Artifact artifact, StringBuilder out)
+      throws Exception {
+    List<Run> rcloneSweep = new ArrayList<>();
+    List<BenchPass> rawSweep = new ArrayList<>();
+    List<String> bestRclone = List.of();
+    BenchPass.Config bestRaw = new BenchPass.Config(8, 32);
+    try (S3Client client = s3Client(s3)) {
+      log("warm-up: one parallel pass (8 x 8 MiB), not measured");
+      BenchPass.parallel(client, artifact, new BenchPass.Config(8, 8));
+      if (s.sweep()) {
+        for (List<String> flags : RCLONE_SWEEP) {
+          Run r = tools.rclone(flags, PREFIX, artifact.total());
+          rcloneSweep.add(r);
+          log("sweep: %s", describe(r));
+        }
+        bestRclone =
+            RCLONE_SWEEP.get(
+                rcloneSweep.indexOf(
+                    rcloneSweep.stream().max(Comparator.comparingDouble(Run::mbps)).get()));
+        for (int c : SWEEP_CONCURRENCY) {
+          for (int mib : SWEEP_RANGE_MIB) {
+            BenchPass p = BenchPass.parallel(client, artifact, new BenchPass.Config(c, mib));
+            rawSweep.add(p);
+            log("sweep: %s", p);
+          }
+        }
+        bestRaw = rawSweep.stream().max(Comparator.comparingDouble(BenchPass::mbps)).get().config();
+      }
+
+      List<String> order = new ArrayList<>();
+      order.add("rclone");
+      if (!bestRclone.isEmpty()) {
+        order.add("rclone-best");
+      }
+      order.add("aws");
+      for (Variant v : s.variants()) {
+        order.add("tc:" + v.name());
+      }
+      order.add("raw-a");
+      order.add("raw-b");
+      List<Map<String, Run>> rounds = new ArrayList<>();
+      for (int round = 1; round <= s.reps(); round++) {
+        List<String> now = new ArrayList<>(order);
+        Collections.rotate(now, -(round - 1));
+        Map<String, Run> results = new LinkedHashMap<>();
+        for (String tool : now) {
+          Run r =
+              switch (tool) {
+                case "rclone" -> tools.rclone(List.of(), PREFIX, artifact.total());
+                case "rclone-best" -> tools.rclone(bestRclone, PREFIX, artifact.total());
+                case "aws" -> tools.aws(PREFIX, artifact.total());
+                case "raw-a" -> BenchPass.sequential(client, artifact).asRun("raw-a");
+                case "raw-b" -> BenchPass.parallel(client, artifact, bestRaw).asRun("raw-b");
+                default ->
+                    tools.tensorcast(
+                        variant(s, tool.substring(3)),
+                        s3.endpoint(),
+                        PREFIX,
+                        artifact.total(),
+                        List.of());
+              };
+          results.put(tool, r);
+          log("round %d: %s", round, describe(r));
+        }
+        Map<String, Run> ordered = new LinkedHashMap<>();
+        for (String tool : order) {
+          ordered.put(tool, results.get(tool));
+        }
+        rounds.add(ordered);
+      }
+      out.append(report(s, order, rcloneSweep, rawSweep, bestRclone, bestRaw, rounds, tools));
+    }
+  }
+
   private static Settings settings(String[] args) {
     double gib = 1.0;
     int shards = 8;
@@ -280,6 +292,7 @@ public final class LoadThroughputBench {
     String checksum = "crc64nvme";
     List<Variant> variants = new ArrayList<>();
     boolean adaptive = false;
+    boolean adaptiveOnly = false;
     boolean sweep = true;
     Path work = Path.of(System.getProperty("java.io.tmpdir"));
     for (int i = 0; i < args.length; i++) {
@@ -290,6 +303,10 @@ public final class LoadThroughputBench {
         case "--checksum" -> checksum = args[++i];
         case "--tensorcast" -> variants.add(Variant.parse(args[++i]));
         case "--adaptive" -> adaptive = true;
+        case "--adaptive-only" -> {
+          adaptive = true;
+          adaptiveOnly = true;
+        }
         case "--no-sweep" -> sweep = false;
         case "--work" -> work = Path.of(args[++i]);
         default ->
@@ -298,7 +315,7 @@ public final class LoadThroughputBench {
                     + args[i]
                     + "; usage: [--gib N] [--shards N] [--reps N] [--checksum"
                     + " crc64nvme|crc32|sha256|none] [--tensorcast NAME|JAR|JVM FLAGS|LOAD ARGS]..."
-                    + " [--adaptive] [--no-sweep] [--work DIR]");
+                    + " [--adaptive | --adaptive-only] [--no-sweep] [--work DIR]");
       }
     }
     if (!List.of("crc64nvme", "crc32", "sha256", "none").contains(checksum)) {
@@ -307,7 +324,7 @@ public final class LoadThroughputBench {
     if (variants.isEmpty()) {
       throw new IllegalArgumentException("at least one --tensorcast variant is required");
     }
-    return new Settings(gib, shards, reps, checksum, variants, adaptive, sweep, work);
+    return new Settings(gib, shards, reps, checksum, variants, adaptive, adaptiveOnly, sweep, work);
   }
 
   private static Variant variant(Settings s, String name) {
@@ -348,8 +365,10 @@ public final class LoadThroughputBench {
       Path f = gen.resolve(name);
       sha.put(name, writeShard(f, i, tensorsPerShard, seed + i));
       sizes.put(name, Files.size(f));
-      put(s3, PREFIX + name, f, s.checksum());
-      if (i < Math.max(1, s.shards() / 4)) {
+      if (!s.adaptiveOnly()) {
+        put(s3, PREFIX + name, f, s.checksum());
+      }
+      if (s.adaptiveOnly() || i < Math.max(1, s.shards() / 4)) {
         put(s3, SMALL_PREFIX + name, f, s.checksum());
         small.add(name);
       }
@@ -978,7 +997,10 @@ public final class LoadThroughputBench {
             new Origin("4 MB/s per connection", p -> p.throttleBodies(4_000_000).throttleTotal(0)),
             new Origin(
                 "40 MB/s in total, 503 SlowDown above 8 GETs in flight",
-                p -> p.throttleBodies(0).throttleTotal(40_000_000).slowDownAbove(8)));
+                p -> p.throttleBodies(0).throttleTotal(40_000_000).slowDownAbove(8)),
+            new Origin(
+                "4 MB/s per connection, 4 requests/s (bursts of 8), 429 + Retry-After above",
+                p -> p.throttleBodies(4_000_000).throttleTotal(0).limitRequestRate(4, 8)));
     List<List<String>> fixed =
         List.of(
             List.of("--fixed-concurrency", "--concurrency", "4"),
@@ -992,21 +1014,21 @@ public final class LoadThroughputBench {
     out.append(
         String.format(
             Locale.ROOT,
-            "%n### Adaptive source concurrency%n%nThe first %d shards (%d bytes) through"
+            "%n### Adaptive source concurrency%n%n%d shards (%d bytes) through"
                 + " FaultInjectingProxy in front of S3Mock (one request per connection), loaded by"
                 + " Tensorcast %s with a fixed number of ranged reads in flight and with the"
                 + " number following the origin (ceiling 64, and the defaults: ceiling 16); %d"
                 + " rounds, order rotated. MB/s, CPU-seconds per GiB of the load process (user +"
                 + " sys), the median throughput against the best fixed setting and against the"
-                + " fixed default (16) of the same origin, requests answered 503 SlowDown (all"
-                + " rounds), most GETs in flight at once:%n%n",
+                + " fixed default (16) of the same origin, requests refused (503 SlowDown or 429,"
+                + " all rounds), most ranged GETs in flight at once:%n%n",
             a.small().size(),
             a.smallTotal(),
             v.name(),
             s.reps()));
     out.append(
         "| origin | load flags | MB/s per round | median MB/s | CPU s/GiB | / best fixed |"
-            + " / fixed 16 | SlowDown | most in flight |"
+            + " / fixed 16 | refused | most in flight |"
             + "\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
     try (FaultInjectingProxy proxy = new FaultInjectingProxy(s3.endpoint())) {
       proxy.countInFlightOnly(r -> r.range().isPresent());
@@ -1019,12 +1041,13 @@ public final class LoadThroughputBench {
           for (List<String> m : now) {
             o.limits().apply(proxy.reset().countInFlightOnly(r -> r.range().isPresent()));
             Run r = tools.tensorcast(v, proxy.endpoint(), SMALL_PREFIX, a.smallTotal(), m);
+            int refused = proxy.slowDowns() + proxy.tooManyRequests();
             log(
-                "adaptive, %s, round %d: %s; %d SlowDown, most in flight %d",
-                o.name(), round, describe(r), proxy.slowDowns(), proxy.maxInFlightGets());
+                "adaptive, %s, round %d: %s; %d refused, most in flight %d",
+                o.name(), round, describe(r), refused, proxy.maxInFlightGets());
             runs.computeIfAbsent(m, k -> new ArrayList<>()).add(r);
             int[] c = counts.computeIfAbsent(m, k -> new int[2]);
-            c[0] += proxy.slowDowns();
+            c[0] += refused;
             c[1] = Math.max(c[1], proxy.maxInFlightGets());
           }
         }

@@ -52,6 +52,26 @@ class ThrottleGateTest {
   }
 
   @Test
+  void refusalsArrivingWhileTheGateIsClosedAreOneWaveAndDoNotDoubleThePause() {
+    ThrottleGate gate = gate(Duration.ofMinutes(1));
+    // Eight requests sent together, all refused: one wave, one pause at the base delay (the
+    // eighth refusal used to ask for base × 2^7, the cap).
+    assertThat(gate.refused(null)).isBetween(Duration.ofMillis(50), Duration.ofMillis(100));
+    for (int i = 2; i <= 8; i++) {
+      now.addAndGet(MS);
+      assertThat(gate.refused(null))
+          .as("refusal %d of the wave", i)
+          .isLessThanOrEqualTo(Duration.ofMillis(100));
+    }
+    now.addAndGet(100 * MS); // the gate is open again; what is refused now was sent after it
+    assertThat(gate.refused(null))
+        .as("the next wave doubles")
+        .isBetween(Duration.ofMillis(100), Duration.ofMillis(200));
+    assertThat(gate.refusals()).isEqualTo(9);
+    assertThat(gate.throttled()).isLessThanOrEqualTo(Duration.ofMillis(307));
+  }
+
+  @Test
   void aRetryAfterOfZeroStillPausesForTheBaseDelay() {
     ThrottleGate gate = gate(Duration.ofMinutes(1));
     assertThat(gate.refused(Duration.ZERO))

@@ -78,25 +78,102 @@ class ConcurrencyLimiterTest {
   }
 
   @Test
-  void halvesOncePerWindowOnThrottlingAndNeverGoesBelowOne() throws Exception {
+  void eachRefusalLowersTheLimitByOneAndOneWindowAtMostHalvesIt() throws Exception {
     ConcurrencyLimiter l = adaptive(16, 64);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 16; i++) {
       assertThat(l.acquire()).isTrue();
     }
-    l.release(true);
-    l.release(true);
-    assertThat(l.limit()).as("two refusals in one window are one signal").isEqualTo(8);
+    // 4 of 16 refused: the origin admitted 12 (the old rule halved to 8 at the first refusal).
+    for (int i = 0; i < 4; i++) {
+      l.release(true);
+    }
+    assertThat(l.limit()).isEqualTo(12);
+    assertThat(l.ceiling()).as("no probe above what the origin admitted").isEqualTo(12);
+    // A storm: 8 more refusals in the same window stop at half of the window's first limit.
+    for (int i = 0; i < 8; i++) {
+      l.release(true);
+    }
+    assertThat(l.limit()).isEqualTo(8);
+    assertThat(l.decreases()).as("one window, one decrease").isEqualTo(1);
     now.addAndGet(WINDOW.toNanos());
-    l.release(true);
+    for (int i = 0; i < 4; i++) {
+      l.release(true);
+    }
     assertThat(l.limit()).isEqualTo(4);
     for (int i = 0; i < 5; i++) {
       now.addAndGet(WINDOW.toNanos());
       assertThat(l.acquire()).isTrue();
       l.release(true);
     }
-    assertThat(l.limit()).isEqualTo(1);
-    assertThat(l.throttleSignals()).isEqualTo(8);
+    assertThat(l.limit()).as("never below one").isEqualTo(1);
+    assertThat(l.throttleSignals()).isEqualTo(21);
     assertThat(l.decreases()).isEqualTo(7);
+  }
+
+  @Test
+  void settlesAtTheLimitOfAnOriginThatRefusesAboveEightWithoutRepeatedRefusalWaves()
+      throws Exception {
+    // 2 MB/s per connection, refused above 8 in flight: 8 is the origin's saturation point. The
+    // old rules halved on each wave and probed back up, a wave every ~5 s (limit 5, 6, 7, 8, 10).
+    ConcurrencyLimiter l = adaptive(4, 64);
+    drive(l, 50, 2 * MB, Long.MAX_VALUE, 8);
+    long wavesToSettle = l.decreases();
+    long refusedToSettle = l.throttleSignals();
+    int atEight = 0;
+    for (int i = 0; i < 200; i++) { // 20 s, within the ceiling's 30 s
+      drive(l, 1, 2 * MB, Long.MAX_VALUE, 8);
+      atEight += l.limit() == 8 ? 1 : 0;
+    }
+    assertThat(atEight).as("steps of 100 ms at the limit 8, of 200").isGreaterThanOrEqualTo(190);
+    assertThat(l.decreases()).as("refusal waves after settling").isEqualTo(wavesToSettle);
+    assertThat(l.throttleSignals()).isEqualTo(refusedToSettle);
+    assertThat(refusedToSettle).isBetween(1L, 16L);
+  }
+
+  @Test
+  void theCeilingIsForgottenAfterItsWindowsWithoutThrottling() throws Exception {
+    ConcurrencyLimiter l = adaptive(4, 64);
+    drive(l, 50, 2 * MB, Long.MAX_VALUE, 8);
+    assertThat(l.ceiling()).isEqualTo(8);
+    // The origin now takes any number: 30 s (CEILING_WINDOWS) after the refusals the limit grows
+    // again; 24 s later it has not.
+    drive(l, 240, 2 * MB, Long.MAX_VALUE, 64);
+    assertThat(l.limit()).isEqualTo(8);
+    assertThat(l.ceiling()).isEqualTo(8);
+    drive(l, 100, 2 * MB, Long.MAX_VALUE, 64);
+    assertThat(l.ceiling()).isEqualTo(64);
+    assertThat(l.limit()).isGreaterThan(16);
+  }
+
+  @Test
+  void windowsInWhichAPermitWaitedOutAThrottlingPauseAreNotJudged() throws Exception {
+    // A saturated origin (8 MB/s whatever the number in flight) and a 2 s throttling pause: the
+    // windows of the pause deliver nothing, and a probe measured against them would "pay".
+    ConcurrencyLimiter l = adaptive(4, 64);
+    for (int i = 0; i < 4; i++) {
+      assertThat(l.acquire()).isTrue();
+    }
+    l.release(true); // the refusal that closed the gate: 3 left in flight, the limit 3
+    int limit = l.limit();
+    assertThat(limit).isEqualTo(3);
+    for (int i = 0; i < 3; i++) {
+      l.pausing();
+    }
+    for (int i = 0; i < 40; i++) { // 4 s: the hold and more, all paused
+      now.addAndGet(STEP_NANOS);
+      l.delivered(0);
+    }
+    assertThat(l.limit()).as("no probe in a pause").isEqualTo(limit);
+    for (int i = 0; i < 3; i++) {
+      l.resumed();
+    }
+    // The hold counts judged windows only: still no probe in the first 5 windows after it.
+    for (int i = 0; i < 25; i++) {
+      now.addAndGet(STEP_NANOS);
+      l.delivered(8 * MB / 10);
+    }
+    assertThat(l.limit()).isEqualTo(limit);
+    assertThatThrownBy(l::resumed).isInstanceOf(IllegalStateException.class);
   }
 
   @Test

@@ -1123,6 +1123,27 @@ public final class ArtifactLoader implements Loader {
       return stored.writable(file.path(), offset, length);
     }
 
+    /** Positional writes to the store's file (see {@link StoredArtifact#openRange}). */
+    @Override
+    public RangeSink.Writer writer(SourceFile file, long offset, int length) {
+      LoadFailure f = failure.get();
+      if (f != null) {
+        throw new IllegalStateException("the load stopped: " + f.getMessage(), f);
+      }
+      StoredArtifact.RangeWriter w = stored.openRange(file.path(), offset, length);
+      return new RangeSink.Writer() {
+        @Override
+        public void write(byte[] b, int off, int len) {
+          w.write(b, off, len);
+        }
+
+        @Override
+        public void close() {
+          w.close();
+        }
+      };
+    }
+
     @Override
     public void rangeCompleted(SourceFile file, long offset, int length) {
       stored.recordStored(file.path(), file.etag(), offset, length);

@@ -43,8 +43,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       each worker has at most one request open. Zero-length files need no request and are not
  *       shown to the sink.
  *   <li>Bytes pass from the response stream through the worker's staging buffer ({@link
- *       ReadOptions#stagingBufferSize()}) into the sink's buffer; the staging heap of one read is
- *       {@code concurrency × stagingBufferSize}, checked against {@link
+ *       ReadOptions#stagingBufferSize()}) into the sink's buffer, or into the sink's {@link
+ *       RangeSink.Writer} when it has one (the data plane's store: positional writes to the file);
+ *       a sink that cannot take bytes fails the read at once, without a retry. The staging heap of
+ *       one read is {@code concurrency × stagingBufferSize}, checked against {@link
  *       ReadOptions#stagingBudget()} when the reader is constructed.
  *   <li>An I/O error, a body that ends early or a retryable {@link SourceException} is retried
  *       after the data plane's {@link Backoff} (exponential with jitter, never shorter than a
@@ -190,6 +192,11 @@ public final class ParallelRangeReader {
       planned.add(new Range(r.file(), r.offset(), r.length(), i, counts.get(r.file().path())));
     }
     return new Run(source, planned, sink, listener, gate).execute();
+  }
+
+  /** Where a worker puts a range's bytes: the sink's buffer or its writer. */
+  private interface Output {
+    void write(byte[] b, int off, int len);
   }
 
   /** One range to read. */
@@ -388,6 +395,20 @@ public final class ParallelRangeReader {
       }
 
       private void read(Range r) throws RangeReadException {
+        RangeSink.Writer writer;
+        try {
+          writer = sink.writer(r.file(), r.offset(), r.length());
+        } catch (StoreWriteException e) {
+          throw failure(r, e.reason(), "the store could not take the range", 0, 0, false, e);
+        } catch (RuntimeException e) {
+          throw failure(r, Reason.SinkFailed, "the sink failed to give a writer", 0, 0, false, e);
+        }
+        if (writer != null) {
+          try (writer) {
+            read(r, writer::write);
+          }
+          return;
+        }
         ByteBuffer target;
         try {
           target = sink.target(r.file(), r.offset(), r.length());
@@ -414,10 +435,14 @@ public final class ParallelRangeReader {
               false,
               null);
         }
+        read(r, (b, off, len) -> target.put(b, off, len));
+      }
+
+      private void read(Range r, Output out) throws RangeReadException {
         long[] got = {0};
         boolean whole = false;
         try {
-          whole = readInto(r, target, got);
+          whole = readInto(r, out, got);
         } finally {
           if (!whole) {
             keepPrefix(r, got[0]);
@@ -449,7 +474,7 @@ public final class ParallelRangeReader {
        * Reads the range with retries, keeping the count of bytes received in {@code got[0]}; true
        * when all of them were, false when the read was cancelled first.
        */
-      private boolean readInto(Range r, ByteBuffer target, long[] got) throws RangeReadException {
+      private boolean readInto(Range r, Output out, long[] got) throws RangeReadException {
         long received = 0;
         int attempt = 0; // every request of this range, throttled ones included
         int failures = 0; // the requests that failed other than by throttling
@@ -485,7 +510,27 @@ public final class ParallelRangeReader {
               if (n == 0) {
                 continue;
               }
-              target.put(staging, 0, n);
+              try {
+                out.write(staging, 0, n);
+              } catch (StoreWriteException e) {
+                throw failure(
+                    r,
+                    e.reason(),
+                    "the store could not take the bytes",
+                    attempt,
+                    received,
+                    false,
+                    e);
+              } catch (RuntimeException e) {
+                throw failure(
+                    r,
+                    Reason.SinkFailed,
+                    "the sink failed to take the bytes",
+                    attempt,
+                    received,
+                    false,
+                    e);
+              }
               long at = r.offset() + received;
               received += n;
               got[0] = received;

@@ -31,15 +31,18 @@ import org.slf4j.LoggerFactory;
  * sequential: a file's digest can only take in its bytes in order. So each digest follows the
  * <em>contiguous prefix</em> of the file's stored bytes: {@link #stored} reports a range as final
  * in the store (ranges arrive in any order, from any thread); whenever the prefix grows, the newly
- * contiguous bytes are hashed from the store's mapping by a task of the pool, one task per file and
- * algorithm at a time, so the algorithms of one file and the files of an artifact are hashed in
- * parallel while later ranges are still being read. When every algorithm of a file has taken in its
- * last byte, {@code onDigested} gets the file and its digests, on the pool thread.
+ * contiguous bytes are hashed from the store by a task of the pool, one task per file and algorithm
+ * at a time, so the algorithms of one file and the files of an artifact are hashed in parallel
+ * while later ranges are still being read. When every algorithm of a file has taken in its last
+ * byte, {@code onDigested} gets the file and its digests, on the pool thread.
  *
- * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are hashed
- * where they lie, in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's read lock
- * ({@link StoredArtifact#consume}). A restarted or resumed load can feed the ranges that are
- * already in the store to a new digester, which hashes them again from the store.
+ * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are read back
+ * from the store's file, in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's
+ * read lock, through one 1 MiB heap buffer per hashing thread ({@link
+ * StoredArtifact#consumeFromFile}: {@code pread}, not the mapping, whose pages this process would
+ * otherwise fault in one by one; the digests take heap arrays without a further copy). A restarted
+ * or resumed load can feed the ranges that are already in the store to a new digester, which hashes
+ * them again from the store.
  *
  * <p>Thread-safe. {@link #close()} stops hashing and waits for the pool: afterwards no task reads
  * the store, so the artifact may be unloaded.
@@ -54,6 +57,13 @@ final class PrefixDigester implements AutoCloseable {
       return HexFormat.of().formatHex(digests.get(Algorithm.SHA256));
     }
   }
+
+  /**
+   * Each hashing thread's heap buffer: the bytes are read from the store's file into it ({@link
+   * StoredArtifact#consumeFromFile}), not through the mapping.
+   */
+  private static final ThreadLocal<java.nio.ByteBuffer> CHUNK =
+      ThreadLocal.withInitial(() -> java.nio.ByteBuffer.allocate(1 << 20));
 
   private final StoredArtifact stored;
   private final ExecutorService pool;
@@ -202,7 +212,7 @@ final class PrefixDigester implements AutoCloseable {
         }
         for (long off = from; off < to && !closed; off += SourceDigests.WINDOW) {
           int n = (int) Math.min(SourceDigests.WINDOW, to - off);
-          stored.consume(file.path(), off, n, lane.hasher::update);
+          stored.consumeFromFile(file.path(), off, n, CHUNK.get(), lane.hasher::update);
           if (lane.algorithm == Algorithm.SHA256) {
             hashedSha256.addAndGet(n);
           }

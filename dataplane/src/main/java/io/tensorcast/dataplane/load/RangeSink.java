@@ -24,6 +24,29 @@ public interface RangeSink {
   ByteBuffer target(SourceFile file, long offset, int length);
 
   /**
+   * A writer that takes bytes {@code [offset, offset + length)} of {@code file} in order from heap
+   * arrays, in place of {@link #target}'s buffer; null (the default) when the sink takes the bytes
+   * through {@link #target}. Called once per range before its first request, like {@link #target};
+   * the reader closes it when the range is done or the read stops.
+   */
+  default Writer writer(SourceFile file, long offset, int length) {
+    return null;
+  }
+
+  /** Takes one range's bytes in order (see {@link RangeSink#writer}). */
+  interface Writer extends AutoCloseable {
+    /**
+     * Takes {@code b[off, off + len)} as the range's next bytes.
+     *
+     * @throws RuntimeException when the bytes cannot be stored; the read fails
+     */
+    void write(byte[] b, int off, int len);
+
+    @Override
+    void close();
+  }
+
+  /**
    * Every byte of the range is in its buffer: each came from a response that passed the source's
    * checks, and the count equals {@code length}. Called once per range, from the worker that read
    * it. Ranges of a failed read that did not complete are never reported.

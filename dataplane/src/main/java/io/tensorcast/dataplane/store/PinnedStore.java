@@ -41,9 +41,12 @@ import org.slf4j.LoggerFactory;
  * is an error of that write, not a SIGBUS), and the mappings are locked with {@code
  * mlock2(MLOCK_ONFAULT)}, so every page is locked as it is written. Loading thus starts without
  * touching the artifact's memory first, and the cost of allocating and locking pages is spread over
- * the writes. On kernels without {@code MADV_POPULATE_WRITE} (before Linux 5.14) or {@code
- * MLOCK_ONFAULT} (before 4.4) every page is reserved with {@code posix_fallocate} and locked with
- * {@code mlock} when the artifact is allocated.
+ * the writes. A load writes its ranges through the file ({@link StoredArtifact#openRange}, {@code
+ * pwrite} after the range's pages are reserved) rather than through the mapping: the same pages,
+ * one kernel copy, and no page faults of the loading process. On kernels without {@code
+ * MADV_POPULATE_WRITE} (before Linux 5.14) or {@code MLOCK_ONFAULT} (before 4.4) every page is
+ * reserved with {@code posix_fallocate} and locked with {@code mlock} when the artifact is
+ * allocated.
  *
  * <p><b>Layout.</b> {@code <root>/<artifactId>/<path>} holds exactly the artifact's files. The
  * store's own bookkeeping lives in {@code <root>/.tensorcast/}: a state file {@code

@@ -3,9 +3,11 @@ package io.tensorcast.dataplane.store;
 import io.tensorcast.api.Reason;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -766,6 +768,105 @@ public final class StoredArtifact {
   }
 
   /**
+   * Opens bytes {@code [offset, offset + length)} of {@code path} for writing in order from heap
+   * arrays by positional writes to the file ({@code pwrite}) rather than through the mapping. The
+   * range's pages are reserved (and locked, under the store's lock policy) first, as for {@link
+   * #writable}; the bytes land in the same pages the mapping shows. Writing through the file copies
+   * each byte once, in the kernel, without faulting the pages into this process's page tables one
+   * by one, which on a virtualized host costs more than the copy ({@code bench/README.md}, cold
+   * load, fourth run). Like a {@link #writable} buffer, the writer must not be used after the
+   * artifact is unloaded (the bytes would go to a deleted file); close it when the range is done.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the file is complete or the artifact was unloaded
+   * @throws StoreWriteException if the range's pages cannot be reserved or the file not opened
+   */
+  public RangeWriter openRange(String path, long offset, int length) {
+    guard.readLock().lock();
+    try {
+      MappedFile f = fileForWrite(path);
+      checkRange(f, offset, length);
+      reserve(f, offset, length);
+      try {
+        return new RangeWriter(
+            FileChannel.open(f.absolutePath, StandardOpenOption.WRITE), f, offset, length);
+      } catch (IOException e) {
+        throw new StoreWriteException(
+            Reason.StoreIoError,
+            "artifact " + artifactId + ": cannot open '" + f.file.path() + "' to write: " + e);
+      }
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Bytes of one range of a file, written in order by positional writes ({@link #openRange}). Not
+   * thread-safe; one per range.
+   */
+  public final class RangeWriter implements AutoCloseable {
+    private final FileChannel channel;
+    private final MappedFile file;
+    private final long end;
+    private long position;
+
+    private RangeWriter(FileChannel channel, MappedFile file, long offset, int length) {
+      this.channel = channel;
+      this.file = file;
+      this.position = offset;
+      this.end = offset + length;
+    }
+
+    /**
+     * Writes {@code b[off, off + len)} as the range's next bytes.
+     *
+     * @throws IndexOutOfBoundsException if they would pass the end of the range
+     * @throws StoreWriteException if the file cannot be written (the file system is full: {@code
+     *     FilesystemFull}; another I/O error: {@code StoreIoError})
+     */
+    public void write(byte[] b, int off, int len) {
+      java.util.Objects.checkFromIndexSize(off, len, b.length);
+      if (len > end - position) {
+        throw new IndexOutOfBoundsException(
+            len + " bytes at " + position + " pass the end of the range at " + end);
+      }
+      ByteBuffer src = ByteBuffer.wrap(b, off, len);
+      try {
+        while (src.hasRemaining()) {
+          position += channel.write(src, position);
+        }
+      } catch (IOException e) {
+        String m = String.valueOf(e.getMessage());
+        throw new StoreWriteException(
+            m.contains("No space left") ? Reason.FilesystemFull : Reason.StoreIoError,
+            "artifact "
+                + artifactId
+                + ": writing bytes at "
+                + position
+                + " of '"
+                + file.file.path()
+                + "' failed: "
+                + e);
+      }
+    }
+
+    /** Where the next byte goes in the file. */
+    public long position() {
+      return position;
+    }
+
+    @Override
+    public void close() {
+      try {
+        channel.close();
+      } catch (IOException ignored) {
+        // Positional writes are complete when write returns; closing frees the descriptor only.
+      }
+    }
+  }
+
+  /**
    * A read-only buffer over bytes {@code [offset, offset + length)} of {@code path}, complete or
    * not. Zero-copy; see the class comment on using it after unload.
    *
@@ -818,6 +919,60 @@ public final class StoredArtifact {
       MappedFile f = file(path);
       checkRange(f, offset, length);
       reader.accept(f.buffer(offset, length).asReadOnlyBuffer());
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Like {@link #consume}, but the bytes are read from the file ({@code pread}) into {@code chunk},
+   * a heap buffer of the caller, and handed to {@code reader} one chunk at a time (each a view of
+   * {@code chunk}, position 0); the artifact's read lock is held throughout. For hashing bytes that
+   * were written by a {@link RangeWriter}: reading them through the file takes no page faults in
+   * this process, and digests take heap arrays without a further copy.
+   *
+   * @throws IllegalArgumentException if the artifact has no such file
+   * @throws IndexOutOfBoundsException if the range is not inside the file
+   * @throws IllegalStateException if the artifact was unloaded
+   * @throws java.io.UncheckedIOException if the file cannot be read
+   */
+  public void consumeFromFile(
+      String path, long offset, int length, ByteBuffer chunk, Consumer<ByteBuffer> reader) {
+    if (!chunk.hasArray() || chunk.capacity() == 0) {
+      throw new IllegalArgumentException("chunk must be a non-empty heap buffer");
+    }
+    guard.readLock().lock();
+    try {
+      MappedFile f = file(path);
+      checkRange(f, offset, length);
+      try (FileChannel channel = FileChannel.open(f.absolutePath, StandardOpenOption.READ)) {
+        long at = offset;
+        long end = offset + length;
+        while (at < end) {
+          chunk.clear().limit((int) Math.min(chunk.capacity(), end - at));
+          while (chunk.hasRemaining()) {
+            int n = channel.read(chunk, at + chunk.position());
+            if (n < 0) {
+              throw new java.io.EOFException(
+                  "artifact "
+                      + artifactId
+                      + ": '"
+                      + path
+                      + "' ended at "
+                      + (at + chunk.position())
+                      + " although it has "
+                      + f.size()
+                      + " bytes");
+            }
+          }
+          chunk.flip();
+          at += chunk.remaining();
+          reader.accept(chunk);
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(
+            "artifact " + artifactId + ": reading '" + path + "' from the store failed: " + e, e);
+      }
     } finally {
       guard.readLock().unlock();
     }

@@ -308,6 +308,90 @@ class ParallelRangeReaderTest {
     }
   }
 
+  @Test
+  void aSinkWriterTakesEveryByteInOrderAndAStoreThatCannotTakeThemFailsTheReadAtOnce()
+      throws Exception {
+    byte[] data = new byte[100_000];
+    new java.util.Random(5).nextBytes(data);
+    Files.write(tmp.resolve("a.bin"), data);
+    ReadOptions opts = FAST.withRangeSize(30_000).withStagingBufferSize(8192);
+    try (FileSource source = FileSource.open(tmp, PathFilter.all())) {
+      byte[] got = new byte[data.length];
+      List<String> closed = new CopyOnWriteArrayList<>();
+      RangeSink writing =
+          new RangeSink() {
+            @Override
+            public ByteBuffer target(SourceFile file, long offset, int length) {
+              throw new AssertionError("a sink with a writer is not asked for a buffer");
+            }
+
+            @Override
+            public RangeSink.Writer writer(SourceFile file, long offset, int length) {
+              return new RangeSink.Writer() {
+                int at = (int) offset;
+
+                @Override
+                public void write(byte[] b, int off, int len) {
+                  System.arraycopy(b, off, got, at, len);
+                  at += len;
+                }
+
+                @Override
+                public void close() {
+                  closed.add(offset + "+" + (at - offset));
+                }
+              };
+            }
+
+            @Override
+            public void rangeCompleted(SourceFile file, long offset, int length) {}
+          };
+      new ParallelRangeReader(opts).read(source, source.list(), writing, ReadProgressListener.NONE);
+      assertThat(got).isEqualTo(data);
+      assertThat(closed)
+          .containsExactlyInAnyOrder("0+30000", "30000+30000", "60000+30000", "90000+10000");
+
+      AtomicInteger writes = new AtomicInteger();
+      RangeSink full =
+          new RangeSink() {
+            @Override
+            public ByteBuffer target(SourceFile file, long offset, int length) {
+              throw new AssertionError("a sink with a writer is not asked for a buffer");
+            }
+
+            @Override
+            public RangeSink.Writer writer(SourceFile file, long offset, int length) {
+              return new RangeSink.Writer() {
+                @Override
+                public void write(byte[] b, int off, int len) {
+                  writes.incrementAndGet();
+                  throw new io.tensorcast.dataplane.store.StoreWriteException(
+                      Reason.FilesystemFull, "the store's file system is full");
+                }
+
+                @Override
+                public void close() {}
+              };
+            }
+
+            @Override
+            public void rangeCompleted(SourceFile file, long offset, int length) {
+              throw new AssertionError("must not complete");
+            }
+          };
+      assertThatThrownBy(
+              () ->
+                  new ParallelRangeReader(opts.withConcurrency(1))
+                      .read(source, source.list(), full, ReadProgressListener.NONE))
+          .isInstanceOfSatisfying(
+              RangeReadException.class,
+              e -> assertThat(e.reason()).isEqualTo(Reason.FilesystemFull))
+          .hasMessageContaining("the store could not take the bytes")
+          .hasMessageContaining("the store's file system is full");
+      assertThat(writes.get()).as("not retried: the store, not the source, failed").isEqualTo(1);
+    }
+  }
+
   /** A real source with faults and a log of every range opened ("path@offset+length"). */
   private static final class Scripted implements ArtifactSource {
     final ArtifactSource delegate;

@@ -254,6 +254,68 @@ class PinnedStoreTest {
     assertThat(store.bytesInUse()).isZero();
   }
 
+  @Test
+  void rangesWrittenThroughTheFileAreReservedLockedAndReadBackThroughTheFile() throws Exception {
+    boolean cap = MemoryLockSupport.hasCapIpcLock();
+    final int mib = 1 << 20;
+    PinnedStore store =
+        new PinnedStore(
+            root, 64L * mib, cap ? LockPolicy.REQUIRED : LockPolicy.DISABLED, 16L * mib, true);
+    stores.add(store);
+    int size = 24 * mib + 5;
+    StoredArtifact a = store.allocate("m", List.of(new StoreFile("w.bin", size)));
+    byte[] data = pattern(11, size);
+    // two 8 MiB ranges in 256 KiB pieces, as the range reader writes them; the rest untouched
+    for (int off = 0; off < 16 * mib; off += 8 * mib) {
+      try (StoredArtifact.RangeWriter w = a.openRange("w.bin", off, 8 * mib)) {
+        for (int p = off; p < off + 8 * mib; p += 256 * 1024) {
+          w.write(data, p, 256 * 1024);
+        }
+        assertThat(w.position()).isEqualTo(off + 8L * mib);
+        assertThatThrownBy(() -> w.write(data, 0, 1))
+            .isInstanceOf(IndexOutOfBoundsException.class)
+            .hasMessageContaining("pass the end of the range");
+      }
+    }
+    // exactly the ranges opened are allocated and (with the capability) locked in the mapping
+    assertThat(allocatedBytesByDu(a.directory())).isBetween(16L * mib, 17L * mib);
+    if (cap) {
+      assertThat(lockedBytesMapped(a.directory().resolve("w.bin"))).isEqualTo(16L * mib);
+    }
+    // the mapping shows the bytes written through the file
+    byte[] seen = new byte[4096];
+    a.readOnly("w.bin", 8 * mib - 2048, 4096).get(seen);
+    assertThat(seen).isEqualTo(java.util.Arrays.copyOfRange(data, 8 * mib - 2048, 8 * mib + 2048));
+    // and reading back through the file hands over the same bytes, chunk by chunk
+    MessageDigest md = MessageDigest.getInstance("SHA-256");
+    List<Integer> chunks = new ArrayList<>();
+    a.consumeFromFile(
+        "w.bin",
+        0,
+        16 * mib,
+        ByteBuffer.allocate(3 * mib),
+        b -> {
+          chunks.add(b.remaining());
+          md.update(b);
+        });
+    assertThat(chunks).containsExactly(3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, mib);
+    assertThat(HexFormat.of().formatHex(md.digest()))
+        .isEqualTo(sha256(java.util.Arrays.copyOf(data, 16 * mib)));
+    assertThatThrownBy(
+            () -> a.consumeFromFile("w.bin", size - 1, 2, ByteBuffer.allocate(8), b -> {}))
+        .isInstanceOf(IndexOutOfBoundsException.class);
+
+    try (StoredArtifact.RangeWriter w = a.openRange("w.bin", 16 * mib, size - 16 * mib)) {
+      w.write(data, 16 * mib, size - 16 * mib);
+    }
+    assertThat(a.markComplete("w.bin")).isEqualTo(sha256(data));
+    assertThatThrownBy(() -> a.openRange("w.bin", 0, 1))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("complete files are read-only");
+    store.unload("m");
+    assertThatThrownBy(() -> a.openRange("w.bin", 0, 1)).isInstanceOf(IllegalStateException.class);
+  }
+
   @ParameterizedTest(name = "pages reserved on write: {0}")
   @ValueSource(booleans = {true, false})
   void pagesAreReservedAndLockedAsWrittenAndUnloadFreesThem(boolean onWrite) throws Exception {

@@ -2,16 +2,20 @@
 # The swarm simulator (not a test; nothing asserts on time): the data plane's real SwarmPolicy,
 # one instance per simulated node, on a virtual clock over a modelled network (per-node up/down
 # links shared max-min fairly among their transfers, 1 ms latency, an origin with its own uplink
-# and request-rate limit). No sockets, no threads; the same seed gives the same table. Prints
+# and request-rate limit). A run has no sockets and no threads; the same seed gives the same table. Prints
 # the calibration against bench/p2p-netns.sh (N = 2 and 4 at 100 Mbit/s) and then, per N and
 # scenario, p50 and last node's time / bound and origin bytes / S. See bench/README.md.
 #
-#   bench/swarm-sim.sh [--nodes "8"] [--scenarios "uniform hetero slow churn"] [--seed 1]
-#                      [--size BYTES] [--calibrate-only] [--skip-calibration]
+#   bench/swarm-sim.sh [--nodes "8 64 256 1000"] [--scenarios "uniform hetero slow churn"]
+#                      [--seed 1] [--size BYTES] [--threads CORES] [--calibrate-only]
+#                      [--skip-calibration]
 #
-# Larger swarms take longer: every node runs the policy's scheduling rounds (each costs O(members
-# + pieces) word operations) and every HAVE goes to every member (N^2 frames per piece). The
-# defaults run in minutes on a 2-core VM; README.md has the commands used for N up to 1,000.
+# The defaults run the whole matrix: N = 8 on the netns bench's 1.1 GB artifact, N = 64, 256 and
+# 1,000 on 128 MiB (--size sets one size for every N), every scenario; the rows run on --threads
+# threads at once (default: the cores) and each prints its wall and CPU seconds. Larger swarms
+# take longer: every node runs the policy's scheduling rounds (each costs O(members + pieces)
+# word operations) and every HAVE goes to every member (N^2 frames per piece); N = 1,000 is most
+# of the time (bench/README.md has the measured times).
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -278,6 +278,19 @@ public final class SwarmPolicy<C> {
   /** {@link #peers} by id, for lookups in O(1). */
   private final Map<String, Peer<C>> byId = new HashMap<>();
 
+  /**
+   * The peers whose {@link Peer#waiting} may be non-empty, in {@link #peers}' order: {@link
+   * #unchoke} looks only at these (a superset; emptied ones leave at its next pass).
+   */
+  private final Map<String, Peer<C>> waiters = new TreeMap<>();
+
+  /**
+   * The peers whose {@link Peer#inFlight} or {@link Peer#avoid} may be non-empty, in {@link
+   * #peers}' order: the stuck-request and re-ask passes of a round look only at these (a superset;
+   * emptied ones leave at {@link #reask}).
+   */
+  private final Map<String, Peer<C>> requested = new TreeMap<>();
+
   /** Ids of {@link #membership}'s members; empty without one. */
   private Set<String> memberIds = Set.of();
 
@@ -1033,7 +1046,8 @@ public final class SwarmPolicy<C> {
         }
         boolean share =
             !p.has.get(piece)
-                && (p.id.equals(readerOf(piece)) || fresh(p.reading.get(piece), now()));
+                && (p.id.equals(readerOf(piece))
+                    || (!p.reading.isEmpty() && fresh(p.reading.get(piece), now())));
         announced(p, piece, h.sha256());
         if (share && p.dropped == null) {
           p.shareReads++;
@@ -1356,6 +1370,7 @@ public final class SwarmPolicy<C> {
     }
     p.queuedSends++;
     p.waiting.add(new Waiting(piece, now()));
+    waiters.put(p.id, p);
     unchoke();
   }
 
@@ -1369,15 +1384,20 @@ public final class SwarmPolicy<C> {
    */
   private void unchoke() {
     long now = now();
-    while (serving && !closed) {
+    while (serving && !closed && !waiters.isEmpty()) {
       Peer<C> best = null;
       Waiting bestWait = null;
       int bestPiece = -1;
       long bestAt = 0;
       boolean bestOld = false;
       int bestSent = Integer.MAX_VALUE;
-      for (Peer<C> p : peers.values()) {
-        if (p.waiting.isEmpty() || p.sendsCut || p.sendsOn == null || p.sendsOn != p.conn) {
+      for (java.util.Iterator<Peer<C>> it = waiters.values().iterator(); it.hasNext(); ) {
+        Peer<C> p = it.next();
+        if (p.waiting.isEmpty()) {
+          it.remove();
+          continue;
+        }
+        if (p.sendsCut || p.sendsOn == null || p.sendsOn != p.conn) {
           continue;
         }
         for (Waiting w : p.waiting) {
@@ -1483,7 +1503,7 @@ public final class SwarmPolicy<C> {
     // Stuck requests: ask elsewhere. A request is stuck when its peer has sent no piece bytes at
     // all for the peer timeout (whole pieces or PIECE frames still arriving); a peer that keeps
     // delivering is only busy (its queue is deep because its link or CPU is shared).
-    for (Peer<C> p : peers.values()) {
+    for (Peer<C> p : requested.values()) {
       long progress = Math.max(p.lastPieceAt, p.conn == null ? 0 : p.progressAt);
       if (p.inFlight.isEmpty() || (progress != 0 && now - progress <= timeout)) {
         continue;
@@ -1628,6 +1648,7 @@ public final class SwarmPolicy<C> {
           }
           inProgress.set(piece);
           p.inFlight.put(piece, now + timeout);
+          requested.put(p.id, p);
           if (!p.has.get(piece)) {
             claimFetches.put(piece, new ClaimFetch(p.id, p.claims.get(piece)));
           }
@@ -1723,9 +1744,14 @@ public final class SwarmPolicy<C> {
    */
   private void reask(long now) {
     long after = reaskAfter();
-    for (Peer<C> p : peers.values()) {
+    for (java.util.Iterator<Peer<C>> it = requested.values().iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
       if (!p.avoid.isEmpty() && now - p.avoidSince > timeout) {
         p.avoid.clear();
+      }
+      if (p.inFlight.isEmpty() && p.avoid.isEmpty()) {
+        it.remove(); // nothing of it for this pass or the stuck-request pass until it is asked again
+        continue;
       }
       if (!p.usable() || p.inFlight.isEmpty()) {
         continue;
@@ -1786,6 +1812,7 @@ public final class SwarmPolicy<C> {
    */
   private BitSet backedByLive(Set<String> live, long now) {
     BitSet backed = new BitSet(map.size());
+    BitSet scratch = new BitSet(map.size());
     for (String id : handedOver.keySet()) {
       Peer<C> p = byId.get(id);
       if (p != null && !live.contains(id) && readsStillCount(p, now)) {
@@ -1802,12 +1829,16 @@ public final class SwarmPolicy<C> {
       if (p == null) {
         continue;
       }
-      if (p.conn != null) {
-        BitSet h = (BitSet) p.has.clone();
-        h.andNot(p.bad);
-        backed.or(h);
+      if (p.conn != null && !p.bad.isEmpty()) {
+        scratch.clear();
+        scratch.or(p.has);
+        scratch.andNot(p.bad);
+        backed.or(scratch);
       } else {
         backed.or(p.has);
+      }
+      if (p.reading.isEmpty()) {
+        continue;
       }
       p.reading.forEach(
           (piece, at) -> {
@@ -2024,7 +2055,7 @@ public final class SwarmPolicy<C> {
       // handed-over member's reads count while it is connected and its share still progresses (a
       // slow member finishes the runs it started), not once it stalled or left.
       held.or(p.has);
-      if (!out || readsStillCount(p, now)) {
+      if (!p.reading.isEmpty() && (!out || readsStillCount(p, now))) {
         p.reading.forEach(
             (piece, at) -> {
               if (fresh(at, now)) {
@@ -2228,7 +2259,7 @@ public final class SwarmPolicy<C> {
   private void announced(Peer<C> p, int piece, byte[] sha) {
     // A READING mark is only ever taken from the piece's reader of that moment: a member whose
     // read started before the readers changed (a membership change) is still the reader of it.
-    boolean markedReading = fresh(p.reading.remove(piece), now());
+    boolean markedReading = !p.reading.isEmpty() && fresh(p.reading.remove(piece), now());
     boolean reader = p.id.equals(readerOf(piece));
     if (reader || markedReading) {
       p.shareProgressAt = now();
@@ -2266,6 +2297,16 @@ public final class SwarmPolicy<C> {
 
   /** Checks the other members' claims on {@code piece} against its now known hash. */
   private void settleClaims(int piece) {
+    boolean claimed = false;
+    for (Peer<C> q : peers.values()) {
+      if (!q.claims.isEmpty() && q.claims.containsKey(piece)) {
+        claimed = true;
+        break;
+      }
+    }
+    if (!claimed) {
+      return; // nobody claims it: nothing to settle (the common case; no copy of the peers)
+    }
     for (Peer<C> q : List.copyOf(peers.values())) {
       byte[] claim = q.claims.remove(piece);
       if (claim == null || q.dropped != null) {

@@ -170,7 +170,13 @@ final class SwarmSim {
 
   private long roundNanos;
   private int epoch;
-  private final List<String> log = new ArrayList<>();
+
+  /** Frame deliveries so far: one per batch of frames a node decided. */
+  private long deliveries;
+  /** Drops and notes as they happened; formatted by {@link #log()} (most runs never read it). */
+  private record Entry(long at, String node, String text) {}
+
+  private final List<Entry> log = new ArrayList<>();
 
   final class Node {
     final NodeSpec spec;
@@ -200,6 +206,10 @@ final class SwarmSim {
     long hashedAt;
     long hashedAfterLast = -1;
     boolean tickPending;
+
+    /** The last frame delivery that reached it ({@link #deliveries}). */
+    long delivery;
+
     long lastTick = Long.MIN_VALUE / 2;
 
     /** Starts holding the whole artifact (its policy's {@code holdComplete}). */
@@ -307,7 +317,11 @@ final class SwarmSim {
 
   /** Every drop and policy note so far, as "{virtual ms} {node}: {text}", in order. */
   List<String> log() {
-    return log;
+    List<String> out = new ArrayList<>(log.size());
+    for (Entry e : log) {
+      out.add(String.format(java.util.Locale.ROOT, "%.3f %s: %s", e.at() / 1e6, e.node(), e.text()));
+    }
+    return out;
   }
 
   /** The SHA-256 every honest read of {@code piece} gives. */
@@ -587,13 +601,18 @@ final class SwarmSim {
       loop.after(
           sc.latency(),
           () -> {
-            Set<Node> touched = new java.util.LinkedHashSet<>();
+            // Each receiver once, in the order it was first sent to (a broadcast lists each once).
+            List<Node> touched = new ArrayList<>();
+            long mark = ++deliveries;
             for (int i = 0; i < to.size(); i++) {
               Conn c = to.get(i);
               Node r = c.remote;
               if (c.open && r.alive) {
                 r.policy.onFrame(c.other, n.id, frames.get(i));
-                touched.add(r);
+                if (r.delivery != mark) {
+                  r.delivery = mark;
+                  touched.add(r);
+                }
               }
             }
             for (Node r : touched) {
@@ -604,7 +623,7 @@ final class SwarmSim {
   }
 
   private void log(Node n, String text) {
-    log.add(String.format(java.util.Locale.ROOT, "%.3f %s: %s", loop.now() / 1e6, n.id, text));
+    log.add(new Entry(loop.now(), n.id, text));
   }
 
   /** {@code f} as the liar {@code n} sends it: its forged pieces claimed with forged hashes. */

@@ -17,8 +17,8 @@ import java.util.Random;
  * one table; every time is a ratio to the bound S/B + (N−1)·piece/B of the node's own link.
  *
  * <pre>
- *   SwarmSimBench [--nodes "8"] [--scenarios "uniform hetero slow churn"]
- *                 [--size BYTES] [--seed N] [--calibrate-only] [--skip-calibration]
+ *   SwarmSimBench [--nodes "8 64 256 1000"] [--scenarios "uniform hetero slow churn"]
+ *                 [--size BYTES] [--seed N] [--threads N] [--calibrate-only] [--skip-calibration]
  * </pre>
  */
 public final class SwarmSimBench {
@@ -45,10 +45,11 @@ public final class SwarmSimBench {
   private SwarmSimBench() {}
 
   public static void main(String[] args) {
-    List<Integer> sizes = List.of(8);
+    List<Integer> sizes = List.of(8, 64, 256, 1000);
     List<String> scenarios = List.of("uniform", "hetero", "slow", "churn");
-    long size = ARTIFACT;
+    long size = 0; // 0: sizeFor(N)
     long seed = 1;
+    int threads = Runtime.getRuntime().availableProcessors();
     boolean calibrate = true;
     boolean scale = true;
     for (int i = 0; i < args.length; i++) {
@@ -58,6 +59,7 @@ public final class SwarmSimBench {
         case "--scenarios" -> scenarios = List.of(args[++i].trim().split("\\s+"));
         case "--size" -> size = Long.parseLong(args[++i]);
         case "--seed" -> seed = Long.parseLong(args[++i]);
+        case "--threads" -> threads = Math.max(1, Integer.parseInt(args[++i]));
         case "--calibrate-only" -> scale = false;
         case "--skip-calibration" -> calibrate = false;
         default -> {
@@ -109,34 +111,76 @@ public final class SwarmSimBench {
     System.out.println();
     System.out.printf(
         Locale.ROOT,
-        "At scale: S = %d B, origin uplink = B; goal p50 <= 1.10, last <= 1.30, origin <= 1.02%n",
-        size);
+        "At scale: S = %s, origin uplink = B; goal p50 <= 1.10, last <= 1.30, origin <= 1.02;"
+            + " %d rows at once%n",
+        size > 0 ? size + " B" : "1.1 GB (the netns artifact) for N < 64, 128 MiB from N = 64",
+        threads);
     System.out.println(
-        "| N | scenario | p50 / bound | last / bound | last / (S/b) | origin / S | origin GETs | goal | virtual s | wall s | µs / round |");
-    System.out.println("|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|");
+        "| N | S | scenario | p50 / bound | last / bound | last / (S/b) | origin / S | origin GETs"
+            + " | goal | virtual s | rounds | wall s | CPU s | µs / round |");
+    System.out.println("|---:|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+    // Each row is one independent single-threaded run: rows run on `threads` threads and print in
+    // order as they finish.
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(threads);
+    List<java.util.concurrent.Future<String>> rows = new ArrayList<>();
     for (int n : sizes) {
+      long s = size > 0 ? size : sizeFor(n);
       for (String name : scenarios) {
-        long t0 = System.nanoTime();
-        Result r = new SwarmSim(scenario(n, name, size, seed)).run();
-        Stats s = stats(r, n, size);
-        boolean goal = r.finished() && s.p50 <= 1.10 && s.last <= 1.30 && s.origin <= 1.02;
-        System.out.printf(
-            Locale.ROOT,
-            "| %d | %s | %.3f | %.3f | %.3f | %.4f | %d | %s | %.1f | %.1f | %.0f |%n",
-            n,
-            name,
-            s.p50,
-            s.last,
-            s.lastFlat,
-            s.origin,
-            r.originRequests(),
-            !r.finished() ? "unfinished" : goal ? "met" : "missed",
-            r.end() / 1e9,
-            (System.nanoTime() - t0) / 1e9,
-            r.roundNanos() / 1e3 / Math.max(1, r.rounds()));
-        System.out.flush();
+        long sd = seed;
+        rows.add(pool.submit(() -> row(n, name, s, sd)));
       }
     }
+    pool.shutdown();
+    try {
+      for (java.util.concurrent.Future<String> row : rows) {
+        System.out.println(row.get());
+        System.out.flush();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  /**
+   * The artifact of a row at N nodes: the netns bench's 1.1 GB below 64 nodes, 128 MiB from 64
+   * (the pipeline term (N−1)·piece/b is then S/b or more, and a run costs O(N²) frames per piece).
+   */
+  static long sizeFor(int n) {
+    return n < 64 ? ARTIFACT : 128L * 1024 * 1024;
+  }
+
+  /** One row of the at-scale table, with the wall and CPU time of its run. */
+  static String row(int n, String name, long size, long seed) {
+    java.lang.management.ThreadMXBean threads =
+        java.lang.management.ManagementFactory.getThreadMXBean();
+    long t0 = System.nanoTime();
+    long c0 = threads.getCurrentThreadCpuTime();
+    Result r = new SwarmSim(scenario(n, name, size, seed)).run();
+    double cpu = (threads.getCurrentThreadCpuTime() - c0) / 1e9;
+    Stats s = stats(r, n, size);
+    boolean goal = r.finished() && s.p50 <= 1.10 && s.last <= 1.30 && s.origin <= 1.02;
+    return String.format(
+        Locale.ROOT,
+        "| %d | %s | %s | %.3f | %.3f | %.3f | %.4f | %d | %s | %.1f | %d | %.1f | %.1f | %.0f |",
+        n,
+        size == ARTIFACT
+            ? "1.1 GB"
+            : size % (1024 * 1024) == 0 ? size / (1024 * 1024) + " MiB" : size + " B",
+        name,
+        s.p50,
+        s.last,
+        s.lastFlat,
+        s.origin,
+        r.originRequests(),
+        !r.finished() ? "unfinished" : goal ? "met" : "missed",
+        r.end() / 1e9,
+        r.rounds(),
+        (System.nanoTime() - t0) / 1e9,
+        cpu,
+        r.roundNanos() / 1e3 / Math.max(1, r.rounds()));
   }
 
   /**

@@ -345,6 +345,71 @@ class SwarmSimTest {
   }
 
   /**
+   * The goals of the swarm at scale that the policy meets today, as {@code bench/swarm-sim.sh}
+   * runs them (bench/README.md, "The swarm at scale, by simulation"): p50 node ≤ 1.10 × the bound
+   * S/b + (N−1)·piece/b, last node ≤ 1.30 ×, origin bytes ≤ 1.02 × S, all in virtual time. N = 8
+   * on the 1.1 GB artifact, all links B: every member reads its eighth once and the pieces pass
+   * on at the links' pace.
+   */
+  @Test
+  @Timeout(600) // virtual time; the wall-clock limit only catches a hang on a loaded machine
+  void eightUniformMembersMeetTheScaleGoalsOnTheBenchArtifact() {
+    assertGoals(8, "uniform", SwarmSimBench.ARTIFACT, true, true);
+  }
+
+  /**
+   * N = 8, 1.1 GB, one member at B/10: without the hand-over of a slow member's share (its eighth
+   * read through a tenth of the link) every node took 9.2 × the bound; with it the goals hold.
+   */
+  @Test
+  @Timeout(600)
+  void eightMembersWithOneAtATenthOfTheLinkMeetTheScaleGoals() {
+    assertGoals(8, "slow", SwarmSimBench.ARTIFACT, true, true);
+  }
+
+  /**
+   * N = 64 on 128 MiB (two pieces per member's share), one member at B/10: its share is read by
+   * the others and its uplink does not hold everyone back (7.1 × the bound before upload slots per
+   * piece); the source is read once. p50 and last miss the goals at this N (bench/README.md).
+   */
+  @Test
+  @Timeout(600)
+  void sixtyFourMembersWithOneSlowReadTheSourceOnceAndAreNotHeldBackByIt() {
+    Result r = new SwarmSim(SwarmSimBench.scenario(64, "slow", 128 * MIB, 1)).run();
+    SwarmSimBench.Stats s = SwarmSimBench.stats(r, 64, 128 * MIB);
+
+    assertThat(r.finished()).isTrue();
+    assertThat(s.origin()).as("origin bytes / S").isLessThanOrEqualTo(1.02);
+    assertThat(s.last()).as("last node / bound (was 7.3 when the slow uplink held everyone)")
+        .isLessThan(2.0);
+  }
+
+  /**
+   * N = 64 on 128 MiB, a tenth of the members at B/2: the last node within 1.3 × the bound and
+   * the source read once (p50 misses the goal at this N, bench/README.md).
+   */
+  @Test
+  @Timeout(600)
+  void sixtyFourMembersWithATenthAtHalfTheLinkMeetTheLastNodeAndOriginGoals() {
+    assertGoals(64, "hetero", 128 * MIB, false, true);
+  }
+
+  /** Runs {@code name} with {@code n} nodes on {@code size} bytes and asserts the goals met. */
+  private static void assertGoals(int n, String name, long size, boolean p50, boolean last) {
+    Result r = new SwarmSim(SwarmSimBench.scenario(n, name, size, 1)).run();
+    SwarmSimBench.Stats s = SwarmSimBench.stats(r, n, size);
+
+    assertThat(r.finished()).as("every node that stayed got Ready").isTrue();
+    if (p50) {
+      assertThat(s.p50()).as("N = %d %s: p50 node / bound", n, name).isLessThanOrEqualTo(1.10);
+    }
+    if (last) {
+      assertThat(s.last()).as("N = %d %s: last node / bound", n, name).isLessThanOrEqualTo(1.30);
+    }
+    assertThat(s.origin()).as("N = %d %s: origin bytes / S", n, name).isLessThanOrEqualTo(1.02);
+  }
+
+  /**
    * Files of 30, 50, 20 and 28 pieces (plus a few bytes each) at N = 2 and 4: the 50-piece file
    * straddles the first block boundary (and at N = 4 spans three blocks), the 20-piece one the
    * last. Each member reads the straddling files' parts first, so at every node the files'

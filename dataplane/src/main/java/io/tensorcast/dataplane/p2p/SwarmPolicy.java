@@ -1750,7 +1750,8 @@ public final class SwarmPolicy<C> {
         p.avoid.clear();
       }
       if (p.inFlight.isEmpty() && p.avoid.isEmpty()) {
-        it.remove(); // nothing of it for this pass or the stuck-request pass until it is asked again
+        it.remove(); // nothing of it for this pass or the stuck-request pass until it is asked
+        // again
         continue;
       }
       if (!p.usable() || p.inFlight.isEmpty()) {

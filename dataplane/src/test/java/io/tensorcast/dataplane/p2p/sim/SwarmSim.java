@@ -173,6 +173,7 @@ final class SwarmSim {
 
   /** Frame deliveries so far: one per batch of frames a node decided. */
   private long deliveries;
+
   /** Drops and notes as they happened; formatted by {@link #log()} (most runs never read it). */
   private record Entry(long at, String node, String text) {}
 
@@ -319,7 +320,8 @@ final class SwarmSim {
   List<String> log() {
     List<String> out = new ArrayList<>(log.size());
     for (Entry e : log) {
-      out.add(String.format(java.util.Locale.ROOT, "%.3f %s: %s", e.at() / 1e6, e.node(), e.text()));
+      out.add(
+          String.format(java.util.Locale.ROOT, "%.3f %s: %s", e.at() / 1e6, e.node(), e.text()));
     }
     return out;
   }

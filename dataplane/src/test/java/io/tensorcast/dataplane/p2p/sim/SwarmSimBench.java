@@ -145,8 +145,8 @@ public final class SwarmSimBench {
   }
 
   /**
-   * The artifact of a row at N nodes: the netns bench's 1.1 GB below 64 nodes, 128 MiB from 64
-   * (the pipeline term (N−1)·piece/b is then S/b or more, and a run costs O(N²) frames per piece).
+   * The artifact of a row at N nodes: the netns bench's 1.1 GB below 64 nodes, 128 MiB from 64 (the
+   * pipeline term (N−1)·piece/b is then S/b or more, and a run costs O(N²) frames per piece).
    */
   static long sizeFor(int n) {
     return n < 64 ? ARTIFACT : 128L * 1024 * 1024;

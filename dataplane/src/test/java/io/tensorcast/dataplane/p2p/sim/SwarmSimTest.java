@@ -345,11 +345,11 @@ class SwarmSimTest {
   }
 
   /**
-   * The goals of the swarm at scale that the policy meets today, as {@code bench/swarm-sim.sh}
-   * runs them (bench/README.md, "The swarm at scale, by simulation"): p50 node ≤ 1.10 × the bound
-   * S/b + (N−1)·piece/b, last node ≤ 1.30 ×, origin bytes ≤ 1.02 × S, all in virtual time. N = 8
-   * on the 1.1 GB artifact, all links B: every member reads its eighth once and the pieces pass
-   * on at the links' pace.
+   * The goals of the swarm at scale that the policy meets today, as {@code bench/swarm-sim.sh} runs
+   * them (bench/README.md, "The swarm at scale, by simulation"): p50 node ≤ 1.10 × the bound S/b +
+   * (N−1)·piece/b, last node ≤ 1.30 ×, origin bytes ≤ 1.02 × S, all in virtual time. N = 8 on the
+   * 1.1 GB artifact, all links B: every member reads its eighth once and the pieces pass on at the
+   * links' pace.
    */
   @Test
   @Timeout(600) // virtual time; the wall-clock limit only catches a hang on a loaded machine
@@ -368,8 +368,8 @@ class SwarmSimTest {
   }
 
   /**
-   * N = 64 on 128 MiB (two pieces per member's share), one member at B/10: its share is read by
-   * the others and its uplink does not hold everyone back (7.1 × the bound before upload slots per
+   * N = 64 on 128 MiB (two pieces per member's share), one member at B/10: its share is read by the
+   * others and its uplink does not hold everyone back (7.1 × the bound before upload slots per
    * piece); the source is read once. p50 and last miss the goals at this N (bench/README.md).
    */
   @Test
@@ -380,13 +380,14 @@ class SwarmSimTest {
 
     assertThat(r.finished()).isTrue();
     assertThat(s.origin()).as("origin bytes / S").isLessThanOrEqualTo(1.02);
-    assertThat(s.last()).as("last node / bound (was 7.3 when the slow uplink held everyone)")
+    assertThat(s.last())
+        .as("last node / bound (was 7.3 when the slow uplink held everyone)")
         .isLessThan(2.0);
   }
 
   /**
-   * N = 64 on 128 MiB, a tenth of the members at B/2: the last node within 1.3 × the bound and
-   * the source read once (p50 misses the goal at this N, bench/README.md).
+   * N = 64 on 128 MiB, a tenth of the members at B/2: the last node within 1.3 × the bound and the
+   * source read once (p50 misses the goal at this N, bench/README.md).
    */
   @Test
   @Timeout(600)

@@ -946,14 +946,7 @@ class PeerToPeerLoadIT {
             "2s",
             "--membership-wait",
             "30s"));
-    for (int i = 0; i + 1 < extra.length; i += 2) {
-      int at = args.indexOf(extra[i]);
-      if (at >= 0) {
-        args.remove(at + 1);
-        args.remove(at);
-      }
-    }
-    args.addAll(List.of(extra));
+    ServeMembers.replaceOptions(args, extra);
     return members.startProcess(id, args);
   }
 

@@ -130,15 +130,23 @@ final class ServeMembers implements AutoCloseable {
   static DataPlaneServer startInProcess(List<String> args, String... extra) throws Exception {
     List<String> all = new ArrayList<>(args);
     all.addAll(List.of("--listen", "127.0.0.1:0"));
+    replaceOptions(all, extra);
+    return DataPlaneServer.start(ServeArguments.parse(all, ServeCommandLine.s3MockCredentials()));
+  }
+
+  /**
+   * Puts each option of {@code extra} (name, value pairs) last in {@code args}, in place of the one
+   * already there.
+   */
+  static void replaceOptions(List<String> args, String... extra) {
     for (int i = 0; i + 1 < extra.length; i += 2) {
-      int at = all.indexOf(extra[i]);
+      int at = args.indexOf(extra[i]);
       if (at >= 0) {
-        all.remove(at + 1);
-        all.remove(at);
+        args.remove(at + 1);
+        args.remove(at);
       }
     }
-    all.addAll(List.of(extra));
-    return DataPlaneServer.start(ServeArguments.parse(all, ServeCommandLine.s3MockCredentials()));
+    args.addAll(List.of(extra));
   }
 
   /**

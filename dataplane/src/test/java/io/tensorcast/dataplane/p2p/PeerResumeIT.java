@@ -184,6 +184,7 @@ class PeerResumeIT {
     assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as("exit status after SIGKILL").isEqualTo(137);
     long held = storedBytes(m2Root);
+    long firstOwnBytes = own.getBodyBytes();
 
     int second = freePort(InetAddress.getLoopbackAddress());
     startProcess("m2-second", m2Args, second);
@@ -201,14 +202,18 @@ class PeerResumeIT {
     long received = ready.bytesFromPeers() + ready.bytesFromSourceOnWire();
     System.out.printf(
         "artifact %d; m2 had loaded %d when killed, %d recorded; the new process received %d"
-            + " (%d from peers, %d from the source; limit %d)%n",
+            + " (%d from peers, %d from the source; limit %d); source bytes: m0 and m1 %d, the"
+            + " first m2 process %d, the second %d%n",
         total,
         before.bytesLoaded(),
         held,
         received,
         ready.bytesFromPeers(),
         ready.bytesFromSourceOnWire(),
-        (long) (1.05 * (total - held)));
+        (long) (1.05 * (total - held)),
+        proxy.getBodyBytes(),
+        firstOwnBytes,
+        own.getBodyBytes() - firstOwnBytes);
     assertThat(held)
         .as("bytes of verified pieces recorded in m2's store when it was killed (.stored)")
         .isGreaterThanOrEqualTo(total / 5);

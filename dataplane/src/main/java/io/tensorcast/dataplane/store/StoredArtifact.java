@@ -736,13 +736,23 @@ public final class StoredArtifact {
   public ByteBuffer writable(String path, long offset, int length) {
     guard.readLock().lock();
     try {
-      MappedFile f = fileForWrite(path);
-      checkRange(f, offset, length);
-      reserve(f, offset, length);
+      MappedFile f = reservedForWrite(path, offset, length);
       return f.buffer(offset, length);
     } finally {
       guard.readLock().unlock();
     }
+  }
+
+  /**
+   * The file {@code path}, open for writing, with bytes {@code [offset, offset + length)} checked
+   * to be inside it and their pages reserved (and locked, under the store's lock policy). Callers
+   * hold the read lock of {@link #guard}.
+   */
+  private MappedFile reservedForWrite(String path, long offset, int length) {
+    MappedFile f = fileForWrite(path);
+    checkRange(f, offset, length);
+    reserve(f, offset, length);
+    return f;
   }
 
   /**
@@ -758,9 +768,7 @@ public final class StoredArtifact {
   public void write(String path, long offset, ByteBuffer src) {
     guard.readLock().lock();
     try {
-      MappedFile f = fileForWrite(path);
-      checkRange(f, offset, src.remaining());
-      reserve(f, offset, src.remaining());
+      MappedFile f = reservedForWrite(path, offset, src.remaining());
       f.buffer(offset, src.remaining()).put(src);
     } finally {
       guard.readLock().unlock();
@@ -785,9 +793,7 @@ public final class StoredArtifact {
   public RangeWriter openRange(String path, long offset, int length) {
     guard.readLock().lock();
     try {
-      MappedFile f = fileForWrite(path);
-      checkRange(f, offset, length);
-      reserve(f, offset, length);
+      MappedFile f = reservedForWrite(path, offset, length);
       try {
         return new RangeWriter(
             FileChannel.open(f.absolutePath, StandardOpenOption.WRITE), f, offset, length);

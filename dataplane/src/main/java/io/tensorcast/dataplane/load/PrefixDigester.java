@@ -38,11 +38,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are read back
  * from the store's file, in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's
- * read lock, through one 1 MiB heap buffer per hashing thread ({@link
- * StoredArtifact#consumeFromFile}: {@code pread}, not the mapping, whose pages this process would
- * otherwise fault in one by one; the digests take heap arrays without a further copy). A restarted
- * or resumed load can feed the ranges that are already in the store to a new digester, which hashes
- * them again from the store.
+ * read lock, through one 1 MiB buffer per hashing thread ({@link StoredArtifact#consumeFromFile}:
+ * {@code pread}, not the mapping, whose pages this process would otherwise fault in one by one). A
+ * restarted or resumed load can feed the ranges that are already in the store to a new digester,
+ * which hashes them again from the store.
  *
  * <p>Thread-safe. {@link #close()} stops hashing and waits for the pool: afterwards no task reads
  * the store, so the artifact may be unloaded.
@@ -59,11 +58,18 @@ final class PrefixDigester implements AutoCloseable {
   }
 
   /**
-   * Each hashing thread's heap buffer: the bytes are read from the store's file into it ({@link
-   * StoredArtifact#consumeFromFile}), not through the mapping.
+   * Each hashing thread's buffer: the bytes are read from the store's file into it ({@link
+   * StoredArtifact#consumeFromFile}), not through the mapping. Direct when SHA-256 is native
+   * (libcrypto hashes it in place; a heap buffer would cost the JDK's copy through a temporary
+   * direct buffer on each {@code pread}), else heap (what {@code MessageDigest} takes without a
+   * copy).
    */
   private static final ThreadLocal<java.nio.ByteBuffer> CHUNK =
-      ThreadLocal.withInitial(() -> java.nio.ByteBuffer.allocate(1 << 20));
+      ThreadLocal.withInitial(
+          () ->
+              OpenSslSha256.available()
+                  ? java.nio.ByteBuffer.allocateDirect(1 << 20)
+                  : java.nio.ByteBuffer.allocate(1 << 20));
 
   private final StoredArtifact stored;
   private final ExecutorService pool;

@@ -33,7 +33,10 @@ final class SourceDigests {
    */
   static Hasher hasher(PublishedDigest.Algorithm algorithm, long size) {
     return switch (algorithm) {
-      case SHA256 -> digest("SHA-256", null);
+      case SHA256 -> {
+        Hasher nativeSha256 = OpenSslSha256.create();
+        yield nativeSha256 != null ? nativeSha256 : digest("SHA-256", null);
+      }
       case SHA1 -> digest("SHA-1", null);
       case MD5 -> digest("MD5", null);
       case GIT_BLOB_SHA1 ->

@@ -932,10 +932,11 @@ public final class StoredArtifact {
 
   /**
    * Like {@link #consume}, but the bytes are read from the file ({@code pread}) into {@code chunk},
-   * a heap buffer of the caller, and handed to {@code reader} one chunk at a time (each a view of
+   * a buffer of the caller (direct: one copy, by the kernel; heap: the JDK copies through a
+   * temporary direct buffer), and handed to {@code reader} one chunk at a time (each a view of
    * {@code chunk}, position 0); the artifact's read lock is held throughout. For hashing bytes that
    * were written by a {@link RangeWriter}: reading them through the file takes no page faults in
-   * this process, and digests take heap arrays without a further copy.
+   * this process.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
@@ -944,8 +945,8 @@ public final class StoredArtifact {
    */
   public void consumeFromFile(
       String path, long offset, int length, ByteBuffer chunk, Consumer<ByteBuffer> reader) {
-    if (!chunk.hasArray() || chunk.capacity() == 0) {
-      throw new IllegalArgumentException("chunk must be a non-empty heap buffer");
+    if (chunk.isReadOnly() || chunk.capacity() == 0) {
+      throw new IllegalArgumentException("chunk must be a non-empty writable buffer");
     }
     guard.readLock().lock();
     try {

@@ -43,17 +43,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads one artifact from a source into the page-locked store: resolve (list; read and validate
- * safetensors headers and torch checkpoint structures within the {@link FormatLimits} and ask the
- * source for each file's published digest, all files in parallel; check index files against the
- * headers) → admit (size against the limit and the store's budget, before any file byte is read) →
- * load (parallel ranged reads straight into the store's mappings, whose pages are reserved and
- * locked as the bytes land) → verify → Ready.
+ * Loads one artifact from a source into the page-locked store: list → ask the source for each
+ * file's published digest, all files in parallel, while the files are admitted (size against the
+ * limit and the store's budget, before any file byte is read) and allocated → load (parallel ranged
+ * reads straight into the store, or a {@link StoreFiller}) while the safetensors headers and torch
+ * checkpoint structures are read and validated within the {@link FormatLimits} and the index files
+ * checked against the headers ({@code Metadata}) → verify → Ready. A header or structure that
+ * breaks its rules stops the load with its rule, whenever it arrives.
  *
  * <p>Verification runs while the bytes arrive ({@link PrefixDigester}): each file's SHA-256 and the
  * source's digest follow the contiguous prefix of its stored bytes, and a file whose last byte is
  * hashed is checked at once — its header or checkpoint structure read again from the store and
- * compared with the one validated before loading, the source unchanged, the digest equal to the
+ * compared with the one validated from the source, the source unchanged, the digest equal to the
  * source's — and marked complete with that SHA-256. After the last byte only the tail of the
  * hashing remains. A file that fails its check stops the load.
  *
@@ -1490,9 +1491,9 @@ public final class ArtifactLoader implements Loader {
 
   /**
    * Checks one file's bytes in the store: the safetensors header (or torch checkpoint structure) in
-   * the store must be the one validated before loading (so the structure check applies to the bytes
-   * consumers will read), the source must still hold the listed version, and the digest must equal
-   * the source's when it publishes one. Then marks the file complete with its SHA-256.
+   * the store must be the one validated from the source (so the structure check applies to the
+   * bytes consumers will read), the source must still hold the listed version, and the digest must
+   * equal the source's when it publishes one. Then marks the file complete with its SHA-256.
    */
   private void verify(
       StoredArtifact stored,

@@ -257,7 +257,7 @@ class ArtifactLoaderIT {
     List<Long> resumed =
         proxy.gets("/" + BUCKET + "/" + MODEL + MNIST).stream()
             .map(r -> r.rangeStart().orElseThrow())
-            .filter(start -> start != 8) // the header's JSON, read before loading
+            .filter(start -> start != 8) // the header's JSON, read alongside the data
             .filter(start -> start % RANGE != 0)
             .toList();
     assertThat(resumed)

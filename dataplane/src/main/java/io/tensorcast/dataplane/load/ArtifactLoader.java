@@ -33,6 +33,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -42,17 +43,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads one artifact from a source into the page-locked store: resolve (list; read and validate
- * safetensors headers and torch checkpoint structures within the {@link FormatLimits} and ask the
- * source for each file's published digest, all files in parallel; check index files against the
- * headers) → admit (size against the limit and the store's budget, before any file byte is read) →
- * load (parallel ranged reads straight into the store's mappings, whose pages are reserved and
- * locked as the bytes land) → verify → Ready.
+ * Loads one artifact from a source into the page-locked store: list → ask the source for each
+ * file's published digest, all files in parallel, while the files are admitted (size against the
+ * limit and the store's budget, before any file byte is read) and allocated → load (parallel ranged
+ * reads straight into the store, or a {@link StoreFiller}) while the safetensors headers and torch
+ * checkpoint structures are read and validated within the {@link FormatLimits} and the index files
+ * checked against the headers ({@code Metadata}) → verify → Ready. A header or structure that
+ * breaks its rules stops the load with its rule, whenever it arrives.
  *
  * <p>Verification runs while the bytes arrive ({@link PrefixDigester}): each file's SHA-256 and the
  * source's digest follow the contiguous prefix of its stored bytes, and a file whose last byte is
  * hashed is checked at once — its header or checkpoint structure read again from the store and
- * compared with the one validated before loading, the source unchanged, the digest equal to the
+ * compared with the one validated from the source, the source unchanged, the digest equal to the
  * source's — and marked complete with that SHA-256. After the last byte only the tail of the
  * hashing remains. A file that fails its check stops the load.
  *
@@ -202,6 +204,7 @@ public final class ArtifactLoader implements Loader {
   public DataPlaneStatus load() throws LoadFailure {
     StoredArtifact stored = null;
     Verification verification = null;
+    Metadata structures = null;
     try {
       state.phase(Phase.Resolving);
       long resolving = System.nanoTime();
@@ -217,68 +220,65 @@ public final class ArtifactLoader implements Loader {
         return adopt(kept, files, keptDigests);
       }
       long total = files.stream().mapToLong(SourceFile::size).sum();
+      String revision = source.resolvedRevision().orElseGet(() -> revisionOf(files));
+      state.resolved(files, Map.of(), 0, revision);
       // Nothing of this artifact in the store (a cold load): its files are created, mapped and
-      // locked while the headers and digests are read.
+      // locked while the digests and headers are read.
       Allocation early = store.get(options.artifactId()).isEmpty() ? startAllocation(files) : null;
-      Resolved resolved;
+      // The headers, checkpoint structures and index files are read and validated alongside the
+      // bytes: each file's check waits for them, and one that fails them stops the load.
+      structures = new Metadata(files);
+      Map<String, PublishedDigest> digests;
       try {
-        resolved = resolve(files);
-        ShardIndexes.validate(
-            files,
-            source.filter(),
-            resolved.headers(),
-            resolved.checkpoints(),
-            options.limits(),
-            f ->
-                metadata.wholeFile(
-                    f,
-                    () ->
-                        HeaderFetcher.fetchBytes(
-                            source, f, options.read().maxAttempts(), state::retried, gate)));
-        state.resolved(
-            files,
-            resolved.headers(),
-            resolved.checkpoints().values().stream().mapToLong(c -> c.tensors().size()).sum(),
-            source.resolvedRevision().orElseGet(() -> revisionOf(files)));
+        digests = structures.digests(files);
+        structures.throwIfFailed();
       } catch (LoadFailure | RuntimeException e) {
+        structures.stop();
         if (early != null) {
           early.release(e);
         }
         throw e;
       }
 
-      long headersRead = System.nanoTime();
+      long digestsRead = System.nanoTime();
       long allocationNanos;
       StoredArtifact resumed = null;
-      if (early != null) {
-        stored = early.await();
-        allocationNanos = early.nanos;
-      } else {
-        admit(total);
-        resumed = resumableCopy(files);
-        if (resumed != null) {
-          stored = resumed;
+      try {
+        if (early != null) {
+          stored = early.await();
+          allocationNanos = early.nanos;
         } else {
-          discardStaleCopy();
-          stored = allocate(files);
+          admit(total);
+          resumed = resumableCopy(files);
+          if (resumed != null) {
+            stored = resumed;
+          } else {
+            discardStaleCopy();
+            stored = allocate(files);
+          }
+          allocationNanos = System.nanoTime() - digestsRead;
         }
-        allocationNanos = System.nanoTime() - headersRead;
+      } catch (LoadFailure e) {
+        // A header that breaks its rules is reported before the size or memory the same
+        // artifact also exceeds, as when the allocation waited for the headers.
+        throw structures.failureOr(e);
       }
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
-          "artifact {}: {} files listed, their headers and digests read in {} ms; {} bytes"
-              + " allocated in {} ms{} ({})",
+          "artifact {}: {} files listed and their digests read in {} ms; {} bytes allocated in {}"
+              + " ms{} ({}); loading while the headers are read",
           options.artifactId(),
           files.size(),
-          (headersRead - resolving) / 1_000_000,
+          (digestsRead - resolving) / 1_000_000,
           total,
           allocationNanos / 1_000_000,
-          early != null ? " while the headers were read" : "",
+          early != null ? " while the digests were read" : "",
           stored.lockStatus().message());
 
       state.phase(Phase.Loading);
       long loading = System.nanoTime();
-      verification = new Verification(stored, files, resolved);
+      verification = new Verification(stored, files, digests);
+      structures.then(verification, resolving);
       if (filler != null) {
         if (resumed != null) {
           verification.reopenChanged();
@@ -316,6 +316,10 @@ public final class ArtifactLoader implements Loader {
       metadata.forgetListing();
       fail(stored, verification, f);
       throw f;
+    } finally {
+      if (structures != null) {
+        structures.stop();
+      }
     }
   }
 
@@ -399,13 +403,13 @@ public final class ArtifactLoader implements Loader {
 
           @Override
           public boolean publishesDigest(SourceFile file) {
-            PublishedDigest d = verification.resolved.digests().get(file.path());
+            PublishedDigest d = verification.digests.get(file.path());
             return d != null && d.present();
           }
 
           @Override
           public boolean matchesPublishedDigest(SourceFile file) {
-            PublishedDigest d = verification.resolved.digests().get(file.path());
+            PublishedDigest d = verification.digests.get(file.path());
             return d != null
                 && d.present()
                 && java.security.MessageDigest.isEqual(
@@ -413,12 +417,18 @@ public final class ArtifactLoader implements Loader {
                     d.value());
           }
         };
+    verification.fillStarts();
     try {
       f.fill(source, stored, files, options.read(), gate, progress);
     } catch (InterruptedException e) {
+      verification.fillEnded();
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
+    } catch (LoadFailure e) {
+      verification.fillEnded();
+      throw e;
     }
+    verification.fillEnded();
   }
 
   /**
@@ -609,67 +619,236 @@ public final class ArtifactLoader implements Loader {
   }
 
   /**
-   * What resolving found: the safetensors headers and torch checkpoint structures (validated) and
-   * the digest the source publishes for every file, by path.
+   * The safetensors headers and torch checkpoint structures of a load's files (validated), by path.
    */
-  private record Resolved(
-      Map<String, SafetensorsHeader> headers,
-      Map<String, TorchCheckpoint> checkpoints,
-      Map<String, PublishedDigest> digests) {}
+  private record Parsed(
+      Map<String, SafetensorsHeader> headers, Map<String, TorchCheckpoint> checkpoints) {
+    long tensors() {
+      return headers.values().stream().mapToLong(h -> h.tensors().size()).sum()
+          + checkpoints.values().stream().mapToLong(c -> c.tensors().size()).sum();
+    }
+  }
 
-  /** What one file resolved to: its header or checkpoint (or neither) and its digest. */
-  private record FileResolution(
-      SafetensorsHeader header, TorchCheckpoint checkpoint, PublishedDigest digest) {}
+  /** What one file's structure read found: its header or checkpoint, or neither. */
+  private record FileStructure(SafetensorsHeader header, TorchCheckpoint checkpoint) {}
 
   /**
-   * Resolves every file in parallel: a safetensors header with two small ranged reads (the 8-byte
-   * length prefix, then exactly the JSON: nothing past the header, so members of a swarm read no
-   * tensor bytes twice), a torch checkpoint's structure with ranged reads of its zip directory,
-   * local headers and pickle (a pickle that needs code is refused, {@code InvalidTorchCheckpoint}),
-   * and the digest the source publishes (S3: a HEAD with {@code If-Match}), so that the digest's
-   * algorithm is known while the bytes arrive.
+   * The metadata of one load's files, read from the source on a pool of {@link
+   * #metadataConcurrency} threads while the load goes on: first the digest every file's source
+   * publishes (S3: a HEAD with {@code If-Match}), which the load waits for, since each digest's
+   * algorithm must be known while the bytes arrive; then each file's structure, read and validated
+   * alongside the bytes — a safetensors header with two small ranged reads (the 8-byte length
+   * prefix, then exactly the JSON: nothing past the header, so members of a swarm read no tensor
+   * bytes twice), a torch checkpoint's structure with ranged reads of its zip directory, local
+   * headers and pickle (a pickle that needs code is refused, {@code InvalidTorchCheckpoint}) — and
+   * the index files checked against the headers. Every file's check waits for the structures; the
+   * first structure that fails its rules fails the load ({@link Verification#structuresFailed}).
    */
-  private Resolved resolve(List<SourceFile> files) throws LoadFailure {
-    List<FileResolution> each =
-        inParallel(
-            files,
-            f -> {
-              SafetensorsHeader header = null;
-              TorchCheckpoint checkpoint = null;
-              if (f.path().endsWith(".safetensors")) {
-                header = metadata.header(f, () -> readHeader(f));
-              } else if (HeaderFetcher.isTorchPath(f.path())) {
-                checkpoint =
-                    metadata
-                        .checkpoint(
-                            f,
-                            () ->
-                                HeaderFetcher.fetchTorch(
-                                    source,
-                                    f,
-                                    options.limits().torch(),
-                                    options.read().maxAttempts(),
-                                    state::retried,
-                                    gate))
-                        .orElse(null);
+  private final class Metadata {
+    private final ExecutorService pool;
+    private final List<CompletableFuture<PublishedDigest>> digests = new ArrayList<>();
+    private final CompletableFuture<Parsed> parsed = new CompletableFuture<>();
+
+    Metadata(List<SourceFile> files) {
+      int threads = Math.max(1, Math.min(metadataConcurrency(options.read()), files.size() * 2));
+      pool = Executors.newFixedThreadPool(threads, daemon("tensorcast-headers"));
+      for (SourceFile f : files) {
+        digests.add(async(() -> publishedDigest(f)));
+      }
+      List<CompletableFuture<FileStructure>> each = new ArrayList<>();
+      for (SourceFile f : files) {
+        CompletableFuture<FileStructure> s = async(() -> structureOf(f));
+        s.whenComplete(
+            (r, e) -> {
+              if (e != null) {
+                parsed.completeExceptionally(e);
               }
-              return new FileResolution(header, checkpoint, publishedDigest(f));
             });
-    Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
-    Map<String, TorchCheckpoint> checkpoints = new LinkedHashMap<>();
-    Map<String, PublishedDigest> digests = new LinkedHashMap<>();
-    for (int i = 0; i < files.size(); i++) {
-      String path = files.get(i).path();
-      FileResolution r = each.get(i);
-      if (r.header() != null) {
-        headers.put(path, r.header());
+        each.add(s);
       }
-      if (r.checkpoint() != null) {
-        checkpoints.put(path, r.checkpoint());
-      }
-      digests.put(path, r.digest());
+      CompletableFuture.allOf(each.toArray(CompletableFuture[]::new))
+          .thenRunAsync(
+              () -> {
+                Map<String, SafetensorsHeader> headers = new LinkedHashMap<>();
+                Map<String, TorchCheckpoint> checkpoints = new LinkedHashMap<>();
+                for (int i = 0; i < files.size(); i++) {
+                  FileStructure r = each.get(i).join();
+                  if (r.header() != null) {
+                    headers.put(files.get(i).path(), r.header());
+                  }
+                  if (r.checkpoint() != null) {
+                    checkpoints.put(files.get(i).path(), r.checkpoint());
+                  }
+                }
+                try {
+                  ShardIndexes.validate(
+                      files,
+                      source.filter(),
+                      headers,
+                      checkpoints,
+                      options.limits(),
+                      f ->
+                          metadata.wholeFile(
+                              f,
+                              () ->
+                                  HeaderFetcher.fetchBytes(
+                                      source,
+                                      f,
+                                      options.read().maxAttempts(),
+                                      state::retried,
+                                      gate)));
+                  parsed.complete(new Parsed(headers, checkpoints));
+                } catch (LoadFailure e) {
+                  parsed.completeExceptionally(e);
+                } catch (RuntimeException e) {
+                  parsed.completeExceptionally(
+                      new LoadFailure(Reason.InternalError, String.valueOf(e), e));
+                }
+              },
+              pool)
+          .whenComplete(
+              (v, e) -> {
+                if (e != null) {
+                  parsed.completeExceptionally(failureOf(e));
+                }
+              });
     }
-    return new Resolved(headers, checkpoints, digests);
+
+    /** A file's header or checkpoint structure, as an earlier load got it or read now. */
+    private FileStructure structureOf(SourceFile f) throws LoadFailure {
+      if (f.path().endsWith(".safetensors")) {
+        return new FileStructure(metadata.header(f, () -> readHeader(f)), null);
+      }
+      if (HeaderFetcher.isTorchPath(f.path())) {
+        return new FileStructure(
+            null,
+            metadata
+                .checkpoint(
+                    f,
+                    () ->
+                        HeaderFetcher.fetchTorch(
+                            source,
+                            f,
+                            options.limits().torch(),
+                            options.read().maxAttempts(),
+                            state::retried,
+                            gate))
+                .orElse(null));
+      }
+      return new FileStructure(null, null);
+    }
+
+    private <T> CompletableFuture<T> async(FileTask<T> task) {
+      CompletableFuture<T> out = new CompletableFuture<>();
+      try {
+        pool.execute(
+            () -> {
+              try {
+                out.complete(task.run());
+              } catch (LoadFailure e) {
+                out.completeExceptionally(e);
+              } catch (RuntimeException e) {
+                out.completeExceptionally(
+                    new LoadFailure(Reason.InternalError, String.valueOf(e), e));
+              }
+            });
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        out.completeExceptionally(
+            new LoadFailure(Reason.Interrupted, "the load stopped reading metadata", e));
+      }
+      return out;
+    }
+
+    /** Every file's published digest, by path; the first failure (in file order) fails the load. */
+    Map<String, PublishedDigest> digests(List<SourceFile> files) throws LoadFailure {
+      Map<String, PublishedDigest> out = new LinkedHashMap<>();
+      for (int i = 0; i < files.size(); i++) {
+        try {
+          out.put(files.get(i).path(), digests.get(i).get());
+        } catch (ExecutionException e) {
+          throw failureOf(e.getCause());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new LoadFailure(Reason.Interrupted, "interrupted while reading digests", e);
+        }
+      }
+      return out;
+    }
+
+    /** Throws the structures' failure if they already failed. */
+    void throwIfFailed() throws LoadFailure {
+      if (parsed.isCompletedExceptionally()) {
+        try {
+          parsed.join();
+        } catch (java.util.concurrent.CompletionException
+            | java.util.concurrent.CancellationException e) {
+          throw failureOf(e);
+        }
+      }
+    }
+
+    /**
+     * Hands the structures to {@code v} once read, or their failure; logs when they were read,
+     * counted from {@code since}.
+     */
+    void then(Verification v, long since) {
+      parsed.whenComplete(
+          (r, e) -> {
+            if (e != null) {
+              v.structuresFailed(failureOf(e));
+              return;
+            }
+            state.tensors(r.tensors());
+            log.info(
+                "artifact {}: {} headers and {} checkpoint structures read and validated {} ms"
+                    + " after the listing began",
+                options.artifactId(),
+                r.headers().size(),
+                r.checkpoints().size(),
+                (System.nanoTime() - since) / 1_000_000);
+            v.structuresResolved(r);
+          });
+    }
+
+    /**
+     * The structures' failure, once they are read, with {@code other} suppressed into it; or {@code
+     * other} when they are valid.
+     */
+    LoadFailure failureOr(LoadFailure other) {
+      try {
+        parsed.join();
+        return other;
+      } catch (java.util.concurrent.CompletionException
+          | java.util.concurrent.CancellationException e) {
+        LoadFailure f = failureOf(e);
+        if (f.reason() == Reason.Interrupted) {
+          return other;
+        }
+        f.addSuppressed(other);
+        return f;
+      }
+    }
+
+    /** Stops the reads still running (the load ended). */
+    void stop() {
+      pool.shutdownNow();
+    }
+  }
+
+  /** The {@link LoadFailure} behind a future's failure. */
+  private static LoadFailure failureOf(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof LoadFailure f) {
+        return f;
+      }
+    }
+    return new LoadFailure(Reason.InternalError, String.valueOf(e), e);
+  }
+
+  /** A per-file metadata read that may fail the load. */
+  @FunctionalInterface
+  private interface FileTask<T> {
+    T run() throws LoadFailure;
   }
 
   /**
@@ -981,7 +1160,14 @@ public final class ArtifactLoader implements Loader {
   private final class Verification implements RangeSink, AutoCloseable {
     private final StoredArtifact stored;
     private final List<SourceFile> files;
-    private final Resolved resolved;
+    private final Map<String, PublishedDigest> digests;
+
+    /** The validated headers and checkpoint structures; null until read (checks wait for them). */
+    private Parsed parsed;
+
+    /** The thread in {@link StoreFiller#fill}, interrupted when the structures fail; or null. */
+    private Thread filling;
+
     private final PrefixDigester digester;
     private final Map<String, java.util.concurrent.CompletableFuture<Void>> checked =
         new LinkedHashMap<>();
@@ -990,10 +1176,11 @@ public final class ArtifactLoader implements Loader {
     private final List<PrefixDigester.FileDigests> heldChecks = new ArrayList<>();
     private boolean holdingChecks;
 
-    Verification(StoredArtifact stored, List<SourceFile> files, Resolved resolved) {
+    Verification(
+        StoredArtifact stored, List<SourceFile> files, Map<String, PublishedDigest> digests) {
       this.stored = stored;
       this.files = files;
-      this.resolved = resolved;
+      this.digests = digests;
       for (SourceFile f : files) {
         checked.put(f.path(), new java.util.concurrent.CompletableFuture<>());
       }
@@ -1011,7 +1198,7 @@ public final class ArtifactLoader implements Loader {
     }
 
     private void track(SourceFile f) {
-      PublishedDigest d = resolved.digests().get(f.path());
+      PublishedDigest d = digests.get(f.path());
       digester.track(
           f,
           d.present()
@@ -1063,9 +1250,7 @@ public final class ArtifactLoader implements Loader {
         if (stored.isComplete(f.path())) {
           if (!otherVersion && storedVersion.isPresent()) {
             state.fileComplete(
-                f.path(),
-                stored.completedSha256(f.path()).orElseThrow(),
-                resolved.digests().get(f.path()));
+                f.path(), stored.completedSha256(f.path()).orElseThrow(), digests.get(f.path()));
             checked.get(f.path()).complete(null);
             kept += f.size();
             continue;
@@ -1162,15 +1347,72 @@ public final class ArtifactLoader implements Loader {
 
     /** Every byte of every file is in the store (a {@link StoreFiller} filled it). */
     void allStored() {
-      List<PrefixDigester.FileDigests> held;
+      List<PrefixDigester.FileDigests> held = List.of();
       synchronized (heldChecks) {
         holdingChecks = false;
-        held = new ArrayList<>(heldChecks);
-        heldChecks.clear();
+        if (parsed != null) {
+          held = new ArrayList<>(heldChecks);
+          heldChecks.clear();
+        }
       }
       held.forEach(this::checkNow);
       for (SourceFile f : files) {
         digester.stored(f, 0, f.size());
+      }
+    }
+
+    /**
+     * The headers and checkpoint structures were read and validated: the checks held for them run
+     * (unless a {@link StoreFiller} is still filling).
+     */
+    void structuresResolved(Parsed p) {
+      List<PrefixDigester.FileDigests> held = List.of();
+      synchronized (heldChecks) {
+        parsed = p;
+        if (!holdingChecks) {
+          held = new ArrayList<>(heldChecks);
+          heldChecks.clear();
+        }
+      }
+      held.forEach(this::checkNow);
+    }
+
+    /**
+     * A header, checkpoint structure or index file failed its rules (or could not be read): the
+     * load stops with that failure — the ranged read at its next range, a {@link StoreFiller} by an
+     * interrupt of the thread filling.
+     */
+    void structuresFailed(LoadFailure f) {
+      failure.compareAndSet(null, f);
+      for (var c : checked.values()) {
+        c.completeExceptionally(f);
+      }
+      synchronized (heldChecks) {
+        if (filling != null) {
+          filling.interrupt();
+        }
+      }
+    }
+
+    /** The calling thread starts a {@link StoreFiller}'s fill. */
+    void fillStarts() throws LoadFailure {
+      synchronized (heldChecks) {
+        filling = Thread.currentThread();
+      }
+      throwIfFailed();
+    }
+
+    /**
+     * The fill returned or threw; clears an interrupt {@link #structuresFailed} sent it, and throws
+     * that failure.
+     */
+    void fillEnded() throws LoadFailure {
+      synchronized (heldChecks) {
+        filling = null;
+      }
+      if (failure.get() != null) {
+        Thread.interrupted();
+        throwIfFailed();
       }
     }
 
@@ -1220,7 +1462,7 @@ public final class ArtifactLoader implements Loader {
      */
     private void check(PrefixDigester.FileDigests d) {
       synchronized (heldChecks) {
-        if (holdingChecks) {
+        if (holdingChecks || parsed == null) {
           heldChecks.add(d);
           return;
         }
@@ -1234,9 +1476,9 @@ public final class ArtifactLoader implements Loader {
         verify(
             stored,
             file,
-            resolved.headers().get(file.path()),
-            resolved.checkpoints().get(file.path()),
-            resolved.digests().get(file.path()),
+            parsed.headers().get(file.path()),
+            parsed.checkpoints().get(file.path()),
+            digests.get(file.path()),
             d);
         checked.get(file.path()).complete(null);
       } catch (LoadFailure f) {
@@ -1249,9 +1491,9 @@ public final class ArtifactLoader implements Loader {
 
   /**
    * Checks one file's bytes in the store: the safetensors header (or torch checkpoint structure) in
-   * the store must be the one validated before loading (so the structure check applies to the bytes
-   * consumers will read), the source must still hold the listed version, and the digest must equal
-   * the source's when it publishes one. Then marks the file complete with its SHA-256.
+   * the store must be the one validated from the source (so the structure check applies to the
+   * bytes consumers will read), the source must still hold the listed version, and the digest must
+   * equal the source's when it publishes one. Then marks the file complete with its SHA-256.
    */
   private void verify(
       StoredArtifact stored,

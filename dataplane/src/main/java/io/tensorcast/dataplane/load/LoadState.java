@@ -68,6 +68,11 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
         headers.values().stream().mapToLong(h -> h.tensors().size()).sum() + torchTensors;
   }
 
+  /** The tensors the headers and checkpoint structures declare, once read (after the listing). */
+  synchronized void tensors(long count) {
+    this.tensors = count;
+  }
+
   synchronized void locked(LockStatus s, String dir) {
     this.lock = ArtifactLoader.lockInfo(s);
     this.directory = dir;

@@ -18,22 +18,32 @@ final class DurableFiles {
    * (atomic), then the directory forced so the rename itself survives a crash. A reader sees the
    * old file or the new one, whole; never a torn one that this method left.
    *
-   * @throws IOException from the file system; the temporary file may be left behind, never the
-   *     target half-written
+   * @throws IOException from the file system (an interrupt of the writing thread included); the
+   *     temporary file is removed, the target never half-written
    */
   static void replace(Path target, byte[] bytes) throws IOException {
     Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
-    try (FileChannel ch =
+    FileChannel opened =
         FileChannel.open(
             tmp,
             StandardOpenOption.CREATE,
             StandardOpenOption.TRUNCATE_EXISTING,
-            StandardOpenOption.WRITE)) {
+            StandardOpenOption.WRITE);
+    try (FileChannel ch = opened) {
       ByteBuffer b = ByteBuffer.wrap(bytes);
       while (b.hasRemaining()) {
         ch.write(b);
       }
       ch.force(true);
+    } catch (IOException e) {
+      // Interrupted (the channel closed under the write) or the device failed: the temporary
+      // file this call opened goes, the target stays as it was.
+      try {
+        Files.deleteIfExists(tmp);
+      } catch (IOException | RuntimeException d) {
+        e.addSuppressed(d);
+      }
+      throw e;
     }
     Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     Path dir = target.toAbsolutePath().getParent();

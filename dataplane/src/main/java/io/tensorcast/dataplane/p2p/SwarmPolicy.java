@@ -346,6 +346,13 @@ public final class SwarmPolicy<C> {
   private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
 
   /**
+   * The live members whose turn it is to read their share from the source ({@link #readingTurn}),
+   * as of the last scheduling round; null: every live member's (no more live members than the
+   * concurrency).
+   */
+  private Set<String> readingTurn;
+
+  /**
    * Pieces an earlier fill left in this member's store ({@link #resume}) that wait for their
    * confirmation → their SHA-256 computed from the store now. Held back from announcements and
    * schedules until then.
@@ -459,6 +466,12 @@ public final class SwarmPolicy<C> {
 
     /** When it first connected during this policy's life, or last announced a piece it reads. */
     long shareProgressAt;
+
+    /**
+     * When its reading turn ({@link #readingTurn}) began as this member last saw it; 0: not in
+     * turn (or turns do not apply).
+     */
+    long turnAt;
 
     /**
      * Pieces it announced with HAVE as their reader (or marked reader) since {@link #rateSince}.
@@ -1404,7 +1417,7 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          if (!old && sendingNow[piece] >= UPLOAD_SLOTS) {
+          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1532,6 +1545,7 @@ public final class SwarmPolicy<C> {
       view = view(now);
     }
     lastView = view;
+    readingTurn = readingTurn(view, now);
     if (!resumed.isEmpty()) {
       confirmOwnReads(view.plan());
     }
@@ -1877,7 +1891,8 @@ public final class SwarmPolicy<C> {
     boolean any = false;
     Map<String, Integer> waitingBy = null;
     for (Peer<C> p : peers.values()) {
-      if (now - Math.max(since, p.shareProgressAt) <= stall
+      if (now - Math.max(Math.max(since, p.shareProgressAt), p.turnAt) <= stall
+          || (readingTurn != null && !readingTurn.contains(p.id))
           || p.conn == null
           || p.refused
           || handedOver.containsKey(p.id)
@@ -1944,7 +1959,8 @@ public final class SwarmPolicy<C> {
           || handedOver.containsKey(p.id)
           || !view.live().contains(p.id)
           || waiting == 0
-          || p.shareReads == 0) {
+          || p.shareReads == 0
+          || (readingTurn != null && !readingTurn.contains(p.id))) {
         p.slow = false;
         continue;
       }
@@ -1971,6 +1987,39 @@ public final class SwarmPolicy<C> {
       }
     }
     return any;
+  }
+
+  /**
+   * Whose turn it is to read their share: with more live members than the concurrency, the first
+   * {@code concurrency} live members in id order (block order) that still read pieces nobody live
+   * holds — the swarm as a whole reads with the concurrency of one loader, and the first pieces
+   * leave the origin after {@code concurrency} pieces' worth of its bytes, not after every
+   * member's. The others' turn comes as the earlier members' HAVEs arrive. Null: every live
+   * member's turn (no more live members than the concurrency). Sets {@link Peer#turnAt}.
+   * O(members + pieces).
+   */
+  private Set<String> readingTurn(View view, long now) {
+    if (view.live().size() <= concurrency) {
+      return null;
+    }
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    Set<String> turn = new java.util.HashSet<>();
+    for (String m : view.plan().live()) {
+      if (turn.size() >= concurrency) {
+        break;
+      }
+      if (waitingBy.getOrDefault(m, 0) > 0) {
+        turn.add(m);
+      }
+    }
+    for (Peer<C> p : peers.values()) {
+      if (!turn.contains(p.id)) {
+        p.turnAt = 0;
+      } else if (p.turnAt == 0) {
+        p.turnAt = now;
+      }
+    }
+    return turn;
   }
 
   /**
@@ -2126,7 +2175,8 @@ public final class SwarmPolicy<C> {
     // The plan of the last scheduling round; what changed since in the holdings and reads is
     // checked against the current state below.
     View v = lastView != null ? lastView : (lastView = view(now));
-    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())) {
+    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())
+        || (readingTurn != null && !readingTurn.contains(self))) {
       return null;
     }
     List<Peer<C>> others = new ArrayList<>();

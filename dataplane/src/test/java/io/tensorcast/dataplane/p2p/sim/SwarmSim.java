@@ -147,6 +147,9 @@ final class SwarmSim {
   /** {@code -Dsim.trace=true}: the policies' warnings (hand-overs, drops) go to stderr. */
   private static final boolean TRACE = Boolean.getBoolean("sim.trace");
 
+  /** {@code -Dsim.tracePieces=true}: every piece a node stores from the source, to stderr. */
+  private static final boolean TRACE_PIECES = Boolean.getBoolean("sim.tracePieces");
+
   private static final long TICK_EVERY = Duration.ofMillis(50).toNanos();
 
   private final Scenario sc;
@@ -687,6 +690,15 @@ final class SwarmSim {
         if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, bytes)) {
           r.peerBytes += length;
           r.fromPeers.merge(c.owner.id, 1, Integer::sum);
+          if (TRACE_PIECES) {
+            System.err.printf(
+                java.util.Locale.ROOT,
+                "%10.3f s %s: piece %d from %s%n",
+                loop.now() / 1e9,
+                r.id,
+                piece,
+                c.owner.id);
+          }
           digest(r, piece);
         }
       } else {
@@ -769,6 +781,14 @@ final class SwarmSim {
                 }
                 n.sourceReads.add(piece);
                 n.sourceReadAt.add(loop.now());
+                if (TRACE_PIECES) {
+                  System.err.printf(
+                      java.util.Locale.ROOT,
+                      "%10.3f s %s: source piece %d stored%n",
+                      loop.now() / 1e9,
+                      n.id,
+                      piece);
+                }
                 if (n.policy.onPieceStored(null, piece, hashes[piece])) {
                   n.sourceBytes += length;
                   digest(n, piece);

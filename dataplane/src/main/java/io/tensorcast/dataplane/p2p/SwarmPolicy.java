@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -326,6 +327,17 @@ public final class SwarmPolicy<C> {
 
   /** Members whose share was handed over during this fill, with why. */
   private final Map<String, String> handedOver = new TreeMap<>();
+
+  /** The ids of {@link #handedOver}, for lookups in O(1) (a round looks up every member). */
+  private final Set<String> handedOverIds = new HashSet<>();
+
+  /** Peers whose {@link Peer#slow} is set: {@link #handOverSlow} clears it on no other peer. */
+  private final Set<Peer<C>> slowPeers = new HashSet<>();
+
+  /** {@link #waitingByReader} of {@link #waitingByView}, computed once per view. */
+  private Map<String, Integer> waitingBy;
+
+  private View waitingByView;
 
   /**
    * When the blocks last changed (the readers were computed for another set of live members): a
@@ -707,6 +719,7 @@ public final class SwarmPolicy<C> {
       p.shareReads = 0;
       p.slow = false;
     }
+    slowPeers.clear();
   }
 
   /**
@@ -1550,9 +1563,17 @@ public final class SwarmPolicy<C> {
       confirmOwnReads(view.plan());
     }
     List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
-    if (!readersKey.equals(lastReaders)) {
+    // The same lists as the last round's (the usual case) are equal without a look at each id.
+    boolean sameReaders =
+        lastReaders.size() == 2
+            && lastReaders.get(0) == readersKey.get(0)
+            && lastReaders.get(1) == readersKey.get(1);
+    if (!sameReaders) {
+      boolean changed = !readersKey.equals(lastReaders);
       lastReaders = readersKey;
-      promoteClaims(view.plan());
+      if (changed) {
+        promoteClaims(view.plan());
+      }
     }
     Set<String> live = view.live();
     SwarmPlan plan = view.plan();
@@ -1570,6 +1591,10 @@ public final class SwarmPolicy<C> {
         continue;
       }
       usable.add(p);
+      if (p.bad.isEmpty()) {
+        offered.or(p.has);
+        continue;
+      }
       scratch.clear();
       scratch.or(p.has);
       scratch.andNot(p.bad);
@@ -1621,9 +1646,15 @@ public final class SwarmPolicy<C> {
       return;
     }
     int[] holders = new int[n];
+    boolean claiming = !claimable.isEmpty();
     for (Peer<C> p : usable) {
+      // A peer with nothing wanted to offer has no candidates (null, as one whose candidates ran
+      // out): no copy of its holdings, and the search below skips it.
+      if (!p.has.intersects(want) && (!claiming || p.claims.isEmpty())) {
+        continue;
+      }
       BitSet c = (BitSet) p.has.clone();
-      if (!claimable.isEmpty()) {
+      if (claiming) {
         for (Integer i : p.claims.keySet()) {
           if (claimable.get(i)) {
             c.set(i);
@@ -1633,13 +1664,22 @@ public final class SwarmPolicy<C> {
       c.andNot(p.bad);
       c.andNot(p.avoid);
       c.and(want);
+      if (c.isEmpty()) {
+        continue;
+      }
       for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
         holders[i]++;
       }
       p.candidates = c;
     }
     int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
-    List<Peer<C>> order = byRank();
+    // The peers with candidates, in tieRank order: the search visits no other peer.
+    List<Peer<C>> order = new ArrayList<>();
+    for (Peer<C> p : byRank()) {
+      if (p.candidates != null) {
+        order.add(p);
+      }
+    }
     boolean sent = true;
     while (sent && total < maxTotal) {
       sent = false;
@@ -1655,7 +1695,7 @@ public final class SwarmPolicy<C> {
             p.candidates = null;
             continue;
           }
-          for (Peer<C> q : usable) {
+          for (Peer<C> q : order) {
             if (q.candidates != null) {
               q.candidates.clear(piece);
             }
@@ -1673,7 +1713,7 @@ public final class SwarmPolicy<C> {
         }
       }
     }
-    for (Peer<C> p : usable) {
+    for (Peer<C> p : order) {
       p.candidates = null;
     }
   }
@@ -1888,19 +1928,21 @@ public final class SwarmPolicy<C> {
       return false; // the source may be down for everyone
     }
     long since = Math.max(Math.max(fillStarted, membershipSince), blocksSince);
+    if (now - since <= stall) {
+      return false; // nobody's share can have stalled yet
+    }
     boolean any = false;
-    Map<String, Integer> waitingBy = null;
-    for (Peer<C> p : peers.values()) {
+    // Only the readers of pieces nobody holds can have stalled: those peers, in id order. One
+    // whose reading turn has not come is waiting, not stalled; its stall counts from its turn.
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    for (Peer<C> p : readersAmongPeers(waitingBy)) {
       if (now - Math.max(Math.max(since, p.shareProgressAt), p.turnAt) <= stall
           || (readingTurn != null && !readingTurn.contains(p.id))
           || p.conn == null
           || p.refused
-          || handedOver.containsKey(p.id)
+          || handedOverIds.contains(p.id)
           || !view.live().contains(p.id)) {
         continue;
-      }
-      if (waitingBy == null) {
-        waitingBy = waitingByReader(view);
       }
       int waiting = waitingBy.getOrDefault(p.id, 0);
       if (waiting > 0) {
@@ -1937,6 +1979,24 @@ public final class SwarmPolicy<C> {
       return false;
     }
     Map<String, Integer> waitingBy = waitingByReader(view);
+    // The peers that can be slow now (a share left to read, some of it announced), in id order:
+    // the median below and the verdicts concern only these (and the peers still marked slow).
+    List<Peer<C>> suspects = new ArrayList<>();
+    for (Peer<C> p : readersAmongPeers(waitingBy)) {
+      if (p.conn != null
+          && !p.refused
+          && p.everSynced
+          && !handedOverIds.contains(p.id)
+          && view.live().contains(p.id)
+          && waitingBy.getOrDefault(p.id, 0) > 0
+          && p.shareReads > 0
+          && (readingTurn == null || readingTurn.contains(p.id))) {
+        suspects.add(p);
+      }
+    }
+    if (suspects.isEmpty() && slowPeers.isEmpty()) {
+      return false;
+    }
     List<Integer> counts = new ArrayList<>();
     for (String m : view.live()) {
       Peer<C> q = byId.get(m);
@@ -1951,24 +2011,22 @@ public final class SwarmPolicy<C> {
     counts.sort(null);
     int median = counts.get(counts.size() / 2);
     boolean any = false;
-    for (Peer<C> p : peers.values()) {
-      int waiting = waitingBy.getOrDefault(p.id, 0);
-      if (p.conn == null
-          || p.refused
-          || !p.everSynced
-          || handedOver.containsKey(p.id)
-          || !view.live().contains(p.id)
-          || waiting == 0
-          || p.shareReads == 0
-          || (readingTurn != null && !readingTurn.contains(p.id))) {
+    // Every other peer is not slow (a no-op but for the peers still marked slow).
+    for (Iterator<Peer<C>> it = slowPeers.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
+      if (!suspects.contains(p)) {
         p.slow = false;
-        continue;
+        it.remove();
       }
+    }
+    for (Peer<C> p : suspects) {
+      int waiting = waitingBy.getOrDefault(p.id, 0);
       int expected = Math.min(median, p.shareReads + waiting);
       if (expected - p.shareReads >= LAG_PIECES && p.shareReads < SLOW_FRACTION * expected) {
         if (!p.slow) {
           p.slow = true;
           p.slowSince = now;
+          slowPeers.add(p);
         } else if (now - p.slowSince >= timeout / 2) {
           handOver(
               p.id,
@@ -1984,6 +2042,7 @@ public final class SwarmPolicy<C> {
         }
       } else if (p.shareReads >= RECOVERED_FRACTION * expected) {
         p.slow = false;
+        slowPeers.remove(p);
       }
     }
     return any;
@@ -2027,6 +2086,26 @@ public final class SwarmPolicy<C> {
    * (announced with the expected hash): one pass over the pieces, not one per member.
    */
   private Map<String, Integer> waitingByReader(View view) {
+    if (waitingByView != view) {
+      waitingBy = computeWaitingByReader(view);
+      waitingByView = view;
+    }
+    return waitingBy;
+  }
+
+  /** The peers among the keys of {@code byReader}, in id order ({@link #peers}' order). */
+  private List<Peer<C>> readersAmongPeers(Map<String, Integer> byReader) {
+    List<Peer<C>> out = new ArrayList<>(byReader.size());
+    for (String id : new TreeSet<>(byReader.keySet())) {
+      Peer<C> p = byId.get(id);
+      if (p != null) {
+        out.add(p);
+      }
+    }
+    return out;
+  }
+
+  private Map<String, Integer> computeWaitingByReader(View view) {
     BitSet held = (BitSet) present.clone();
     for (String m : view.live()) {
       Peer<C> q = byId.get(m);
@@ -2047,7 +2126,7 @@ public final class SwarmPolicy<C> {
    * every peer is told.
    */
   private void handOver(String member, String why, String by) {
-    if (handedOver.containsKey(member)) {
+    if (handedOverIds.contains(member)) {
       return;
     }
     String reason =
@@ -2055,6 +2134,7 @@ public final class SwarmPolicy<C> {
             ? why.substring(0, FrameCodec.MAX_HELLO_STRING / 2)
             : why;
     handedOver.put(member, reason);
+    handedOverIds.add(member);
     lastView = null;
     note(
         true,
@@ -2082,7 +2162,7 @@ public final class SwarmPolicy<C> {
       if (p != null && p.refused) {
         continue;
       }
-      boolean out = handedOver.containsKey(m);
+      boolean out = handedOverIds.contains(m);
       if (out && p == null) {
         continue;
       }
@@ -2114,7 +2194,7 @@ public final class SwarmPolicy<C> {
             });
       }
     }
-    if (handedOver.containsKey(self) && alive.size() > 1) {
+    if (handedOverIds.contains(self) && alive.size() > 1) {
       alive.remove(self); // its share went to the others; alone, it reads everything itself
     } else {
       held.or(present);
@@ -2179,6 +2259,15 @@ public final class SwarmPolicy<C> {
         || (readingTurn != null && !readingTurn.contains(self))) {
       return null;
     }
+    // Nothing of the plan left for this member: no per-member checks (most members of a large
+    // swarm, most of the time).
+    BitSet mine = (BitSet) v.mine().clone();
+    mine.andNot(present);
+    mine.andNot(inProgress);
+    mine.andNot(claimable);
+    if (mine.isEmpty()) {
+      return null;
+    }
     List<Peer<C>> others = new ArrayList<>();
     for (String m : v.plan().live()) {
       if (m.equals(self)) {
@@ -2194,13 +2283,6 @@ public final class SwarmPolicy<C> {
       if (!p.refused) {
         others.add(p);
       }
-    }
-    BitSet mine = (BitSet) v.mine().clone();
-    mine.andNot(present);
-    mine.andNot(inProgress);
-    mine.andNot(claimable);
-    if (mine.isEmpty()) {
-      return null;
     }
     for (int i : readingOrder) {
       if (!mine.get(i) || claimedByOther(others, i, now)) {

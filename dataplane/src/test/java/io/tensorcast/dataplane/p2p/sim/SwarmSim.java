@@ -168,6 +168,11 @@ final class SwarmSim {
   private long originNextStart;
   private long originRequests;
 
+  /** Source runs in flight now over every node, and the most at once. */
+  private int runsNow;
+
+  private int mostRuns;
+
   /** Scheduling rounds run, and the wall time they took (a measure of the policy's CPU cost). */
   private long rounds;
 
@@ -350,6 +355,16 @@ final class SwarmSim {
     return SwarmPlan.compute(map.size(), all, all, Map.of()).assignedTo(id);
   }
 
+  /** Every node's id, sorted. */
+  Set<String> nodeIds() {
+    return nodes.keySet();
+  }
+
+  /** The most source runs in flight at once over every node (GETs sent, not yet ended). */
+  int mostConcurrentRuns() {
+    return mostRuns;
+  }
+
   /** Pieces read from the source, counted per piece over every node. */
   int[] readsPerPiece() {
     int[] reads = new int[map.size()];
@@ -477,6 +492,7 @@ final class SwarmSim {
     }
     n.alive = false;
     n.left = true;
+    runsNow -= n.runs;
     for (FlowNetwork.Flow f : List.copyOf(n.up.flows)) {
       net.cancel(f);
     }
@@ -744,6 +760,8 @@ final class SwarmSim {
   private void readSource(Node n, SwarmPolicy.Run run) {
     n.runs++;
     n.maxRuns = Math.max(n.maxRuns, n.runs);
+    runsNow++;
+    mostRuns = Math.max(mostRuns, runsNow);
     loop.after(
         sc.latency(),
         () -> {
@@ -795,6 +813,7 @@ final class SwarmSim {
                 }
                 if (last) {
                   n.runs--;
+                  runsNow--;
                   n.policy.onSourceRunEnded(run, true);
                 }
                 process(n);

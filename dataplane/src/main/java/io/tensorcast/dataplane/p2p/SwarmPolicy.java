@@ -48,9 +48,12 @@ import java.util.function.LongSupplier;
  *       first, from both sides of the boundary) that the plan of the moment assigns to this member
  *       and no live peer holds or reads, plus the plan's next pieces in the same file up to the
  *       range size. At most {@link #sourceReadsInFlight} runs from the plan at once, and {@code
- *       concurrency} in all. Nothing from the plan until every live member has sent its BITFIELD in
- *       this fill. Each piece of a run is announced with READING when the run starts (renewed every
- *       half peer timeout) and with HAVE the moment it is stored.
+ *       concurrency} in all. With more live members than {@code concurrency}, only the first {@code
+ *       concurrency} of them in id order with pieces left to read have their turn ({@link
+ *       #readingTurn}): the swarm reads with one loader's concurrency. Nothing from the plan until
+ *       every live member has sent its BITFIELD in this fill. Each piece of a run is announced with
+ *       READING when the run starts (renewed every half peer timeout) and with HAVE the moment it
+ *       is stored.
  *   <li><b>Last resort</b>: a piece no usable peer offers, whose plan owner is gone, that no live
  *       member holds usably or reads, is read from the source after it starved for the peer
  *       timeout.
@@ -116,8 +119,9 @@ import java.util.function.LongSupplier;
  *       still unsent is disconnected. Upload slots: at most {@value #UPLOAD_SLOTS} copies of one
  *       piece are handed to the mechanism at once; further requests for it wait (the piece this
  *       member sent least often goes first when a slot frees; a request that waited half a peer
- *       timeout goes at once) and a requester's HAVE of the piece withdraws its waiting request. A
- *       piece only a slow member holds thus reaches a few peers fast instead of every peer slowly.
+ *       timeout goes at once while fewer than twice that many copies are out) and a requester's
+ *       HAVE of the piece withdraws its waiting request. A piece only a slow member holds thus
+ *       reaches a few peers fast instead of every peer slowly.
  *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
  *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
  *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
@@ -480,8 +484,8 @@ public final class SwarmPolicy<C> {
     long shareProgressAt;
 
     /**
-     * When its reading turn ({@link #readingTurn}) began as this member last saw it; 0: not in
-     * turn (or turns do not apply).
+     * When its reading turn ({@link #readingTurn}) began as this member last saw it; 0: not in turn
+     * (or turns do not apply).
      */
     long turnAt;
 
@@ -1402,11 +1406,12 @@ public final class SwarmPolicy<C> {
 
   /**
    * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}) to the
-   * mechanism: first a request that waited half a peer timeout (whatever the slots; its requester
-   * would count it stuck at a full timeout), then the piece this member sent least often in this
-   * fill, so its pieces spread before any goes out many times (the receivers pass them on); ties to
-   * the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile says so
-   * with its HAVE, which withdraws its request.
+   * mechanism: first a request that waited half a peer timeout (its requester would count it stuck
+   * at a full timeout; up to twice the slots, so that a slow uplink is not shared by every
+   * requester of one piece at once while the first copies could be passed on), then the piece this
+   * member sent least often in this fill, so its pieces spread before any goes out many times (the
+   * receivers pass them on); ties to the oldest request, then by peer id. A requester that got the
+   * piece elsewhere meanwhile says so with its HAVE, which withdraws its request.
    */
   private void unchoke() {
     long now = now();
@@ -2054,15 +2059,15 @@ public final class SwarmPolicy<C> {
    * holds — the swarm as a whole reads with the concurrency of one loader, and the first pieces
    * leave the origin after {@code concurrency} pieces' worth of its bytes, not after every
    * member's. The others' turn comes as the earlier members' HAVEs arrive. Null: every live
-   * member's turn (no more live members than the concurrency). Sets {@link Peer#turnAt}.
-   * O(members + pieces).
+   * member's turn (no more live members than the concurrency). Sets {@link Peer#turnAt}. O(members
+   * + pieces).
    */
   private Set<String> readingTurn(View view, long now) {
     if (view.live().size() <= concurrency) {
       return null;
     }
     Map<String, Integer> waitingBy = waitingByReader(view);
-    Set<String> turn = new java.util.HashSet<>();
+    Set<String> turn = new HashSet<>();
     for (String m : view.plan().live()) {
       if (turn.size() >= concurrency) {
         break;
@@ -2333,9 +2338,10 @@ public final class SwarmPolicy<C> {
   /**
    * Source reads (runs) one member keeps in flight for its plan: the swarm as a whole reads with
    * the concurrency of one loader, so each of {@code liveMembers} takes ⌈concurrency /
-   * liveMembers⌉, at least 1, and with peers at most two per peer (its ingress link carries its own
-   * source reads and one connection from each peer, shared about per flow). Last resorts are not
-   * capped by this. Measurements behind both caps: docs/DECISIONS.md.
+   * liveMembers⌉, at least 1 (with more members than {@code concurrency}, {@link #readingTurn}
+   * keeps the swarm's total at {@code concurrency}), and with peers at most two per peer (its
+   * ingress link carries its own source reads and one connection from each peer, shared about per
+   * flow). Last resorts are not capped by this. Measurements behind both caps: docs/DECISIONS.md.
    */
   public static int sourceReadsInFlight(int concurrency, int liveMembers) {
     int members = Math.max(1, liveMembers);

@@ -124,7 +124,9 @@ class SwarmSimTest {
     List<NodeSpec> nodes = named(16e6, ids);
     nodes.set(2, new NodeSpec("k2", 16e6, 16e6, 0, 60 * MS));
     // The others keep the membership that lists the victim: only the peer timeout takes its share.
-    SwarmSim sim = new SwarmSim(scenario(THREE_FILES, nodes, 16e6, 2, PIECE, HOUR, HOUR));
+    // Concurrency 4 over 4 members: one run each, every member's turn from the start (with fewer,
+    // the victim would wait for its reading turn and read nothing before it dies).
+    SwarmSim sim = new SwarmSim(scenario(THREE_FILES, nodes, 16e6, 4, PIECE, HOUR, HOUR));
 
     assertThat(sim.run().finished()).isTrue();
 

@@ -8,6 +8,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
@@ -308,6 +309,9 @@ public final class SwarmPolicy<C> {
   private List<Peer<C>> memberPeers;
 
   private List<String> memberPeersOf;
+
+  /** This member's index in {@link #memberPeersOf}. */
+  private int selfIndex;
 
   /** {@link #peers}' values in its order; null: to be computed (a peer was added). */
   private List<Peer<C>> peerList;
@@ -1614,7 +1618,9 @@ public final class SwarmPolicy<C> {
     BitSet backed = unoffered.isEmpty() ? null : backedByLive(view, now);
     for (int i = unoffered.nextSetBit(0); i >= 0; i = unoffered.nextSetBit(i + 1)) {
       if (plan.sourceOwner(i) != null) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       // A live member holds or is reading it, but no usable peer offers it to this member: when
@@ -1622,7 +1628,9 @@ public final class SwarmPolicy<C> {
       // peer relayed it within the peer timeout, read it from the source (a reconnecting holder is
       // waited for).
       if (backed.get(i)) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       long since = starvedSince.computeIfAbsent(i, k -> now);
@@ -2121,7 +2129,7 @@ public final class SwarmPolicy<C> {
     List<String> alive = new ArrayList<>(members.size());
     BitSet held = new BitSet(map.size());
     BitSet liveHas = new BitSet(map.size());
-    List<Peer<?>> livePeers = new ArrayList<>();
+    List<Peer<?>> livePeers = new ArrayList<>(members.size());
     if (memberPeers == null || memberPeersOf != members) {
       List<Peer<C>> resolved = new ArrayList<>(members.size());
       for (String m : members) {
@@ -2129,10 +2137,13 @@ public final class SwarmPolicy<C> {
       }
       memberPeers = resolved;
       memberPeersOf = members;
+      selfIndex = members.indexOf(self);
     }
+    // By index: the members' ids are looked at only when some member was handed over.
+    boolean anyOut = !handedOverIds.isEmpty();
     for (int k = 0; k < members.size(); k++) {
       String m = members.get(k);
-      if (m.equals(self)) {
+      if (k == selfIndex) {
         alive.add(m);
         continue;
       }
@@ -2140,7 +2151,7 @@ public final class SwarmPolicy<C> {
       if (p != null && p.refused) {
         continue;
       }
-      boolean out = handedOverIds.contains(m);
+      boolean out = anyOut && handedOverIds.contains(m);
       if (out && p == null) {
         continue;
       }
@@ -2557,8 +2568,14 @@ public final class SwarmPolicy<C> {
       byId.put(id, p);
       peers.put(id, p);
       byRank = null;
-      memberPeers = null;
       peerList = null;
+      if (memberPeers != null) {
+        // memberPeersOf is sorted and lists each id once: the new peer's slot, if it is a member.
+        int k = Collections.binarySearch(memberPeersOf, id);
+        if (k >= 0) {
+          memberPeers.set(k, p);
+        }
+      }
     }
     return p;
   }

@@ -8,6 +8,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
@@ -305,6 +306,20 @@ public final class SwarmPolicy<C> {
   /** {@link #memberList()}; null: to be computed. */
   private List<String> memberList;
 
+  /**
+   * Per member of {@link #memberPeersOf}, by index, its peer or null: {@link #view} looks up no id.
+   * Null: to be computed (a peer was added).
+   */
+  private List<Peer<C>> memberPeers;
+
+  private List<String> memberPeersOf;
+
+  /** This member's index in {@link #memberPeersOf}. */
+  private int selfIndex;
+
+  /** {@link #peers}' values in its order; null: to be computed (a peer was added). */
+  private List<Peer<C>> peerList;
+
   /** The readers of {@link #readersMembers} with {@link #readersLive} live ({@link SwarmPlan}). */
   private String[] readers;
 
@@ -503,6 +518,9 @@ public final class SwarmPolicy<C> {
 
     /** Pieces to ask it for in the current scheduling round; null outside one. */
     BitSet candidates;
+
+    /** Its index in {@link #byRank()} (valid while that list is). */
+    int rankIndex;
 
     /** The connection {@link #queuedSends} counts for. */
     C sendsOn;
@@ -1591,11 +1609,16 @@ public final class SwarmPolicy<C> {
     List<Peer<C>> usable = new ArrayList<>();
     BitSet offered = new BitSet(n);
     BitSet scratch = new BitSet(n);
-    for (Peer<C> p : peers.values()) {
+    if (peerList == null) {
+      peerList = new ArrayList<>(peers.values());
+    }
+    int total = 0;
+    for (Peer<C> p : peerList) {
       if (!p.usable()) {
         continue;
       }
       usable.add(p);
+      total += p.inFlight.size();
       if (p.bad.isEmpty()) {
         offered.or(p.has);
         continue;
@@ -1611,10 +1634,12 @@ public final class SwarmPolicy<C> {
     // everything not yet started.
     BitSet unoffered = (BitSet) want.clone();
     unoffered.andNot(offered);
-    BitSet backed = unoffered.isEmpty() ? null : backedByLive(live, now);
+    BitSet backed = unoffered.isEmpty() ? null : backedByLive(view, now);
     for (int i = unoffered.nextSetBit(0); i >= 0; i = unoffered.nextSetBit(i + 1)) {
       if (plan.sourceOwner(i) != null) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       // A live member holds or is reading it, but no usable peer offers it to this member: when
@@ -1622,7 +1647,9 @@ public final class SwarmPolicy<C> {
       // peer relayed it within the peer timeout, read it from the source (a reconnecting holder is
       // waited for).
       if (backed.get(i)) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       long since = starvedSince.computeIfAbsent(i, k -> now);
@@ -1642,16 +1669,14 @@ public final class SwarmPolicy<C> {
     }
     // Peer requests: least-loaded peer first, rarest piece first. Only the pieces still wanted are
     // counted and offered, so a round with no request to send costs no per-piece work.
-    int total = 0;
-    for (Peer<C> p : usable) {
-      total += p.inFlight.size();
-    }
     int maxTotal = maxTotalInFlight(config.maxInFlight());
     if (total >= maxTotal || want.isEmpty()) {
       return;
     }
     int[] holders = new int[n];
     boolean claiming = !claimable.isEmpty();
+    List<Peer<C>> ranked = byRank();
+    BitSet withCandidates = new BitSet(ranked.size());
     for (Peer<C> p : usable) {
       // A peer with nothing wanted to offer has no candidates (null, as one whose candidates ran
       // out): no copy of its holdings, and the search below skips it.
@@ -1676,14 +1701,13 @@ public final class SwarmPolicy<C> {
         holders[i]++;
       }
       p.candidates = c;
+      withCandidates.set(p.rankIndex);
     }
     int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
     // The peers with candidates, in tieRank order: the search visits no other peer.
-    List<Peer<C>> order = new ArrayList<>();
-    for (Peer<C> p : byRank()) {
-      if (p.candidates != null) {
-        order.add(p);
-      }
+    List<Peer<C>> order = new ArrayList<>(withCandidates.cardinality());
+    for (int k = withCandidates.nextSetBit(0); k >= 0; k = withCandidates.nextSetBit(k + 1)) {
+      order.add(ranked.get(k));
     }
     boolean sent = true;
     while (sent && total < maxTotal) {
@@ -1870,7 +1894,8 @@ public final class SwarmPolicy<C> {
    * reading from the source (fresh), or a handed-over member whose reads still count ({@link
    * #readsStillCount}) is reading: a piece among them is waited for, not a last resort.
    */
-  private BitSet backedByLive(Set<String> live, long now) {
+  private BitSet backedByLive(View view, long now) {
+    Set<String> live = view.live();
     BitSet backed = new BitSet(map.size());
     BitSet scratch = new BitSet(map.size());
     for (String id : handedOver.keySet()) {
@@ -1884,11 +1909,7 @@ public final class SwarmPolicy<C> {
             });
       }
     }
-    for (String m : live) {
-      Peer<C> p = byId.get(m);
-      if (p == null) {
-        continue;
-      }
+    for (Peer<?> p : view.livePeers()) {
       if (p.conn != null && !p.bad.isEmpty()) {
         scratch.clear();
         scratch.or(p.has);
@@ -1915,6 +1936,9 @@ public final class SwarmPolicy<C> {
     if (byRank == null) {
       List<Peer<C>> all = new ArrayList<>(peers.values());
       all.sort((x, y) -> x.rank != y.rank ? Long.compare(x.rank, y.rank) : x.id.compareTo(y.id));
+      for (int k = 0; k < all.size(); k++) {
+        all.get(k).rankIndex = k;
+      }
       byRank = all;
     }
     return byRank;
@@ -2112,12 +2136,7 @@ public final class SwarmPolicy<C> {
 
   private Map<String, Integer> computeWaitingByReader(View view) {
     BitSet held = (BitSet) present.clone();
-    for (String m : view.live()) {
-      Peer<C> q = byId.get(m);
-      if (q != null) {
-        held.or(q.has);
-      }
-    }
+    held.or(view.liveHas());
     Map<String, Integer> out = new HashMap<>();
     for (int i = held.nextClearBit(0); i < map.size(); i = held.nextClearBit(i + 1)) {
       out.merge(view.plan().reader(i), 1, Integer::sum);
@@ -2152,22 +2171,42 @@ public final class SwarmPolicy<C> {
   }
 
   /** Who is live now and the plan from that. */
-  private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
+  /**
+   * Who is live now and the plan from that; {@code liveHas}: the pieces the live members' peers
+   * announced (not their reads, not this member's own pieces); {@code livePeers}: the peers of the
+   * live members.
+   */
+  private record View(
+      Set<String> live, SwarmPlan plan, BitSet mine, BitSet liveHas, List<Peer<?>> livePeers) {}
 
   private View view(long now) {
     List<String> members = memberList();
     List<String> alive = new ArrayList<>(members.size());
     BitSet held = new BitSet(map.size());
-    for (String m : members) {
-      if (m.equals(self)) {
+    BitSet liveHas = new BitSet(map.size());
+    List<Peer<?>> livePeers = new ArrayList<>(members.size());
+    if (memberPeers == null || memberPeersOf != members) {
+      List<Peer<C>> resolved = new ArrayList<>(members.size());
+      for (String m : members) {
+        resolved.add(byId.get(m));
+      }
+      memberPeers = resolved;
+      memberPeersOf = members;
+      selfIndex = members.indexOf(self);
+    }
+    // By index: the members' ids are looked at only when some member was handed over.
+    boolean anyOut = !handedOverIds.isEmpty();
+    for (int k = 0; k < members.size(); k++) {
+      String m = members.get(k);
+      if (k == selfIndex) {
         alive.add(m);
         continue;
       }
-      Peer<C> p = byId.get(m);
+      Peer<C> p = memberPeers.get(k);
       if (p != null && p.refused) {
         continue;
       }
-      boolean out = handedOverIds.contains(m);
+      boolean out = anyOut && handedOverIds.contains(m);
       if (out && p == null) {
         continue;
       }
@@ -2190,6 +2229,10 @@ public final class SwarmPolicy<C> {
       // handed-over member's reads count while it is connected and its share still progresses (a
       // slow member finishes the runs it started), not once it stalled or left.
       held.or(p.has);
+      if (!out) {
+        liveHas.or(p.has);
+        livePeers.add(p);
+      }
       if (!p.reading.isEmpty() && (!out || readsStillCount(p, now))) {
         p.reading.forEach(
             (piece, at) -> {
@@ -2202,6 +2245,11 @@ public final class SwarmPolicy<C> {
     if (handedOverIds.contains(self) && alive.size() > 1) {
       alive.remove(self); // its share went to the others; alone, it reads everything itself
     } else {
+      Peer<C> itself = byId.get(self); // none, unless a peer connected with this member's id
+      if (itself != null) {
+        liveHas.or(itself.has);
+        livePeers.add(itself);
+      }
       held.or(present);
       sourceReading.keySet().forEach(held::set);
     }
@@ -2216,7 +2264,7 @@ public final class SwarmPolicy<C> {
       blocksSince = now;
     }
     SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
-    return new View(readersLiveSet, plan, plan.assignedTo(self));
+    return new View(readersLiveSet, plan, plan.assignedTo(self), liveHas, livePeers);
   }
 
   /**
@@ -2577,6 +2625,14 @@ public final class SwarmPolicy<C> {
       byId.put(id, p);
       peers.put(id, p);
       byRank = null;
+      peerList = null;
+      if (memberPeers != null) {
+        // memberPeersOf is sorted and lists each id once: the new peer's slot, if it is a member.
+        int k = Collections.binarySearch(memberPeersOf, id);
+        if (k >= 0) {
+          memberPeers.set(k, p);
+        }
+      }
     }
     return p;
   }

@@ -8,7 +8,9 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -47,9 +49,12 @@ import java.util.function.LongSupplier;
  *       first, from both sides of the boundary) that the plan of the moment assigns to this member
  *       and no live peer holds or reads, plus the plan's next pieces in the same file up to the
  *       range size. At most {@link #sourceReadsInFlight} runs from the plan at once, and {@code
- *       concurrency} in all. Nothing from the plan until every live member has sent its BITFIELD in
- *       this fill. Each piece of a run is announced with READING when the run starts (renewed every
- *       half peer timeout) and with HAVE the moment it is stored.
+ *       concurrency} in all. With more live members than {@code concurrency}, only the first {@code
+ *       concurrency} of them in id order with pieces left to read have their turn ({@link
+ *       #readingTurn}): the swarm reads with one loader's concurrency. Nothing from the plan until
+ *       every live member has sent its BITFIELD in this fill. Each piece of a run is announced with
+ *       READING when the run starts (renewed every half peer timeout) and with HAVE the moment it
+ *       is stored.
  *   <li><b>Last resort</b>: a piece no usable peer offers, whose plan owner is gone, that no live
  *       member holds usably or reads, is read from the source after it starved for the peer
  *       timeout.
@@ -115,8 +120,9 @@ import java.util.function.LongSupplier;
  *       still unsent is disconnected. Upload slots: at most {@value #UPLOAD_SLOTS} copies of one
  *       piece are handed to the mechanism at once; further requests for it wait (the piece this
  *       member sent least often goes first when a slot frees; a request that waited half a peer
- *       timeout goes at once) and a requester's HAVE of the piece withdraws its waiting request. A
- *       piece only a slow member holds thus reaches a few peers fast instead of every peer slowly.
+ *       timeout goes at once while fewer than twice that many copies are out) and a requester's
+ *       HAVE of the piece withdraws its waiting request. A piece only a slow member holds thus
+ *       reaches a few peers fast instead of every peer slowly.
  *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
  *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
  *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
@@ -300,6 +306,20 @@ public final class SwarmPolicy<C> {
   /** {@link #memberList()}; null: to be computed. */
   private List<String> memberList;
 
+  /**
+   * Per member of {@link #memberPeersOf}, by index, its peer or null: {@link #view} looks up no id.
+   * Null: to be computed (a peer was added).
+   */
+  private List<Peer<C>> memberPeers;
+
+  private List<String> memberPeersOf;
+
+  /** This member's index in {@link #memberPeersOf}. */
+  private int selfIndex;
+
+  /** {@link #peers}' values in its order; null: to be computed (a peer was added). */
+  private List<Peer<C>> peerList;
+
   /** The readers of {@link #readersMembers} with {@link #readersLive} live ({@link SwarmPlan}). */
   private String[] readers;
 
@@ -327,6 +347,17 @@ public final class SwarmPolicy<C> {
   /** Members whose share was handed over during this fill, with why. */
   private final Map<String, String> handedOver = new TreeMap<>();
 
+  /** The ids of {@link #handedOver}, for lookups in O(1) (a round looks up every member). */
+  private final Set<String> handedOverIds = new HashSet<>();
+
+  /** Peers whose {@link Peer#slow} is set: {@link #handOverSlow} clears it on no other peer. */
+  private final Set<Peer<C>> slowPeers = new HashSet<>();
+
+  /** {@link #waitingByReader} of {@link #waitingByView}, computed once per view. */
+  private Map<String, Integer> waitingBy;
+
+  private View waitingByView;
+
   /**
    * When the blocks last changed (the readers were computed for another set of live members): a
    * member's stall timeout for its share counts from here at the earliest, since pieces re-split to
@@ -344,6 +375,13 @@ public final class SwarmPolicy<C> {
   private long sourceProgressAt;
 
   private final ArrayDeque<Integer> lastResort = new ArrayDeque<>();
+
+  /**
+   * The live members whose turn it is to read their share from the source ({@link #readingTurn}),
+   * as of the last scheduling round; null: every live member's (no more live members than the
+   * concurrency).
+   */
+  private Set<String> readingTurn;
 
   /**
    * Pieces an earlier fill left in this member's store ({@link #resume}) that wait for their
@@ -461,6 +499,12 @@ public final class SwarmPolicy<C> {
     long shareProgressAt;
 
     /**
+     * When its reading turn ({@link #readingTurn}) began as this member last saw it; 0: not in turn
+     * (or turns do not apply).
+     */
+    long turnAt;
+
+    /**
      * Pieces it announced with HAVE as their reader (or marked reader) since {@link #rateSince}.
      */
     int shareReads;
@@ -474,6 +518,9 @@ public final class SwarmPolicy<C> {
 
     /** Pieces to ask it for in the current scheduling round; null outside one. */
     BitSet candidates;
+
+    /** Its index in {@link #byRank()} (valid while that list is). */
+    int rankIndex;
 
     /** The connection {@link #queuedSends} counts for. */
     C sendsOn;
@@ -694,6 +741,7 @@ public final class SwarmPolicy<C> {
       p.shareReads = 0;
       p.slow = false;
     }
+    slowPeers.clear();
   }
 
   /**
@@ -1376,11 +1424,12 @@ public final class SwarmPolicy<C> {
 
   /**
    * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}) to the
-   * mechanism: first a request that waited half a peer timeout (whatever the slots; its requester
-   * would count it stuck at a full timeout), then the piece this member sent least often in this
-   * fill, so its pieces spread before any goes out many times (the receivers pass them on); ties to
-   * the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile says so
-   * with its HAVE, which withdraws its request.
+   * mechanism: first a request that waited half a peer timeout (its requester would count it stuck
+   * at a full timeout; up to twice the slots, so that a slow uplink is not shared by every
+   * requester of one piece at once while the first copies could be passed on), then the piece this
+   * member sent least often in this fill, so its pieces spread before any goes out many times (the
+   * receivers pass them on); ties to the oldest request, then by peer id. A requester that got the
+   * piece elsewhere meanwhile says so with its HAVE, which withdraws its request.
    */
   private void unchoke() {
     long now = now();
@@ -1404,7 +1453,7 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          if (!old && sendingNow[piece] >= UPLOAD_SLOTS) {
+          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1532,15 +1581,23 @@ public final class SwarmPolicy<C> {
       view = view(now);
     }
     lastView = view;
+    readingTurn = readingTurn(view, now);
     if (!resumed.isEmpty()) {
       confirmOwnReads(view.plan());
     }
     List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
-    if (!readersKey.equals(lastReaders)) {
+    // The same lists as the last round's (the usual case) are equal without a look at each id.
+    boolean sameReaders =
+        lastReaders.size() == 2
+            && lastReaders.get(0) == readersKey.get(0)
+            && lastReaders.get(1) == readersKey.get(1);
+    if (!sameReaders) {
+      boolean changed = !readersKey.equals(lastReaders);
       lastReaders = readersKey;
-      promoteClaims(view.plan());
+      if (changed) {
+        promoteClaims(view.plan());
+      }
     }
-    Set<String> live = view.live();
     SwarmPlan plan = view.plan();
     int n = map.size();
     // What this member still needs and nobody was asked for: pieces not present, not in progress.
@@ -1551,11 +1608,20 @@ public final class SwarmPolicy<C> {
     List<Peer<C>> usable = new ArrayList<>();
     BitSet offered = new BitSet(n);
     BitSet scratch = new BitSet(n);
-    for (Peer<C> p : peers.values()) {
+    if (peerList == null) {
+      peerList = new ArrayList<>(peers.values());
+    }
+    int total = 0;
+    for (Peer<C> p : peerList) {
       if (!p.usable()) {
         continue;
       }
       usable.add(p);
+      total += p.inFlight.size();
+      if (p.bad.isEmpty()) {
+        offered.or(p.has);
+        continue;
+      }
       scratch.clear();
       scratch.or(p.has);
       scratch.andNot(p.bad);
@@ -1567,10 +1633,12 @@ public final class SwarmPolicy<C> {
     // everything not yet started.
     BitSet unoffered = (BitSet) want.clone();
     unoffered.andNot(offered);
-    BitSet backed = unoffered.isEmpty() ? null : backedByLive(live, now);
+    BitSet backed = unoffered.isEmpty() ? null : backedByLive(view, now);
     for (int i = unoffered.nextSetBit(0); i >= 0; i = unoffered.nextSetBit(i + 1)) {
       if (plan.sourceOwner(i) != null) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       // A live member holds or is reading it, but no usable peer offers it to this member: when
@@ -1578,7 +1646,9 @@ public final class SwarmPolicy<C> {
       // peer relayed it within the peer timeout, read it from the source (a reconnecting holder is
       // waited for).
       if (backed.get(i)) {
-        starvedSince.remove(i);
+        if (!starvedSince.isEmpty()) {
+          starvedSince.remove(i);
+        }
         continue;
       }
       long since = starvedSince.computeIfAbsent(i, k -> now);
@@ -1598,18 +1668,22 @@ public final class SwarmPolicy<C> {
     }
     // Peer requests: least-loaded peer first, rarest piece first. Only the pieces still wanted are
     // counted and offered, so a round with no request to send costs no per-piece work.
-    int total = 0;
-    for (Peer<C> p : usable) {
-      total += p.inFlight.size();
-    }
     int maxTotal = maxTotalInFlight(config.maxInFlight());
     if (total >= maxTotal || want.isEmpty()) {
       return;
     }
     int[] holders = new int[n];
+    boolean claiming = !claimable.isEmpty();
+    List<Peer<C>> ranked = byRank();
+    BitSet withCandidates = new BitSet(ranked.size());
     for (Peer<C> p : usable) {
+      // A peer with nothing wanted to offer has no candidates (null, as one whose candidates ran
+      // out): no copy of its holdings, and the search below skips it.
+      if (!p.has.intersects(want) && (!claiming || p.claims.isEmpty())) {
+        continue;
+      }
       BitSet c = (BitSet) p.has.clone();
-      if (!claimable.isEmpty()) {
+      if (claiming) {
         for (Integer i : p.claims.keySet()) {
           if (claimable.get(i)) {
             c.set(i);
@@ -1619,13 +1693,21 @@ public final class SwarmPolicy<C> {
       c.andNot(p.bad);
       c.andNot(p.avoid);
       c.and(want);
+      if (c.isEmpty()) {
+        continue;
+      }
       for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
         holders[i]++;
       }
       p.candidates = c;
+      withCandidates.set(p.rankIndex);
     }
     int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
-    List<Peer<C>> order = byRank();
+    // The peers with candidates, in tieRank order: the search visits no other peer.
+    List<Peer<C>> order = new ArrayList<>(withCandidates.cardinality());
+    for (int k = withCandidates.nextSetBit(0); k >= 0; k = withCandidates.nextSetBit(k + 1)) {
+      order.add(ranked.get(k));
+    }
     boolean sent = true;
     while (sent && total < maxTotal) {
       sent = false;
@@ -1641,7 +1723,7 @@ public final class SwarmPolicy<C> {
             p.candidates = null;
             continue;
           }
-          for (Peer<C> q : usable) {
+          for (Peer<C> q : order) {
             if (q.candidates != null) {
               q.candidates.clear(piece);
             }
@@ -1659,7 +1741,7 @@ public final class SwarmPolicy<C> {
         }
       }
     }
-    for (Peer<C> p : usable) {
+    for (Peer<C> p : order) {
       p.candidates = null;
     }
   }
@@ -1811,7 +1893,8 @@ public final class SwarmPolicy<C> {
    * reading from the source (fresh), or a handed-over member whose reads still count ({@link
    * #readsStillCount}) is reading: a piece among them is waited for, not a last resort.
    */
-  private BitSet backedByLive(Set<String> live, long now) {
+  private BitSet backedByLive(View view, long now) {
+    Set<String> live = view.live();
     BitSet backed = new BitSet(map.size());
     BitSet scratch = new BitSet(map.size());
     for (String id : handedOver.keySet()) {
@@ -1825,11 +1908,7 @@ public final class SwarmPolicy<C> {
             });
       }
     }
-    for (String m : live) {
-      Peer<C> p = byId.get(m);
-      if (p == null) {
-        continue;
-      }
+    for (Peer<?> p : view.livePeers()) {
       if (p.conn != null && !p.bad.isEmpty()) {
         scratch.clear();
         scratch.or(p.has);
@@ -1856,6 +1935,9 @@ public final class SwarmPolicy<C> {
     if (byRank == null) {
       List<Peer<C>> all = new ArrayList<>(peers.values());
       all.sort((x, y) -> x.rank != y.rank ? Long.compare(x.rank, y.rank) : x.id.compareTo(y.id));
+      for (int k = 0; k < all.size(); k++) {
+        all.get(k).rankIndex = k;
+      }
       byRank = all;
     }
     return byRank;
@@ -1874,18 +1956,21 @@ public final class SwarmPolicy<C> {
       return false; // the source may be down for everyone
     }
     long since = Math.max(Math.max(fillStarted, membershipSince), blocksSince);
+    if (now - since <= stall) {
+      return false; // nobody's share can have stalled yet
+    }
     boolean any = false;
-    Map<String, Integer> waitingBy = null;
-    for (Peer<C> p : peers.values()) {
-      if (now - Math.max(since, p.shareProgressAt) <= stall
+    // Only the readers of pieces nobody holds can have stalled: those peers, in id order. One
+    // whose reading turn has not come is waiting, not stalled; its stall counts from its turn.
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    for (Peer<C> p : readersAmongPeers(waitingBy)) {
+      if (now - Math.max(Math.max(since, p.shareProgressAt), p.turnAt) <= stall
+          || (readingTurn != null && !readingTurn.contains(p.id))
           || p.conn == null
           || p.refused
-          || handedOver.containsKey(p.id)
+          || handedOverIds.contains(p.id)
           || !view.live().contains(p.id)) {
         continue;
-      }
-      if (waitingBy == null) {
-        waitingBy = waitingByReader(view);
       }
       int waiting = waitingBy.getOrDefault(p.id, 0);
       if (waiting > 0) {
@@ -1922,6 +2007,24 @@ public final class SwarmPolicy<C> {
       return false;
     }
     Map<String, Integer> waitingBy = waitingByReader(view);
+    // The peers that can be slow now (a share left to read, some of it announced), in id order:
+    // the median below and the verdicts concern only these (and the peers still marked slow).
+    List<Peer<C>> suspects = new ArrayList<>();
+    for (Peer<C> p : readersAmongPeers(waitingBy)) {
+      if (p.conn != null
+          && !p.refused
+          && p.everSynced
+          && !handedOverIds.contains(p.id)
+          && view.live().contains(p.id)
+          && waitingBy.getOrDefault(p.id, 0) > 0
+          && p.shareReads > 0
+          && (readingTurn == null || readingTurn.contains(p.id))) {
+        suspects.add(p);
+      }
+    }
+    if (suspects.isEmpty() && slowPeers.isEmpty()) {
+      return false;
+    }
     List<Integer> counts = new ArrayList<>();
     for (String m : view.live()) {
       Peer<C> q = byId.get(m);
@@ -1936,23 +2039,22 @@ public final class SwarmPolicy<C> {
     counts.sort(null);
     int median = counts.get(counts.size() / 2);
     boolean any = false;
-    for (Peer<C> p : peers.values()) {
-      int waiting = waitingBy.getOrDefault(p.id, 0);
-      if (p.conn == null
-          || p.refused
-          || !p.everSynced
-          || handedOver.containsKey(p.id)
-          || !view.live().contains(p.id)
-          || waiting == 0
-          || p.shareReads == 0) {
+    // Every other peer is not slow (a no-op but for the peers still marked slow).
+    for (Iterator<Peer<C>> it = slowPeers.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
+      if (!suspects.contains(p)) {
         p.slow = false;
-        continue;
+        it.remove();
       }
+    }
+    for (Peer<C> p : suspects) {
+      int waiting = waitingBy.getOrDefault(p.id, 0);
       int expected = Math.min(median, p.shareReads + waiting);
       if (expected - p.shareReads >= LAG_PIECES && p.shareReads < SLOW_FRACTION * expected) {
         if (!p.slow) {
           p.slow = true;
           p.slowSince = now;
+          slowPeers.add(p);
         } else if (now - p.slowSince >= timeout / 2) {
           handOver(
               p.id,
@@ -1968,9 +2070,43 @@ public final class SwarmPolicy<C> {
         }
       } else if (p.shareReads >= RECOVERED_FRACTION * expected) {
         p.slow = false;
+        slowPeers.remove(p);
       }
     }
     return any;
+  }
+
+  /**
+   * Whose turn it is to read their share: with more live members than the concurrency, the first
+   * {@code concurrency} live members in id order (block order) that still read pieces nobody live
+   * holds — the swarm as a whole reads with the concurrency of one loader, and the first pieces
+   * leave the origin after {@code concurrency} pieces' worth of its bytes, not after every
+   * member's. The others' turn comes as the earlier members' HAVEs arrive. Null: every live
+   * member's turn (no more live members than the concurrency). Sets {@link Peer#turnAt}. O(members
+   * + pieces).
+   */
+  private Set<String> readingTurn(View view, long now) {
+    if (view.live().size() <= concurrency) {
+      return null;
+    }
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    Set<String> turn = new HashSet<>();
+    for (String m : view.plan().live()) {
+      if (turn.size() >= concurrency) {
+        break;
+      }
+      if (waitingBy.getOrDefault(m, 0) > 0) {
+        turn.add(m);
+      }
+    }
+    for (Peer<C> p : peers.values()) {
+      if (!turn.contains(p.id)) {
+        p.turnAt = 0;
+      } else if (p.turnAt == 0) {
+        p.turnAt = now;
+      }
+    }
+    return turn;
   }
 
   /**
@@ -1978,13 +2114,28 @@ public final class SwarmPolicy<C> {
    * (announced with the expected hash): one pass over the pieces, not one per member.
    */
   private Map<String, Integer> waitingByReader(View view) {
-    BitSet held = (BitSet) present.clone();
-    for (String m : view.live()) {
-      Peer<C> q = byId.get(m);
-      if (q != null) {
-        held.or(q.has);
+    if (waitingByView != view) {
+      waitingBy = computeWaitingByReader(view);
+      waitingByView = view;
+    }
+    return waitingBy;
+  }
+
+  /** The peers among the keys of {@code byReader}, in id order ({@link #peers}' order). */
+  private List<Peer<C>> readersAmongPeers(Map<String, Integer> byReader) {
+    List<Peer<C>> out = new ArrayList<>(byReader.size());
+    for (String id : new TreeSet<>(byReader.keySet())) {
+      Peer<C> p = byId.get(id);
+      if (p != null) {
+        out.add(p);
       }
     }
+    return out;
+  }
+
+  private Map<String, Integer> computeWaitingByReader(View view) {
+    BitSet held = (BitSet) present.clone();
+    held.or(view.liveHas());
     Map<String, Integer> out = new HashMap<>();
     for (int i = held.nextClearBit(0); i < map.size(); i = held.nextClearBit(i + 1)) {
       out.merge(view.plan().reader(i), 1, Integer::sum);
@@ -1998,7 +2149,7 @@ public final class SwarmPolicy<C> {
    * every peer is told.
    */
   private void handOver(String member, String why, String by) {
-    if (handedOver.containsKey(member)) {
+    if (handedOverIds.contains(member)) {
       return;
     }
     String reason =
@@ -2006,6 +2157,7 @@ public final class SwarmPolicy<C> {
             ? why.substring(0, FrameCodec.MAX_HELLO_STRING / 2)
             : why;
     handedOver.put(member, reason);
+    handedOverIds.add(member);
     lastView = null;
     note(
         true,
@@ -2018,22 +2170,42 @@ public final class SwarmPolicy<C> {
   }
 
   /** Who is live now and the plan from that. */
-  private record View(Set<String> live, SwarmPlan plan, BitSet mine) {}
+  /**
+   * Who is live now and the plan from that; {@code liveHas}: the pieces the live members' peers
+   * announced (not their reads, not this member's own pieces); {@code livePeers}: the peers of the
+   * live members.
+   */
+  private record View(
+      Set<String> live, SwarmPlan plan, BitSet mine, BitSet liveHas, List<Peer<?>> livePeers) {}
 
   private View view(long now) {
     List<String> members = memberList();
     List<String> alive = new ArrayList<>(members.size());
     BitSet held = new BitSet(map.size());
-    for (String m : members) {
-      if (m.equals(self)) {
+    BitSet liveHas = new BitSet(map.size());
+    List<Peer<?>> livePeers = new ArrayList<>(members.size());
+    if (memberPeers == null || memberPeersOf != members) {
+      List<Peer<C>> resolved = new ArrayList<>(members.size());
+      for (String m : members) {
+        resolved.add(byId.get(m));
+      }
+      memberPeers = resolved;
+      memberPeersOf = members;
+      selfIndex = members.indexOf(self);
+    }
+    // By index: the members' ids are looked at only when some member was handed over.
+    boolean anyOut = !handedOverIds.isEmpty();
+    for (int k = 0; k < members.size(); k++) {
+      String m = members.get(k);
+      if (k == selfIndex) {
         alive.add(m);
         continue;
       }
-      Peer<C> p = byId.get(m);
+      Peer<C> p = memberPeers.get(k);
       if (p != null && p.refused) {
         continue;
       }
-      boolean out = handedOver.containsKey(m);
+      boolean out = anyOut && handedOverIds.contains(m);
       if (out && p == null) {
         continue;
       }
@@ -2056,6 +2228,10 @@ public final class SwarmPolicy<C> {
       // handed-over member's reads count while it is connected and its share still progresses (a
       // slow member finishes the runs it started), not once it stalled or left.
       held.or(p.has);
+      if (!out) {
+        liveHas.or(p.has);
+        livePeers.add(p);
+      }
       if (!p.reading.isEmpty() && (!out || readsStillCount(p, now))) {
         p.reading.forEach(
             (piece, at) -> {
@@ -2065,9 +2241,14 @@ public final class SwarmPolicy<C> {
             });
       }
     }
-    if (handedOver.containsKey(self) && alive.size() > 1) {
+    if (handedOverIds.contains(self) && alive.size() > 1) {
       alive.remove(self); // its share went to the others; alone, it reads everything itself
     } else {
+      Peer<C> itself = byId.get(self); // none, unless a peer connected with this member's id
+      if (itself != null) {
+        liveHas.or(itself.has);
+        livePeers.add(itself);
+      }
       held.or(present);
       sourceReading.keySet().forEach(held::set);
     }
@@ -2082,7 +2263,7 @@ public final class SwarmPolicy<C> {
       blocksSince = now;
     }
     SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
-    return new View(readersLiveSet, plan, plan.assignedTo(self));
+    return new View(readersLiveSet, plan, plan.assignedTo(self), liveHas, livePeers);
   }
 
   /**
@@ -2126,7 +2307,17 @@ public final class SwarmPolicy<C> {
     // The plan of the last scheduling round; what changed since in the holdings and reads is
     // checked against the current state below.
     View v = lastView != null ? lastView : (lastView = view(now));
-    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())) {
+    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())
+        || (readingTurn != null && !readingTurn.contains(self))) {
+      return null;
+    }
+    // Nothing of the plan left for this member: no per-member checks (most members of a large
+    // swarm, most of the time).
+    BitSet mine = (BitSet) v.mine().clone();
+    mine.andNot(present);
+    mine.andNot(inProgress);
+    mine.andNot(claimable);
+    if (mine.isEmpty()) {
       return null;
     }
     List<Peer<C>> others = new ArrayList<>();
@@ -2144,13 +2335,6 @@ public final class SwarmPolicy<C> {
       if (!p.refused) {
         others.add(p);
       }
-    }
-    BitSet mine = (BitSet) v.mine().clone();
-    mine.andNot(present);
-    mine.andNot(inProgress);
-    mine.andNot(claimable);
-    if (mine.isEmpty()) {
-      return null;
     }
     for (int i : readingOrder) {
       if (!mine.get(i) || claimedByOther(others, i, now)) {
@@ -2201,9 +2385,10 @@ public final class SwarmPolicy<C> {
   /**
    * Source reads (runs) one member keeps in flight for its plan: the swarm as a whole reads with
    * the concurrency of one loader, so each of {@code liveMembers} takes ⌈concurrency /
-   * liveMembers⌉, at least 1, and with peers at most two per peer (its ingress link carries its own
-   * source reads and one connection from each peer, shared about per flow). Last resorts are not
-   * capped by this. Measurements behind both caps: docs/DECISIONS.md.
+   * liveMembers⌉, at least 1 (with more members than {@code concurrency}, {@link #readingTurn}
+   * keeps the swarm's total at {@code concurrency}), and with peers at most two per peer (its
+   * ingress link carries its own source reads and one connection from each peer, shared about per
+   * flow). Last resorts are not capped by this. Measurements behind both caps: docs/DECISIONS.md.
    */
   public static int sourceReadsInFlight(int concurrency, int liveMembers) {
     int members = Math.max(1, liveMembers);
@@ -2439,6 +2624,14 @@ public final class SwarmPolicy<C> {
       byId.put(id, p);
       peers.put(id, p);
       byRank = null;
+      peerList = null;
+      if (memberPeers != null) {
+        // memberPeersOf is sorted and lists each id once: the new peer's slot, if it is a member.
+        int k = Collections.binarySearch(memberPeersOf, id);
+        if (k >= 0) {
+          memberPeers.set(k, p);
+        }
+      }
     }
     return p;
   }

@@ -297,6 +297,28 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void requestsThatWaitedHalfAPeerTimeoutGoOutOnlyUpToTwiceTheUploadSlots() {
+    SwarmPolicy<String> a = seedOfSeven();
+    // Every peer asks for piece 3 twice (12 requests); 4 go out, 8 wait.
+    for (int k = 0; k < 2; k++) {
+      for (String x : List.of("b", "c", "d", "e", "f", "g")) {
+        a.onFrame(("c-" + x).intern(), x, new Frame.Request(3));
+      }
+    }
+    assertThat(pieceSends(a.drain())).hasSize(SwarmPolicy.UPLOAD_SLOTS);
+
+    // Half a peer timeout later the waiting requests are old: another UPLOAD_SLOTS go, not all 8
+    // (every old request at once shares a slow uplink among all of them).
+    advance(T / 2);
+    a.tick();
+    assertThat(pieceSends(a.drain())).hasSize(SwarmPolicy.UPLOAD_SLOTS);
+    a.tick();
+    assertThat(pieceSends(a.drain())).isEmpty();
+    a.onPieceSent("c-b", "b");
+    assertThat(pieceSends(a.drain())).as("a sent copy frees a slot").hasSize(1);
+  }
+
+  @Test
   void aClosedConnectionGivesBackItsUploadSlots() {
     SwarmPolicy<String> a = seedOfSeven();
     for (String x : List.of("b", "c", "d", "e", "f")) {

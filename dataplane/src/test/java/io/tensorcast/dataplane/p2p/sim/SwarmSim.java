@@ -147,6 +147,9 @@ final class SwarmSim {
   /** {@code -Dsim.trace=true}: the policies' warnings (hand-overs, drops) go to stderr. */
   private static final boolean TRACE = Boolean.getBoolean("sim.trace");
 
+  /** {@code -Dsim.tracePieces=true}: every piece a node stores from the source, to stderr. */
+  private static final boolean TRACE_PIECES = Boolean.getBoolean("sim.tracePieces");
+
   private static final long TICK_EVERY = Duration.ofMillis(50).toNanos();
 
   private final Scenario sc;
@@ -164,6 +167,11 @@ final class SwarmSim {
   private final Map<String, Node> nodes = new TreeMap<>();
   private long originNextStart;
   private long originRequests;
+
+  /** Source runs in flight now over every node, and the most at once. */
+  private int runsNow;
+
+  private int mostRuns;
 
   /** Scheduling rounds run, and the wall time they took (a measure of the policy's CPU cost). */
   private long rounds;
@@ -347,6 +355,16 @@ final class SwarmSim {
     return SwarmPlan.compute(map.size(), all, all, Map.of()).assignedTo(id);
   }
 
+  /** Every node's id, sorted. */
+  Set<String> nodeIds() {
+    return nodes.keySet();
+  }
+
+  /** The most source runs in flight at once over every node (GETs sent, not yet ended). */
+  int mostConcurrentRuns() {
+    return mostRuns;
+  }
+
   /** Pieces read from the source, counted per piece over every node. */
   int[] readsPerPiece() {
     int[] reads = new int[map.size()];
@@ -474,6 +492,7 @@ final class SwarmSim {
     }
     n.alive = false;
     n.left = true;
+    runsNow -= n.runs;
     for (FlowNetwork.Flow f : List.copyOf(n.up.flows)) {
       net.cancel(f);
     }
@@ -687,6 +706,15 @@ final class SwarmSim {
         if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, bytes)) {
           r.peerBytes += length;
           r.fromPeers.merge(c.owner.id, 1, Integer::sum);
+          if (TRACE_PIECES) {
+            System.err.printf(
+                java.util.Locale.ROOT,
+                "%10.3f s %s: piece %d from %s%n",
+                loop.now() / 1e9,
+                r.id,
+                piece,
+                c.owner.id);
+          }
           digest(r, piece);
         }
       } else {
@@ -732,6 +760,8 @@ final class SwarmSim {
   private void readSource(Node n, SwarmPolicy.Run run) {
     n.runs++;
     n.maxRuns = Math.max(n.maxRuns, n.runs);
+    runsNow++;
+    mostRuns = Math.max(mostRuns, runsNow);
     loop.after(
         sc.latency(),
         () -> {
@@ -769,12 +799,21 @@ final class SwarmSim {
                 }
                 n.sourceReads.add(piece);
                 n.sourceReadAt.add(loop.now());
+                if (TRACE_PIECES) {
+                  System.err.printf(
+                      java.util.Locale.ROOT,
+                      "%10.3f s %s: source piece %d stored%n",
+                      loop.now() / 1e9,
+                      n.id,
+                      piece);
+                }
                 if (n.policy.onPieceStored(null, piece, hashes[piece])) {
                   n.sourceBytes += length;
                   digest(n, piece);
                 }
                 if (last) {
                   n.runs--;
+                  runsNow--;
                   n.policy.onSourceRunEnded(run, true);
                 }
                 process(n);

@@ -1579,7 +1579,6 @@ public final class SwarmPolicy<C> {
         promoteClaims(view.plan());
       }
     }
-    Set<String> live = view.live();
     SwarmPlan plan = view.plan();
     int n = map.size();
     // What this member still needs and nobody was asked for: pieces not present, not in progress.

@@ -21,6 +21,7 @@ import io.tensorcast.dataplane.load.RangeSink;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.load.ReadProgressListener;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.ForwardingArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.store.LockStatus;
@@ -619,22 +620,16 @@ public final class ShardSetLoader implements Loader {
   }
 
   /** Counts the bytes read through {@link #openRange} (response bodies, as received). */
-  static final class CountingSource implements ArtifactSource {
-    private final ArtifactSource inner;
+  static final class CountingSource extends ForwardingArtifactSource {
     final AtomicLong bytes = new AtomicLong();
 
     CountingSource(ArtifactSource inner) {
-      this.inner = inner;
-    }
-
-    @Override
-    public List<SourceFile> list() throws SourceException {
-      return inner.list();
+      super(inner);
     }
 
     @Override
     public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
-      InputStream in = inner.openRange(file, offset, length);
+      InputStream in = delegate().openRange(file, offset, length);
       return new java.io.FilterInputStream(in) {
         @Override
         public int read() throws IOException {
@@ -654,21 +649,6 @@ public final class ShardSetLoader implements Loader {
           return n;
         }
       };
-    }
-
-    @Override
-    public Optional<String> resolvedRevision() {
-      return inner.resolvedRevision();
-    }
-
-    @Override
-    public void checkUnchanged(SourceFile file) throws SourceException {
-      inner.checkUnchanged(file);
-    }
-
-    @Override
-    public String describe() {
-      return inner.describe();
     }
 
     @Override

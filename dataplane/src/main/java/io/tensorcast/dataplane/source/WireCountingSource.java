@@ -3,9 +3,6 @@ package io.tensorcast.dataplane.source;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.util.List;
-import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -15,12 +12,11 @@ import java.util.concurrent.atomic.LongAdder;
  * after a retry). Next to a load's useful bytes ({@code bytesFromSource}) it shows what a fault
  * cost. Everything else is the wrapped source's.
  */
-public final class WireCountingSource implements ArtifactSource {
-  private final ArtifactSource source;
+public final class WireCountingSource extends ForwardingArtifactSource {
   private final LongAdder wireBytes = new LongAdder();
 
   public WireCountingSource(ArtifactSource source) {
-    this.source = Objects.requireNonNull(source, "source");
+    super(source);
   }
 
   /** Bytes received from the source's response bodies since this source was opened. */
@@ -29,43 +25,8 @@ public final class WireCountingSource implements ArtifactSource {
   }
 
   @Override
-  public List<SourceFile> list() throws SourceException {
-    return source.list();
-  }
-
-  @Override
   public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
-    return new Counting(source.openRange(file, offset, length));
-  }
-
-  @Override
-  public Optional<String> resolvedRevision() {
-    return source.resolvedRevision();
-  }
-
-  @Override
-  public void checkUnchanged(SourceFile file) throws SourceException {
-    source.checkUnchanged(file);
-  }
-
-  @Override
-  public PathFilter filter() {
-    return source.filter();
-  }
-
-  @Override
-  public PublishedDigest publishedDigest(SourceFile file) throws SourceException {
-    return source.publishedDigest(file);
-  }
-
-  @Override
-  public String describe() {
-    return source.describe();
-  }
-
-  @Override
-  public void close() {
-    source.close();
+    return new Counting(delegate().openRange(file, offset, length));
   }
 
   private final class Counting extends FilterInputStream {

@@ -16,6 +16,7 @@ import io.tensorcast.dataplane.format.torch.ByteSource;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.format.torch.TorchCheckpointReader;
 import io.tensorcast.dataplane.source.ArtifactSource;
+import io.tensorcast.dataplane.source.ForwardingArtifactSource;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
 import io.tensorcast.dataplane.source.SourceOptions;
@@ -709,8 +710,7 @@ class ArtifactLoaderIT {
    * the JSON) wait until a data range — a read at neither offset — was opened, for at most 20 s;
    * {@link #dataFirst} says whether one was.
    */
-  private static final class HeldHeaderSource implements ArtifactSource {
-    private final ArtifactSource delegate;
+  private static final class HeldHeaderSource extends ForwardingArtifactSource {
     private final java.util.function.BiPredicate<SourceFile, Long> held;
     private final java.util.concurrent.CountDownLatch data =
         new java.util.concurrent.CountDownLatch(1);
@@ -718,17 +718,12 @@ class ArtifactLoaderIT {
 
     HeldHeaderSource(
         ArtifactSource delegate, java.util.function.BiPredicate<SourceFile, Long> held) {
-      this.delegate = delegate;
+      super(delegate);
       this.held = held;
     }
 
     boolean dataFirst() {
       return data.getCount() == 0 && !timedOut.get();
-    }
-
-    @Override
-    public List<SourceFile> list() throws SourceException {
-      return delegate.list();
     }
 
     @Override
@@ -746,38 +741,7 @@ class ArtifactLoaderIT {
           Thread.currentThread().interrupt();
         }
       }
-      return delegate.openRange(file, offset, length);
-    }
-
-    @Override
-    public java.util.Optional<String> resolvedRevision() {
-      return delegate.resolvedRevision();
-    }
-
-    @Override
-    public void checkUnchanged(SourceFile file) throws SourceException {
-      delegate.checkUnchanged(file);
-    }
-
-    @Override
-    public io.tensorcast.dataplane.source.PathFilter filter() {
-      return delegate.filter();
-    }
-
-    @Override
-    public io.tensorcast.dataplane.source.PublishedDigest publishedDigest(SourceFile file)
-        throws SourceException {
-      return delegate.publishedDigest(file);
-    }
-
-    @Override
-    public String describe() {
-      return delegate.describe();
-    }
-
-    @Override
-    public void close() {
-      delegate.close();
+      return delegate().openRange(file, offset, length);
     }
   }
 
@@ -787,8 +751,7 @@ class ArtifactLoaderIT {
    * Phase#Loading}: faults injected then hit the data path, not the header reads, which run
    * alongside it.
    */
-  private static final class DataPhaseSource implements ArtifactSource {
-    private final ArtifactSource delegate;
+  private static final class DataPhaseSource extends ForwardingArtifactSource {
     private final java.util.function.Predicate<SourceFile> which;
     private final Runnable action;
     private final AtomicBoolean fired = new AtomicBoolean();
@@ -796,14 +759,9 @@ class ArtifactLoaderIT {
 
     DataPhaseSource(
         ArtifactSource delegate, java.util.function.Predicate<SourceFile> which, Runnable action) {
-      this.delegate = delegate;
+      super(delegate);
       this.which = which;
       this.action = action;
-    }
-
-    @Override
-    public List<SourceFile> list() throws SourceException {
-      return delegate.list();
     }
 
     @Override
@@ -816,17 +774,7 @@ class ArtifactLoaderIT {
           && fired.compareAndSet(false, true)) {
         action.run();
       }
-      return delegate.openRange(file, offset, length);
-    }
-
-    @Override
-    public String describe() {
-      return delegate.describe();
-    }
-
-    @Override
-    public void close() {
-      delegate.close();
+      return delegate().openRange(file, offset, length);
     }
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.ArtifactSource;
 import io.tensorcast.dataplane.source.FileSource;
+import io.tensorcast.dataplane.source.ForwardingArtifactSource;
 import io.tensorcast.dataplane.source.PathFilter;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
@@ -393,8 +394,7 @@ class ParallelRangeReaderTest {
   }
 
   /** A real source with faults and a log of every range opened ("path@offset+length"). */
-  private static final class Scripted implements ArtifactSource {
-    final ArtifactSource delegate;
+  private static final class Scripted extends ForwardingArtifactSource {
     final List<String> opened = new CopyOnWriteArrayList<>();
     final AtomicInteger cutsLeft = new AtomicInteger();
     volatile long cutAfter;
@@ -410,7 +410,7 @@ class ParallelRangeReaderTest {
         new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     Scripted(ArtifactSource delegate) {
-      this.delegate = delegate;
+      super(delegate);
     }
 
     void cutFirstStreamsAfter(int streams, long bytes) {
@@ -436,11 +436,6 @@ class ParallelRangeReaderTest {
     }
 
     @Override
-    public List<SourceFile> list() throws SourceException {
-      return delegate.list();
-    }
-
-    @Override
     public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
       opened.add(file.path() + "@" + offset + "+" + length);
       SourceException scripted = script.poll();
@@ -458,7 +453,7 @@ class ParallelRangeReaderTest {
         }
         throw failPathWith;
       }
-      InputStream in = delegate.openRange(file, offset, length);
+      InputStream in = delegate().openRange(file, offset, length);
       if (file.path().equals(hangPath)) {
         hangOpened.countDown();
         return new InputStream() {
@@ -498,16 +493,6 @@ class ParallelRangeReaderTest {
         };
       }
       return in;
-    }
-
-    @Override
-    public String describe() {
-      return delegate.describe();
-    }
-
-    @Override
-    public void close() {
-      delegate.close();
     }
   }
 }

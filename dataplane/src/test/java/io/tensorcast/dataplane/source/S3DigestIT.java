@@ -26,7 +26,6 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
@@ -147,11 +146,7 @@ class S3DigestIT {
 
   /** {@code real}, except that every range read of {@code path} has its first byte inverted. */
   private static ArtifactSource alteringReadsOf(ArtifactSource real, String path) {
-    return new ArtifactSource() {
-      @Override
-      public List<SourceFile> list() throws SourceException {
-        return real.list();
-      }
+    return new ForwardingArtifactSource(real) {
 
       @Override
       public InputStream openRange(SourceFile file, long offset, long length)
@@ -167,16 +162,6 @@ class S3DigestIT {
         } catch (java.io.IOException e) {
           throw new SourceException(Reason.SourceUnavailable, e.toString(), true, e);
         }
-      }
-
-      @Override
-      public PublishedDigest publishedDigest(SourceFile file) throws SourceException {
-        return real.publishedDigest(file);
-      }
-
-      @Override
-      public String describe() {
-        return real.describe();
       }
 
       @Override

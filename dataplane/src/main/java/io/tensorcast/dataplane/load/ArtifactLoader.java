@@ -424,8 +424,18 @@ public final class ArtifactLoader implements Loader {
       verification.fillEnded();
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
-    } catch (LoadFailure e) {
-      verification.fillEnded();
+    } catch (LoadFailure | RuntimeException e) {
+      // Also unchecked: the structures' interrupt can surface as one (an interruptible channel's
+      // ClosedByInterruptException, wrapped) with the interrupt still set. fillEnded clears it,
+      // reports the structures' failure, and keeps a later failure from interrupting this thread.
+      try {
+        verification.fillEnded();
+      } catch (LoadFailure structures) {
+        if (structures != e) {
+          structures.addSuppressed(e);
+        }
+        throw structures;
+      }
       throw e;
     }
     verification.fillEnded();

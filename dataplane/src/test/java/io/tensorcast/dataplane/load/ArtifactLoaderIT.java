@@ -367,6 +367,55 @@ class ArtifactLoaderIT {
     assertStoreEmpty();
   }
 
+  @Test
+  void aFillThatTheHeadersInterruptIntoAnUncheckedFailureLeavesNoInterruptAndFailsWithTheRule()
+      throws Exception {
+    // The broken file's rule interrupts the thread filling while it reads the store's file
+    // through an interruptible channel: the fill throws the channel's ClosedByInterruptException
+    // (unchecked, the interrupt still set), not InterruptedException nor a LoadFailure. The load
+    // fails with the header's rule and leaves no interrupt on the calling thread.
+    HeldHeaderSource src =
+        new HeldHeaderSource(
+            source(WITH_BROKEN, proxy), (f, offset) -> f.path().equals(BROKEN) && offset == 0);
+    AtomicBoolean interruptedInFill = new AtomicBoolean();
+    StoreFiller readsTheStoreUntilInterrupted =
+        (source, stored, files, read, gate, progress) -> {
+          SourceFile data = files.stream().filter(f -> f.path().equals(MNIST)).findFirst().get();
+          try (InputStream in = source.openRange(data, RANGE, 4096)) {
+            in.readAllBytes(); // a data range: the broken file's length prefix is answered now
+          } catch (IOException | SourceException e) {
+            throw new LoadFailure(Reason.SourceUnavailable, e.toString(), e);
+          }
+          java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocateDirect(4096);
+          long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+          while (System.nanoTime() < deadline) {
+            try {
+              stored.consumeFromFile(data.path(), 0, 4096, chunk, b -> {});
+            } catch (java.io.UncheckedIOException e) {
+              interruptedInFill.set(Thread.currentThread().isInterrupted());
+              throw e;
+            }
+          }
+        };
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            src,
+            store(BUDGET),
+            new ArtifactLoader.Options("broken-unchecked", 0, FAST),
+            new LoadMetrics(new SimpleMeterRegistry()),
+            readsTheStoreUntilInterrupted);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidSafetensors))
+        .hasMessageStartingWith(BROKEN + ": ")
+        .hasMessageEndingWith("[rule header-length-exceeds-file]");
+    assertThat(interruptedInFill).as("the header's failure interrupted the fill").isTrue();
+    assertThat(Thread.interrupted()).as("no interrupt left on the loading thread").isFalse();
+    assertThat(loader.status().reason()).isEqualTo("InvalidSafetensors");
+    assertStoreEmpty();
+  }
+
   // ------------------------------------------------------------------ refusals
 
   @Test

@@ -822,14 +822,20 @@ public final class ArtifactLoader implements Loader {
 
     /**
      * The structures' failure, once they are read, with {@code other} suppressed into it; or {@code
-     * other} when they are valid.
+     * other} when they are valid. An interrupt (the load cancelled) ends the wait: {@code
+     * Interrupted}, the interrupt kept.
      */
     LoadFailure failureOr(LoadFailure other) {
       try {
-        parsed.join();
+        parsed.get();
         return other;
-      } catch (java.util.concurrent.CompletionException
-          | java.util.concurrent.CancellationException e) {
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        LoadFailure f =
+            new LoadFailure(Reason.Interrupted, "interrupted while reading the headers", e);
+        f.addSuppressed(other);
+        return f;
+      } catch (ExecutionException | java.util.concurrent.CancellationException e) {
         LoadFailure f = failureOf(e);
         if (f.reason() == Reason.Interrupted) {
           return other;

@@ -436,6 +436,46 @@ class ArtifactLoaderIT {
   }
 
   @Test
+  void aLoadInterruptedWhileItsFailedAllocationWaitsForTheHeadersStopsAtOnce() throws Exception {
+    // The allocation fails (budget too small) while a header's JSON is held back (no data range is
+    // ever opened, so it would be answered after 20 s): the load waits for the headers to report
+    // a broken one first, but an interrupt (the load cancelled) ends that wait at once.
+    HeldHeaderSource src = new HeldHeaderSource(source(MODEL, proxy), (f, offset) -> offset == 8);
+    ArtifactLoader loader = loader(src, store(64 * 1024), "model", 0, FAST, null);
+    java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread loading =
+        new Thread(
+            () -> {
+              try {
+                loader.load();
+              } catch (Throwable t) {
+                thrown.set(t);
+              }
+            },
+            "interrupted-load");
+    loading.start();
+    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+    while (Stream.of(loading.getStackTrace()).noneMatch(e -> e.getMethodName().equals("failureOr"))
+        && loading.isAlive()
+        && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(Stream.of(loading.getStackTrace()).map(StackTraceElement::getMethodName))
+        .as("the load waits for the headers after its allocation failed")
+        .contains("failureOr");
+    loading.interrupt();
+    loading.join();
+
+    assertThat(src.timedOut).as("the load returned before the held header was answered").isFalse();
+    assertThat(thrown.get())
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.Interrupted));
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertStoreEmpty();
+  }
+
+  @Test
   void anArtifactOverTheMemoryLimitIsArtifactTooLarge() throws Exception {
     ArtifactLoader loader =
         loader(source(MODEL, proxy), store(BUDGET), "model", modelBytes - 1, FAST, null);

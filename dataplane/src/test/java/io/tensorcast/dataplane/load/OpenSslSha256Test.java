@@ -98,7 +98,10 @@ class OpenSslSha256Test {
       int before = 1 + random.nextInt(100);
       int after = 1 + random.nextInt(100);
       boolean direct = (shape & 1) == 0;
-      ByteBuffer whole = direct ? ByteBuffer.allocateDirect(before + n + after) : ByteBuffer.allocate(before + n + after);
+      ByteBuffer whole =
+          direct
+              ? ByteBuffer.allocateDirect(before + n + after)
+              : ByteBuffer.allocate(before + n + after);
       while (whole.hasRemaining()) {
         whole.put((byte) 0x5a);
       }
@@ -131,7 +134,8 @@ class OpenSslSha256Test {
     new Random(5).nextBytes(bytes);
     String expected = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
     List<java.util.concurrent.Future<String>> results = new java.util.ArrayList<>();
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(8);
     try {
       for (int t = 0; t < 16; t++) {
         results.add(

@@ -424,8 +424,18 @@ public final class ArtifactLoader implements Loader {
       verification.fillEnded();
       Thread.currentThread().interrupt();
       throw new LoadFailure(Reason.Interrupted, "interrupted while loading", e);
-    } catch (LoadFailure e) {
-      verification.fillEnded();
+    } catch (LoadFailure | RuntimeException e) {
+      // Also unchecked: the structures' interrupt can surface as one (an interruptible channel's
+      // ClosedByInterruptException, wrapped) with the interrupt still set. fillEnded clears it,
+      // reports the structures' failure, and keeps a later failure from interrupting this thread.
+      try {
+        verification.fillEnded();
+      } catch (LoadFailure structures) {
+        if (structures != e) {
+          structures.addSuppressed(e);
+        }
+        throw structures;
+      }
       throw e;
     }
     verification.fillEnded();
@@ -812,14 +822,20 @@ public final class ArtifactLoader implements Loader {
 
     /**
      * The structures' failure, once they are read, with {@code other} suppressed into it; or {@code
-     * other} when they are valid.
+     * other} when they are valid. An interrupt (the load cancelled) ends the wait: {@code
+     * Interrupted}, the interrupt kept.
      */
     LoadFailure failureOr(LoadFailure other) {
       try {
-        parsed.join();
+        parsed.get();
         return other;
-      } catch (java.util.concurrent.CompletionException
-          | java.util.concurrent.CancellationException e) {
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        LoadFailure f =
+            new LoadFailure(Reason.Interrupted, "interrupted while reading the headers", e);
+        f.addSuppressed(other);
+        return f;
+      } catch (ExecutionException | java.util.concurrent.CancellationException e) {
         LoadFailure f = failureOf(e);
         if (f.reason() == Reason.Interrupted) {
           return other;

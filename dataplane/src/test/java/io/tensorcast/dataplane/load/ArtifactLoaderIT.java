@@ -368,6 +368,55 @@ class ArtifactLoaderIT {
     assertStoreEmpty();
   }
 
+  @Test
+  void aFillThatTheHeadersInterruptIntoAnUncheckedFailureLeavesNoInterruptAndFailsWithTheRule()
+      throws Exception {
+    // The broken file's rule interrupts the thread filling while it reads the store's file
+    // through an interruptible channel: the fill throws the channel's ClosedByInterruptException
+    // (unchecked, the interrupt still set), not InterruptedException nor a LoadFailure. The load
+    // fails with the header's rule and leaves no interrupt on the calling thread.
+    HeldHeaderSource src =
+        new HeldHeaderSource(
+            source(WITH_BROKEN, proxy), (f, offset) -> f.path().equals(BROKEN) && offset == 0);
+    AtomicBoolean interruptedInFill = new AtomicBoolean();
+    StoreFiller readsTheStoreUntilInterrupted =
+        (source, stored, files, read, gate, progress) -> {
+          SourceFile data = files.stream().filter(f -> f.path().equals(MNIST)).findFirst().get();
+          try (InputStream in = source.openRange(data, RANGE, 4096)) {
+            in.readAllBytes(); // a data range: the broken file's length prefix is answered now
+          } catch (IOException | SourceException e) {
+            throw new LoadFailure(Reason.SourceUnavailable, e.toString(), e);
+          }
+          java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocateDirect(4096);
+          long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+          while (System.nanoTime() < deadline) {
+            try {
+              stored.consumeFromFile(data.path(), 0, 4096, chunk, b -> {});
+            } catch (java.io.UncheckedIOException e) {
+              interruptedInFill.set(Thread.currentThread().isInterrupted());
+              throw e;
+            }
+          }
+        };
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            src,
+            store(BUDGET),
+            new ArtifactLoader.Options("broken-unchecked", 0, FAST),
+            new LoadMetrics(new SimpleMeterRegistry()),
+            readsTheStoreUntilInterrupted);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.InvalidSafetensors))
+        .hasMessageStartingWith(BROKEN + ": ")
+        .hasMessageEndingWith("[rule header-length-exceeds-file]");
+    assertThat(interruptedInFill).as("the header's failure interrupted the fill").isTrue();
+    assertThat(Thread.interrupted()).as("no interrupt left on the loading thread").isFalse();
+    assertThat(loader.status().reason()).isEqualTo("InvalidSafetensors");
+    assertStoreEmpty();
+  }
+
   // ------------------------------------------------------------------ refusals
 
   @Test
@@ -385,6 +434,46 @@ class ArtifactLoaderIT {
     assertThat(loader.status().bytesLoaded()).isZero();
     assertStoreEmpty();
     assertOnlyHeadersWereRead(MODEL, model);
+  }
+
+  @Test
+  void aLoadInterruptedWhileItsFailedAllocationWaitsForTheHeadersStopsAtOnce() throws Exception {
+    // The allocation fails (budget too small) while a header's JSON is held back (no data range is
+    // ever opened, so it would be answered after 20 s): the load waits for the headers to report
+    // a broken one first, but an interrupt (the load cancelled) ends that wait at once.
+    HeldHeaderSource src = new HeldHeaderSource(source(MODEL, proxy), (f, offset) -> offset == 8);
+    ArtifactLoader loader = loader(src, store(64 * 1024), "model", 0, FAST, null);
+    java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread loading =
+        new Thread(
+            () -> {
+              try {
+                loader.load();
+              } catch (Throwable t) {
+                thrown.set(t);
+              }
+            },
+            "interrupted-load");
+    loading.start();
+    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+    while (Stream.of(loading.getStackTrace()).noneMatch(e -> e.getMethodName().equals("failureOr"))
+        && loading.isAlive()
+        && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(Stream.of(loading.getStackTrace()).map(StackTraceElement::getMethodName))
+        .as("the load waits for the headers after its allocation failed")
+        .contains("failureOr");
+    loading.interrupt();
+    loading.join();
+
+    assertThat(src.timedOut).as("the load returned before the held header was answered").isFalse();
+    assertThat(thrown.get())
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.Interrupted));
+    assertThat(loader.status().phase()).isEqualTo(Phase.Failed);
+    assertStoreEmpty();
   }
 
   @Test

@@ -78,6 +78,101 @@ class OpenSslSha256Test {
   }
 
   @Test
+  void slicedReadOnlyAndOffsetBuffersHashExactlyTheirRemainingBytes() throws Exception {
+    // Each buffer's bytes outside [position, limit) are a marker that must not be hashed: the
+    // native side gets the slice's own address plus the position, never the backing buffer's.
+    assumeTrue(OpenSslSha256.available());
+    Path file =
+        Corpus.safetensorsFiles().stream()
+            .filter(p -> size(p) >= (2 << 20))
+            .min(java.util.Comparator.comparingLong(OpenSslSha256Test::size))
+            .orElseThrow();
+    byte[] bytes = Files.readAllBytes(file);
+    MessageDigest jdk = MessageDigest.getInstance("SHA-256");
+    SourceDigests.Hasher h = OpenSslSha256.create();
+    Random random = new Random(23);
+    int at = 0;
+    int shape = 0;
+    while (at < bytes.length) {
+      int n = Math.min(bytes.length - at, random.nextInt(3 * OpenSslSha256.CHUNK / 2));
+      int before = 1 + random.nextInt(100);
+      int after = 1 + random.nextInt(100);
+      boolean direct = (shape & 1) == 0;
+      ByteBuffer whole =
+          direct
+              ? ByteBuffer.allocateDirect(before + n + after)
+              : ByteBuffer.allocate(before + n + after);
+      while (whole.hasRemaining()) {
+        whole.put((byte) 0x5a);
+      }
+      whole.put(before, bytes, at, n);
+      ByteBuffer b =
+          switch ((shape >> 1) % 3) {
+            case 0 -> whole.position(before).limit(before + n); // position and limit inside
+            case 1 -> whole.slice(before - 1, n + 2).position(1).limit(n + 1); // a slice's slice
+            default -> whole.asReadOnlyBuffer().position(before).limit(before + n).slice();
+          };
+      int limit = b.limit();
+      h.update(b);
+      jdk.update(bytes, at, n);
+      assertThat(b.position()).as("shape %d consumed its bytes", shape).isEqualTo(limit);
+      assertThat(b.limit()).isEqualTo(limit);
+      at += n;
+      shape++;
+    }
+    assertThat(shape).isGreaterThanOrEqualTo(6);
+    assertThat(HexFormat.of().formatHex(h.finish()))
+        .isEqualTo(HexFormat.of().formatHex(jdk.digest()));
+  }
+
+  @Test
+  void hashersInParallelThreadsAndAbandonedOnesGiveTheJdksDigest() throws Exception {
+    // Hashers are per file and per lane, created and finished on many threads; the ones a failed
+    // load abandons are freed by the Cleaner while others still hash.
+    assumeTrue(OpenSslSha256.available());
+    byte[] bytes = new byte[3 << 20];
+    new Random(5).nextBytes(bytes);
+    String expected = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    List<java.util.concurrent.Future<String>> results = new java.util.ArrayList<>();
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(8);
+    try {
+      for (int t = 0; t < 16; t++) {
+        results.add(
+            pool.submit(
+                () -> {
+                  for (int i = 0; i < 200; i++) {
+                    OpenSslSha256.create().update(ByteBuffer.wrap(bytes, 0, 1000)); // abandoned
+                  }
+                  SourceDigests.Hasher h = OpenSslSha256.create();
+                  ByteBuffer direct = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+                  while (direct.hasRemaining()) {
+                    h.update(direct.slice(direct.position(), Math.min(65_537, direct.remaining())));
+                    direct.position(Math.min(direct.limit(), direct.position() + 65_537));
+                    if (direct.position() % (1 << 20) < 65_537) {
+                      System.gc(); // the Cleaner frees the abandoned contexts meanwhile
+                    }
+                  }
+                  return HexFormat.of().formatHex(h.finish());
+                }));
+      }
+      for (var r : results) {
+        assertThat(r.get()).isEqualTo(expected);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private static long size(Path p) {
+    try {
+      return Files.size(p);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @Test
   void emptyInputAndFinishedHashers() {
     assumeTrue(OpenSslSha256.available());
     SourceDigests.Hasher h = OpenSslSha256.create();

@@ -658,6 +658,7 @@ public final class ArtifactLoader implements Loader {
     private final ExecutorService pool;
     private final List<CompletableFuture<PublishedDigest>> digests = new ArrayList<>();
     private final CompletableFuture<Parsed> parsed = new CompletableFuture<>();
+    private volatile boolean stopped;
 
     Metadata(List<SourceFile> files) {
       int threads = Math.max(1, Math.min(metadataConcurrency(options.read()), files.size() * 2));
@@ -753,6 +754,11 @@ public final class ArtifactLoader implements Loader {
       try {
         pool.execute(
             () -> {
+              if (stopped) {
+                out.completeExceptionally(
+                    new LoadFailure(Reason.Interrupted, "the load stopped reading metadata"));
+                return;
+              }
               try {
                 out.complete(task.run());
               } catch (LoadFailure e) {
@@ -845,9 +851,16 @@ public final class ArtifactLoader implements Loader {
       }
     }
 
-    /** Stops the reads still running (the load ended). */
+    /**
+     * The load ended: reads not yet started are not started; reads already running finish, and what
+     * they get is kept ({@link KeptMetadata}) for the next load of the artifact, which waits for
+     * them instead of asking again. Interrupting them would throw away answers the source already
+     * sent and make a load that is loaded again (a transient failure of the bytes while the headers
+     * are read alongside) ask for the same metadata twice.
+     */
     void stop() {
-      pool.shutdownNow();
+      stopped = true;
+      pool.shutdown();
     }
   }
 

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.format.torch.TorchCheckpoint;
 import io.tensorcast.dataplane.source.PublishedDigest;
@@ -9,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 
 /**
  * What the resolving of one artifact's loads learnt from the source, kept across the loads of that
@@ -38,10 +41,13 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class KeptMetadata {
   private volatile List<SourceFile> listing;
-  private final Map<SourceFile, SafetensorsHeader> headers = new ConcurrentHashMap<>();
-  private final Map<SourceFile, Optional<TorchCheckpoint>> checkpoints = new ConcurrentHashMap<>();
-  private final Map<SourceFile, PublishedDigest> digests = new ConcurrentHashMap<>();
-  private final Map<SourceFile, byte[]> wholeFiles = new ConcurrentHashMap<>();
+  private final Map<SourceFile, CompletableFuture<SafetensorsHeader>> headers =
+      new ConcurrentHashMap<>();
+  private final Map<SourceFile, CompletableFuture<Optional<TorchCheckpoint>>> checkpoints =
+      new ConcurrentHashMap<>();
+  private final Map<SourceFile, CompletableFuture<PublishedDigest>> digests =
+      new ConcurrentHashMap<>();
+  private final Map<SourceFile, CompletableFuture<byte[]>> wholeFiles = new ConcurrentHashMap<>();
 
   /** A per-file read from the source. */
   @FunctionalInterface
@@ -87,15 +93,40 @@ public final class KeptMetadata {
     return kept(wholeFiles, f, read);
   }
 
-  private static <T> T kept(Map<SourceFile, T> map, SourceFile f, Read<T> read) throws LoadFailure {
+  /**
+   * What is kept of {@code f} in {@code map}, or {@code read}'s result, kept. A read of the same
+   * file version already running (an earlier load's, still finishing after that load ended) is
+   * waited for rather than asked again; if it fails, this caller reads.
+   */
+  private static <T> T kept(Map<SourceFile, CompletableFuture<T>> map, SourceFile f, Read<T> read)
+      throws LoadFailure {
     if (f.etag().isEmpty()) {
       return read.read();
     }
-    T v = map.get(f);
-    if (v == null) {
-      v = read.read();
-      map.put(f, v);
+    while (true) {
+      CompletableFuture<T> mine = new CompletableFuture<>();
+      CompletableFuture<T> theirs = map.putIfAbsent(f, mine);
+      if (theirs == null) {
+        try {
+          T v = read.read();
+          mine.complete(v);
+          return v;
+        } catch (LoadFailure | RuntimeException | Error e) {
+          map.remove(f, mine);
+          mine.completeExceptionally(e);
+          throw e;
+        }
+      }
+      try {
+        return theirs.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new LoadFailure(
+            Reason.Interrupted, "interrupted while waiting for " + f.path() + "'s metadata", e);
+      } catch (ExecutionException e) {
+        // The other read failed and is no longer kept: read it here (its failure was its load's).
+        map.remove(f, theirs);
+      }
     }
-    return v;
   }
 }

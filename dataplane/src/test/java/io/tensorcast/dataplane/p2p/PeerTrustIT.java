@@ -538,6 +538,23 @@ class PeerTrustIT {
         .atMost(READY)
         .ignoreExceptions()
         .until(() -> members.statusOf(control).phase() == Phase.Loading);
+    // Loading begins once the listing, digests and allocation are done; the peer transport starts
+    // listening just after. A flood sent before it listens is refused by the kernel, not by p0,
+    // and p0's metrics would not count it: wait until the port takes a connection (this probe,
+    // from an address no member is published at, is refused by p0 and counted with the flood).
+    await("p0's peer port listening")
+        .atMost(READY)
+        .pollInterval(Duration.ofMillis(50))
+        .until(
+            () -> {
+              try (Socket s = new Socket()) {
+                s.bind(new InetSocketAddress(InetAddress.getByName("127.0.1.250"), 0));
+                s.connect(addresses.get("p0"), 1_000);
+                return true;
+              } catch (IOException notYet) {
+                return false;
+              }
+            });
     long before = rssAnon(p0.pid());
 
     List<Socket> flood = new ArrayList<>();

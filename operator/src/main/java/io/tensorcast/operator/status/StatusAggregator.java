@@ -218,6 +218,19 @@ public final class StatusAggregator {
     return Optional.of(new Failure(ready.getReason(), ready.getMessage(), beforeResolve));
   }
 
+  /**
+   * Whether {@code reason} says a file's structure (header, checkpoint, index, path) is broken: the
+   * artifact did not resolve, even when the data plane had reported the listing (it reads the bytes
+   * while the headers are validated, so its report can come first).
+   */
+  static boolean brokenStructure(String reason) {
+    return Reason.InvalidArtifact.name().equals(reason)
+        || Reason.InvalidSafetensors.name().equals(reason)
+        || Reason.InvalidTorchCheckpoint.name().equals(reason)
+        || Reason.InvalidIndex.name().equals(reason)
+        || Reason.UnsafePath.name().equals(reason);
+  }
+
   /** The status for {@code in}. */
   public static ModelArtifactStatus aggregate(Input in) {
     ModelArtifact artifact = in.artifact();
@@ -310,7 +323,7 @@ public final class StatusAggregator {
     if (in.failure().isPresent()) {
       Failure f = in.failure().get();
       s.setPhase(ArtifactPhase.Failed);
-      if (res.isPresent()) {
+      if (res.isPresent() && !brokenStructure(f.reason())) {
         c.set(RESOLVED, TRUE, Reason.SourceResolved, describe(res.get()));
       } else {
         c.set(RESOLVED, FALSE, f.reason(), f.message());

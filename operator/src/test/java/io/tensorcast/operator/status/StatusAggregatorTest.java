@@ -442,6 +442,36 @@ class StatusAggregatorTest {
     assertThat(StatusAggregator.recordedFailure(artifact).map(Failure::reason)).contains(reason);
   }
 
+  /**
+   * The data plane reads the bytes while the headers are validated, so it reports the listing
+   * (Loading, files and bytes) before a header can fail: the artifact still did not resolve.
+   */
+  @Test
+  void aHeaderThatFailsAfterTheListingWasReportedLeavesTheArtifactUnresolved() {
+    Pod resolver = pod(artifact, A, OptionalLong.of(SIZE), PodState.RUNNING);
+    Map<String, DataPlaneStatus> loading =
+        Map.of(name(resolver), report(artifact, Loading, 3, SIZE, SIZE / 2, null, null));
+    artifact.setStatus(aggregate(List.of(resolver), loading, names(resolver), T0));
+    assertCondition(artifact.getStatus(), "Resolved", "True", "SourceResolved");
+
+    String message = "shards/abuse.safetensors: header length 1000 exceeds the file size 88";
+    Map<String, DataPlaneStatus> failed =
+        Map.of(
+            name(resolver),
+            report(artifact, Failed, 3, SIZE, SIZE / 2, "InvalidSafetensors", message));
+    Optional<Resolution> res = StatusAggregator.resolution(artifact, List.of(resolver), failed);
+    Optional<Failure> f =
+        StatusAggregator.podFailure(artifact, List.of(resolver), failed, res, OVERHEAD);
+    ModelArtifactStatus s =
+        StatusAggregator.aggregate(
+            new Input(artifact, List.of(resolver), failed, Set.of(), res, null, f, T0));
+
+    assertThat(res).as("the listing is known").isPresent();
+    assertThat(s.getPhase()).isEqualTo(ArtifactPhase.Failed);
+    assertCondition(s, "Ready", "False", "InvalidSafetensors");
+    assertCondition(s, "Resolved", "False", "InvalidSafetensors");
+  }
+
   private static final String OUTAGE =
       "s3://bucket/m/: listing s3://bucket/m/: the store failed (HTTP 503 SlowDown: Reduce your"
           + " request rate)";

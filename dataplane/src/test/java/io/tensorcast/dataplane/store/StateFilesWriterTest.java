@@ -34,7 +34,7 @@ class StateFilesWriterTest {
                 new ArtifactState.FileState("a \"quoted\" name\u00e9\u2603.safetensors", 7, null),
                 new ArtifactState.FileState("sub/b.bin", 1L << 40, SHA),
                 new ArtifactState.FileState("empty", 0, null)));
-    byte[] written = ArtifactState.toJson0(state);
+    byte[] written = ArtifactState.toJson(state);
     assertThat(new String(written, StandardCharsets.UTF_8))
         .isEqualTo(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(state));
 

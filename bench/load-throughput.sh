@@ -14,8 +14,9 @@
 # Retry-After above. They load a quarter of the shards; --adaptive-only skips the cold-load rounds
 # and loads every shard (see bench/README.md "Adaptive source concurrency").
 #
-# Without --tensorcast it runs the data plane as built here, with the JVM flags it ships with
-# (dataplane/target/jvm.options). Builds the jar and the test classes first when sources are newer.
+# Without --tensorcast it runs the data plane as built here, with the JVM flags a user's `load` gets
+# from the launcher (dataplane/src/main/launcher/load.jvm-options: the image's entry point and
+# `./tensorcast dataplane load`). Builds the jar and the test classes first when sources are newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -50,7 +51,8 @@ has_variant=false
 for a in "$@"; do [ "$a" = --tensorcast ] && has_variant=true; done
 if ! $has_variant; then
   flags=""
-  [ -f "$target/jvm.options" ] && flags=$(grep -v '^#' "$target/jvm.options" | tr '\n' ' ')
+  load_options="$repo/dataplane/src/main/launcher/load.jvm-options"
+  [ -f "$load_options" ] && flags=$(tr '\n' ' ' < "$load_options")
   args+=(--tensorcast "tensorcast|$jar|$flags|")
 fi
 

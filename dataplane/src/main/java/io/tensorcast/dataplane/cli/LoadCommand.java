@@ -69,8 +69,13 @@ final class LoadCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     FormatLimits limits = formatLimits.limits();
-    try (ArtifactSource src = source.open();
-        PinnedStore pinned = store.open()) {
+    // The store (its native glue, memory budget and the logging set-up of its first line) opens on
+    // its own thread while this one builds the source's client: neither needs the other. A usage
+    // error in the source's options is reported first, with nothing created.
+    source.validate();
+    StoreOpening opening = new StoreOpening(store);
+    try (ArtifactSource src = opening.openSource(source);
+        PinnedStore pinned = opening.await()) {
       if (replace && pinned.get(artifactId).isPresent()) {
         pinned.unload(artifactId);
       }
@@ -118,6 +123,62 @@ final class LoadCommand implements Callable<Integer> {
       Reason reason = e instanceof SourceException s ? s.reason() : ((StoreException) e).reason();
       err.printf("load failed: %s: %s%n", reason, e.getMessage());
       return 1;
+    }
+  }
+
+  /** {@link StoreArgs#open} on a thread of its own, started at once. */
+  private static final class StoreOpening {
+    private final java.util.concurrent.FutureTask<PinnedStore> task;
+
+    StoreOpening(StoreArgs store) {
+      task = new java.util.concurrent.FutureTask<>(store::open);
+      Thread t = new Thread(task, "store-open");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    /** Opens the source; when that fails, the store is closed once open and the failure thrown. */
+    ArtifactSource openSource(SourceArgs source) throws SourceException {
+      try {
+        return source.open();
+      } catch (SourceException | RuntimeException | Error e) {
+        try {
+          await().close();
+        } catch (StoreException | RuntimeException | Error suppressed) {
+          e.addSuppressed(suppressed);
+        }
+        throw e;
+      }
+    }
+
+    /** The open store, or its failure as {@link StoreArgs#open} threw it. */
+    PinnedStore await() throws StoreException {
+      boolean interrupted = false;
+      try {
+        while (true) {
+          try {
+            return task.get();
+          } catch (InterruptedException e) {
+            interrupted = true; // the open is bounded: wait for it, keep the interrupt
+          } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof StoreException s) {
+              throw s;
+            }
+            if (c instanceof RuntimeException r) {
+              throw r;
+            }
+            if (c instanceof Error r) {
+              throw r;
+            }
+            throw new IllegalStateException(c);
+          }
+        }
+      } finally {
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
+      }
     }
   }
 

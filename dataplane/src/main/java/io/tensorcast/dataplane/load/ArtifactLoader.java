@@ -209,6 +209,7 @@ public final class ArtifactLoader implements Loader {
       state.phase(Phase.Resolving);
       long resolving = System.nanoTime();
       List<SourceFile> files = listFiles();
+      long listed = System.nanoTime();
       // After a restart of this pod the store may have adopted a complete, re-hashed copy of
       // exactly these files: its headers are then read from the store, not from the source.
       StoredArtifact kept = completeCopy(files);
@@ -265,10 +266,11 @@ public final class ArtifactLoader implements Loader {
       }
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
-          "artifact {}: {} files listed and their digests read in {} ms; {} bytes allocated in {}"
-              + " ms{} ({}); loading while the headers are read",
+          "artifact {}: {} files listed in {} ms and their digests read in {} ms; {} bytes"
+              + " allocated in {} ms{} ({}); loading while the headers are read",
           options.artifactId(),
           files.size(),
+          (listed - resolving) / 1_000_000,
           (digestsRead - resolving) / 1_000_000,
           total,
           allocationNanos / 1_000_000,

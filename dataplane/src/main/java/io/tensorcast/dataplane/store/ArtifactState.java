@@ -1,8 +1,11 @@
 package io.tensorcast.dataplane.store;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
@@ -31,12 +34,21 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
     }
   }
 
-  private static final ObjectMapper JSON =
-      new ObjectMapper()
-          .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-          .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-          .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-          .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES);
+  /**
+   * The reader, built on first read only: a cold load writes its state file while the bytes wait
+   * for the allocation, and the data-binding classes (~600) take a few hundred milliseconds to load
+   * on a cold JVM; writing needs only the streaming generator.
+   */
+  private static final class Reader {
+    static final ObjectMapper JSON =
+        new ObjectMapper()
+            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+            .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES);
+  }
+
+  private static final JsonFactory WRITER = new JsonFactory();
 
   ArtifactState {
     Objects.requireNonNull(artifactId, "artifactId");
@@ -51,7 +63,29 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
    * Writes {@code state} to {@code target} durably and atomically ({@link DurableFiles#replace}).
    */
   static void writeAtomically(Path target, ArtifactState state) throws IOException {
-    DurableFiles.replace(target, JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(state));
+    DurableFiles.replace(target, toJson(state));
+  }
+
+  /** The file's bytes: the fields {@link #read} binds, pretty-printed, written by the generator. */
+  static byte[] toJson(ArtifactState state) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (JsonGenerator g = WRITER.createGenerator(out)) {
+      g.useDefaultPrettyPrinter();
+      g.writeStartObject();
+      g.writeNumberField("formatVersion", state.formatVersion());
+      g.writeStringField("artifactId", state.artifactId());
+      g.writeArrayFieldStart("files");
+      for (FileState f : state.files()) {
+        g.writeStartObject();
+        g.writeStringField("path", f.path());
+        g.writeNumberField("size", f.size());
+        g.writeStringField("sha256", f.sha256());
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+      g.writeEndObject();
+    }
+    return out.toByteArray();
   }
 
   /**
@@ -63,7 +97,7 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
   static ArtifactState read(Path file, String expectedId) throws IOException {
     ArtifactState s;
     try {
-      s = JSON.readValue(file.toFile(), ArtifactState.class);
+      s = Reader.JSON.readValue(file.toFile(), ArtifactState.class);
     } catch (IOException e) {
       throw new IOException("state file " + file + " is not valid: " + e.getMessage(), e);
     }

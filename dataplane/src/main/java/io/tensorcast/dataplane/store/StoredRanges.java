@@ -1,6 +1,9 @@
 package io.tensorcast.dataplane.store;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,7 +25,12 @@ final class StoredRanges {
   private final String version;
   private final TreeMap<Long, Long> ranges = new TreeMap<>(); // start → end (exclusive)
 
-  private static final ObjectMapper JSON = new ObjectMapper();
+  /** Built on first read only (a restart's resumption), as {@link ArtifactState}'s reader. */
+  private static final class Reader {
+    static final ObjectMapper JSON = new ObjectMapper();
+  }
+
+  private static final JsonFactory WRITER = new JsonFactory();
   static final String SUFFIX = ".stored";
 
   /** The file form: per incomplete file, the source version and the {@code [start, end)} ranges. */
@@ -40,7 +48,31 @@ final class StoredRanges {
   static void write(Path target, Map<String, StoredRanges> byPath) throws IOException {
     List<FileEntry> entries = new ArrayList<>();
     byPath.forEach((p, r) -> entries.add(new FileEntry(p, r.version(), r.ranges())));
-    DurableFiles.replace(target, JSON.writeValueAsBytes(new FileForm(1, entries)));
+    DurableFiles.replace(target, toJson(new FileForm(1, entries)));
+  }
+
+  /** The file's bytes: the fields {@link #read} binds, written by the streaming generator. */
+  static byte[] toJson(FileForm form) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (JsonGenerator g = WRITER.createGenerator(out)) {
+      g.writeStartObject();
+      g.writeNumberField("formatVersion", form.formatVersion());
+      g.writeArrayFieldStart("files");
+      for (FileEntry e : form.files()) {
+        g.writeStartObject();
+        g.writeStringField("path", e.path());
+        g.writeStringField("version", e.version());
+        g.writeArrayFieldStart("ranges");
+        for (long[] r : e.ranges()) {
+          g.writeArray(r, 0, r.length);
+        }
+        g.writeEndArray();
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+      g.writeEndObject();
+    }
+    return out.toByteArray();
   }
 
   /**
@@ -54,7 +86,7 @@ final class StoredRanges {
       return out;
     }
     try {
-      FileForm form = JSON.readValue(file.toFile(), FileForm.class);
+      FileForm form = Reader.JSON.readValue(file.toFile(), FileForm.class);
       if (form.formatVersion() != 1 || form.files() == null) {
         return Map.of();
       }

@@ -102,7 +102,11 @@ class K3sClusterIT {
       return;
     }
     String operatorImage = build("operator", "tensorcast-operator.jar", List.of());
-    String dataplaneImage = build("dataplane", "tensorcast-dataplane.jar", List.of());
+    String dataplaneImage =
+        build(
+            "dataplane",
+            "tensorcast-dataplane.jar",
+            List.of("src/main/launcher/dataplane", "src/main/launcher/load.jvm-options"));
     String csiDriverImage = build("csi-driver", "tensorcast-csi-driver.jar", List.of());
 
     network = Network.newNetwork();

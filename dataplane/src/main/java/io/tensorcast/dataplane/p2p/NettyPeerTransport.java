@@ -528,8 +528,11 @@ public final class NettyPeerTransport implements PeerTransport {
     private Connection connection;
     private ChannelHandlerContext ctx;
 
-    /** The connection was reported to the listener ({@link #open()}, or not held). */
-    private boolean reported;
+    /**
+     * The connection was reported to the listener ({@link #open()}, or not held). Written and read
+     * on the channel's event loop; volatile for the checkers' sake.
+     */
+    private volatile boolean reported;
 
     /** Frames that arrived on a held connection before it was reported. */
     private final ArrayDeque<Frame> early = new ArrayDeque<>();
@@ -763,6 +766,11 @@ public final class NettyPeerTransport implements PeerTransport {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
       if (evt instanceof IdleStateEvent e) {
+        if (e.state() == IdleState.READER_IDLE && connection != null && !reported) {
+          // Held: it reads nothing until open(), so no frame is no sign of a lost peer. The
+          // transport's close ends it if the fill never opens it.
+          return;
+        }
         if (e.state() == IdleState.READER_IDLE) {
           log.info(
               "no frame from peer {} for {} ms; closing",

@@ -1334,9 +1334,8 @@ public final class ArtifactLoader implements Loader {
     }
 
     /**
-     * Every file's published digest was read (after the fill began): the files are tracked and
-     * the bytes stored meanwhile hashed; then whoever waits for them ({@link #digestsKnown}) goes
-     * on.
+     * Every file's published digest was read (after the fill began): the files are tracked and the
+     * bytes stored meanwhile hashed; then whoever waits for them ({@link #digestsKnown}) goes on.
      */
     void digestsResolved(Map<String, PublishedDigest> read) {
       List<Object[]> early;

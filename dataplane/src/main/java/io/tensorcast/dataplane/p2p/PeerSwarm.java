@@ -137,6 +137,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   /** The HELLO map digest of the files {@link #prepare} was given. */
   private byte[] preparedDigest;
+
   private ExecutorService sources;
   private volatile ConcurrencyLimiter sourceLimiter = ConcurrencyLimiter.fixed(1);
   private ExecutorService verifier;
@@ -634,8 +635,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   private PieceMap pieceMap(List<SourceFile> files) {
     return new PieceMap(
-        files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(),
-        settings.pieceSize());
+        files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(), settings.pieceSize());
   }
 
   /**

@@ -29,10 +29,10 @@ public interface PeerTransport extends AutoCloseable {
   void forget(String peerId);
 
   /**
-   * Reports connections held since the start (a transport started before its swarm could take
-   * part, see {@link NettyPeerTransport#start(InetSocketAddress, Frame.Hello,
-   * java.time.Duration, Listener, NettyPeerTransport.Auth, boolean)}) to the listener, and every
-   * later one as it passes the handshake. The default: nothing is held.
+   * Reports connections held since the start (a transport started before its swarm could take part,
+   * see {@link NettyPeerTransport#start(InetSocketAddress, Frame.Hello, java.time.Duration,
+   * Listener, NettyPeerTransport.Auth, boolean)}) to the listener, and every later one as it passes
+   * the handshake. The default: nothing is held.
    */
   default void open() {}
 

@@ -808,9 +808,8 @@ public final class SwarmPolicy<C> {
   /**
    * The pieces of {@link #verifiable} are known only later (the loader reads the source's digests
    * while the fill starts): until {@link #verifiable} is called, a piece of this member's share
-   * that the other members claim is neither read from the source nor fetched, so a late joiner
-   * does not read what it will be able to fetch on the claims. Call right after {@link
-   * #startFill}.
+   * that the other members claim is neither read from the source nor fetched, so a late joiner does
+   * not read what it will be able to fetch on the claims. Call right after {@link #startFill}.
    *
    * @throws IllegalStateException outside a fill
    */

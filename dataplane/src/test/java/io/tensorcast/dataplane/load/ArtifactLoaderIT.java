@@ -965,9 +965,9 @@ class ArtifactLoaderIT {
   }
 
   /**
-   * A source whose published digests are answered only once a data range (not a safetensors
-   * header read) was opened, for at most 20 s ({@link #dataFirst} says whether one was); {@code
-   * answer} replaces a file's digest (or throws), null keeps the source's.
+   * A source whose published digests are answered only once a data range (not a safetensors header
+   * read) was opened, for at most 20 s ({@link #dataFirst} says whether one was); {@code answer}
+   * replaces a file's digest (or throws), null keeps the source's.
    */
   private static final class HeldDigestSource extends ForwardingArtifactSource {
     private final DigestAnswer answer;

@@ -191,13 +191,13 @@ class NettyPeerTransportIT {
         // still allocates its copy.
         assertThat(peer.finishHandshake()).as("handshake while held").isEqualTo("ok");
         peer.send(new Frame.Have(2, new byte[32]));
-        assertThat(events.poll(500, TimeUnit.MILLISECONDS))
-            .as("reported before open()")
-            .isNull();
+        assertThat(events.poll(500, TimeUnit.MILLISECONDS)).as("reported before open()").isNull();
 
         held.open();
         assertThat(events.poll(10, TimeUnit.SECONDS)).isEqualTo("connected peer");
-        assertThat(events.poll(10, TimeUnit.SECONDS)).as("the frame held meanwhile").isEqualTo("HAVE");
+        assertThat(events.poll(10, TimeUnit.SECONDS))
+            .as("the frame held meanwhile")
+            .isEqualTo("HAVE");
         peer.send(new Frame.Have(3, new byte[32]));
         assertThat(events.poll(10, TimeUnit.SECONDS)).as("frames after open()").isEqualTo("HAVE");
       }

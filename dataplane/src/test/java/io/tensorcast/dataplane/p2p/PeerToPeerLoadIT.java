@@ -191,8 +191,7 @@ class PeerToPeerLoadIT {
       ServeCommandLine d1Args =
           swarm.member(held.endpoint(), members.newRoot(), "d1", addresses.get("d1"));
       d1Args.option("--peers", peers);
-      DataPlaneServer d1 =
-          ServeMembers.startInProcess(d1Args.args(), "--peer-timeout", "30s");
+      DataPlaneServer d1 = ServeMembers.startInProcess(d1Args.args(), "--peer-timeout", "30s");
       servers.add(d1);
       try {
         await("d1 connected to d0, reading from the source and taking pieces from d0")

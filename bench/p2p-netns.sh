@@ -30,11 +30,14 @@
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
 #                           [--modes "source-only p2p bittorrent"] [--trace] [--serve-args "ARGS"]
+#                           [--java-args "ARGS"]
 #
 # --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
 # node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
 # --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
-# settings; the header line prints them.
+# settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
+# "-XX:TieredStopAtLevel=1"). After each run a line gives every node's CPU-seconds (user + system
+# of its process, from /proc, read just before it is stopped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -49,6 +52,7 @@ keep_logs=false
 modes="source-only p2p"
 trace=false
 serve_args=""
+java_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes_list=$2; shift 2 ;;
@@ -61,7 +65,8 @@ while [ $# -gt 0 ]; do
     --keep-logs) keep_logs=true; shift ;;
     --trace) trace=true; keep_logs=true; shift ;;
     --serve-args) serve_args=$2; shift 2 ;;
-    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
+    --java-args) java_args=$2; shift 2 ;;
+    -h|--help) sed -n 2,41p "$0"; exit 0 ;;
     *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -193,7 +198,7 @@ else
   rm -rf "$work/model"
 fi
 echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin_rate;" \
-  "piece $PIECE bytes${serve_args:+; serve args: $serve_args}" >&2
+  "piece $PIECE bytes${serve_args:+; serve args: $serve_args}${java_args:+; java args: $java_args}" >&2
 
 has_distribution=false
 java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
@@ -226,6 +231,25 @@ origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_byt
 # --- one run ----------------------------------------------------------------------------------
 # run MODE N -> sets result="wall_seconds transfer_seconds source_status_bytes origin_tx_bytes"
 result=""
+# cpu_seconds MODE N PID... -> prints each process's CPU-seconds so far (utime + stime of
+# /proc/PID/stat, all its threads) to stderr; `ip netns exec` execs its command, so the PID is the
+# node's java (or aria2c).
+cpu_seconds() {
+  local mode=$1 n=$2 line="" p k=0 tck
+  shift 2
+  tck=$(getconf CLK_TCK)
+  for p in "$@"; do
+    k=$((k + 1))
+    if [ -r "/proc/$p/stat" ]; then
+      line+=" n$k $(awk -v t="$tck" '{ sub(/^.*\) /, ""); printf "%.1f", ($12 + $13) / t }' \
+        "/proc/$p/stat")"
+    else
+      line+=" n$k ?"
+    fi
+  done
+  echo "[bench] $mode N=$n CPU s per node:$line" >&2
+}
+
 # run_bittorrent N -> sets result like run (transfer = wall; no status bytes, no swarm window)
 run_bittorrent() {
   local n=$1 k bt_pids=() run_pids=()
@@ -262,6 +286,7 @@ run_bittorrent() {
   end=$(cat "$work/bt-done"/* | sort -n | tail -1)
   local tx1
   tx1=$(origin_tx)
+  cpu_seconds bittorrent "$n" "${run_pids[@]}"
   for p in "${run_pids[@]}" "${bt_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}" "${bt_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   local wall
@@ -308,8 +333,9 @@ run() {
     fi
     # shellcheck disable=SC2206 # word splitting of the extra flags is intended
     [ -n "$serve_args" ] && args+=($serve_args)
+    # shellcheck disable=SC2086 # word splitting of the extra JVM flags is intended
     AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
-      ip netns exec "tcb-n$k" java -Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m \
+      ip netns exec "tcb-n$k" java -Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m $java_args \
       -jar "$jar" "${args[@]}" >"$work/$mode-$n-n$k.log" 2>&1 &
     run_pids+=($!)
     pids+=($!)
@@ -358,6 +384,7 @@ run() {
   done
   local tx1
   tx1=$(origin_tx)
+  cpu_seconds "$mode" "$n" "${run_pids[@]}"
   for p in "${run_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 )) $swarm"

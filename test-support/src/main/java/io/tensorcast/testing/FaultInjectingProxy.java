@@ -40,6 +40,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>{@link #ignoreRange}: GETs are forwarded without their {@code Range} header, so the
  *       upstream answers 200 with the whole object;
  *   <li>{@link #delay}: each request waits this long before it is forwarded;
+ *   <li>{@link #holdWhere}: requests it matches wait until a latch opens (a source that answers
+ *       some requests late, e.g. the digests' {@code HEAD}s);
  *   <li>{@link #throttleBodies} and {@link #throttleTotal}: an origin whose single connections are
  *       slow, and one whose bandwidth is shared by all its connections;
  *   <li>{@link #slowDownAbove}: a GET that arrives while N others are in flight is answered {@code
@@ -146,6 +148,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicLong stormCount = new AtomicLong();
   private final List<RecordedRequest> throttled = new CopyOnWriteArrayList<>();
   private volatile Duration delay = Duration.ZERO;
+  private volatile java.util.function.Predicate<RecordedRequest> holdWhere = r -> false;
+  private volatile java.util.concurrent.CountDownLatch holdUntil =
+      new java.util.concurrent.CountDownLatch(0);
   private volatile java.util.function.Predicate<RecordedRequest> counted = r -> true;
   private volatile java.util.function.BiPredicate<String, String> failWhich = (m, t) -> true;
   private volatile java.util.function.Predicate<RecordedRequest> failWhere = r -> true;
@@ -367,6 +372,18 @@ public final class FaultInjectingProxy implements AutoCloseable {
   }
 
   /**
+   * Requests {@code which} accepts wait until {@code until} opens (at most 2 minutes) before they
+   * are forwarded; the others are forwarded at once.
+   */
+  public FaultInjectingProxy holdWhere(
+      java.util.function.Predicate<RecordedRequest> which,
+      java.util.concurrent.CountDownLatch until) {
+    this.holdUntil = until;
+    this.holdWhere = which;
+    return this;
+  }
+
+  /**
    * Only GETs matching {@code filter} count towards {@link #maxInFlightGets()} from now on (default
    * all), e.g. the piece reads of a swarm but not its header reads.
    */
@@ -387,6 +404,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
     admitOneIn = 0;
     throttled.clear();
     delay = Duration.ZERO;
+    holdWhere = r -> false;
     bodyBytesPerSecond = 0;
     totalBytesPerSecond = 0;
     slowDownAbove = 0;
@@ -555,6 +573,14 @@ public final class FaultInjectingProxy implements AutoCloseable {
     if (!delay.isZero()) {
       try {
         Thread.sleep(delay.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+    if (holdWhere.test(recorded)) {
+      try {
+        holdUntil.await(2, java.util.concurrent.TimeUnit.MINUTES);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;

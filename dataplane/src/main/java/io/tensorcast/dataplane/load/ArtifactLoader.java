@@ -223,15 +223,22 @@ public final class ArtifactLoader implements Loader {
       long total = files.stream().mapToLong(SourceFile::size).sum();
       String revision = source.resolvedRevision().orElseGet(() -> revisionOf(files));
       state.resolved(files, Map.of(), 0, revision);
+      if (filler != null) {
+        filler.prepare(files); // the peer transport starts while the digests are read
+      }
       // Nothing of this artifact in the store (a cold load): its files are created, mapped and
       // locked while the digests and headers are read.
       Allocation early = store.get(options.artifactId()).isEmpty() ? startAllocation(files) : null;
       // The headers, checkpoint structures and index files are read and validated alongside the
       // bytes: each file's check waits for them, and one that fails them stops the load.
       structures = new Metadata(files);
-      Map<String, PublishedDigest> digests;
+      // A filler (the peer swarm) starts without them: they are needed only by the checks at the
+      // end of each file and by its check of peers' claims, which wait for them.
+      Map<String, PublishedDigest> digests = null;
       try {
-        digests = structures.digests(files);
+        if (filler == null) {
+          digests = structures.digests(files);
+        }
         structures.throwIfFailed();
       } catch (LoadFailure | RuntimeException e) {
         structures.stop();
@@ -266,21 +273,27 @@ public final class ArtifactLoader implements Loader {
       }
       state.locked(stored.lockStatus(), stored.directory().toString());
       log.info(
-          "artifact {}: {} files listed in {} ms and their digests read in {} ms; {} bytes"
-              + " allocated in {} ms{} ({}); loading while the headers are read",
+          "artifact {}: {} files listed in {} ms{}; {} bytes allocated in {}"
+              + " ms{} ({}); loading while the headers{} are read",
           options.artifactId(),
           files.size(),
           (listed - resolving) / 1_000_000,
-          (digestsRead - resolving) / 1_000_000,
+          digests != null
+              ? " and their digests read in " + (digestsRead - resolving) / 1_000_000 + " ms"
+              : "",
           total,
           allocationNanos / 1_000_000,
-          early != null ? " while the digests were read" : "",
-          stored.lockStatus().message());
+          early == null ? "" : digests != null ? " while the digests were read" : " alongside",
+          stored.lockStatus().message(),
+          digests != null ? "" : " and digests");
 
       state.phase(Phase.Loading);
       long loading = System.nanoTime();
       verification = new Verification(stored, files, digests);
       structures.then(verification, resolving);
+      if (digests == null) {
+        structures.digestsThen(verification, files);
+      }
       if (filler != null) {
         if (resumed != null) {
           verification.reopenChanged();
@@ -404,14 +417,19 @@ public final class ArtifactLoader implements Loader {
           }
 
           @Override
+          public void whenDigestsKnown(Runnable then) {
+            verification.digestsKnown.thenRun(then);
+          }
+
+          @Override
           public boolean publishesDigest(SourceFile file) {
-            PublishedDigest d = verification.digests.get(file.path());
+            PublishedDigest d = verification.digest(file);
             return d != null && d.present();
           }
 
           @Override
           public boolean matchesPublishedDigest(SourceFile file) {
-            PublishedDigest d = verification.digests.get(file.path());
+            PublishedDigest d = verification.digest(file);
             return d != null
                 && d.present()
                 && java.security.MessageDigest.isEqual(
@@ -791,6 +809,30 @@ public final class ArtifactLoader implements Loader {
         }
       }
       return out;
+    }
+
+    /**
+     * Hands every file's published digest to {@code v} once all are read ({@link
+     * Verification#digestsResolved}), or the first failure (in file order), which fails the load as
+     * a failed structure does ({@link Verification#structuresFailed}).
+     */
+    void digestsThen(Verification v, List<SourceFile> files) {
+      CompletableFuture.allOf(digests.toArray(CompletableFuture[]::new))
+          .whenComplete(
+              (r, e) -> {
+                Map<String, PublishedDigest> out = new LinkedHashMap<>();
+                for (int i = 0; i < files.size(); i++) {
+                  CompletableFuture<PublishedDigest> d = digests.get(i);
+                  try {
+                    out.put(files.get(i).path(), d.join());
+                  } catch (java.util.concurrent.CompletionException
+                      | java.util.concurrent.CancellationException failed) {
+                    v.structuresFailed(failureOf(failed));
+                    return;
+                  }
+                }
+                v.digestsResolved(out);
+              });
     }
 
     /** Throws the structures' failure if they already failed. */
@@ -1191,7 +1233,23 @@ public final class ArtifactLoader implements Loader {
   private final class Verification implements RangeSink, AutoCloseable {
     private final StoredArtifact stored;
     private final List<SourceFile> files;
-    private final Map<String, PublishedDigest> digests;
+
+    /** Every file's published digest; null until read (a filler's fill starts without them). */
+    private volatile Map<String, PublishedDigest> digests;
+
+    /** Completed once {@link #digests} is set. */
+    final java.util.concurrent.CompletableFuture<Void> digestsKnown =
+        new java.util.concurrent.CompletableFuture<>();
+
+    /**
+     * Bytes a filler stored before the digests were known (file, offset, length): hashed once they
+     * are, since a file's digesting needs to know its algorithms from its first byte. Guarded by
+     * itself; null once the digests are known.
+     */
+    private List<Object[]> storedEarly = new ArrayList<>();
+
+    /** {@link #trackAll} was called before the digests were known. */
+    private boolean trackAllEarly;
 
     /** The validated headers and checkpoint structures; null until read (checks wait for them). */
     private Parsed parsed;
@@ -1212,6 +1270,10 @@ public final class ArtifactLoader implements Loader {
       this.stored = stored;
       this.files = files;
       this.digests = digests;
+      if (digests != null) {
+        storedEarly = null;
+        digestsKnown.complete(null);
+      }
       for (SourceFile f : files) {
         checked.put(f.path(), new java.util.concurrent.CompletableFuture<>());
       }
@@ -1259,7 +1321,52 @@ public final class ArtifactLoader implements Loader {
       synchronized (heldChecks) {
         holdingChecks = true;
       }
+      synchronized (this) {
+        if (digests == null) {
+          trackAllEarly = true; // digestsResolved tracks them
+          return;
+        }
+      }
       files.forEach(this::track);
+    }
+
+    /** {@code file}'s published digest, or null while the digests are not known. */
+    PublishedDigest digest(SourceFile file) {
+      Map<String, PublishedDigest> d = digests;
+      return d == null ? null : d.get(file.path());
+    }
+
+    /**
+     * Every file's published digest was read (after the fill began): the files are tracked and the
+     * bytes stored meanwhile hashed; then whoever waits for them ({@link #digestsKnown}) goes on.
+     */
+    void digestsResolved(Map<String, PublishedDigest> read) {
+      List<Object[]> early;
+      synchronized (this) {
+        digests = read;
+        if (trackAllEarly) {
+          files.forEach(this::track);
+        }
+        early = storedEarly;
+        storedEarly = null;
+        if (early != null) {
+          for (Object[] r : early) {
+            digester.stored((SourceFile) r[0], (Long) r[1], (Long) r[2]);
+          }
+        }
+      }
+      digestsKnown.complete(null);
+    }
+
+    /** Hashes stored bytes now, or once the digests are known. */
+    private void storedBytes(SourceFile file, long offset, long length) {
+      synchronized (this) {
+        if (storedEarly != null) {
+          storedEarly.add(new Object[] {file, offset, length});
+          return;
+        }
+      }
+      digester.stored(file, offset, length);
     }
 
     /**
@@ -1368,7 +1475,7 @@ public final class ArtifactLoader implements Loader {
 
     /** A {@link StoreFiller} stored verified bytes that will not change: hash them now. */
     void storedByFill(SourceFile file, long offset, int length) {
-      digester.stored(file, offset, length);
+      storedBytes(file, offset, length);
     }
 
     /** Bytes the SHA-256 digests took in so far. */
@@ -1388,7 +1495,7 @@ public final class ArtifactLoader implements Loader {
       }
       held.forEach(this::checkNow);
       for (SourceFile f : files) {
-        digester.stored(f, 0, f.size());
+        storedBytes(f, 0, f.size());
       }
     }
 

@@ -36,6 +36,14 @@ public interface StoreFiller {
       throws LoadFailure, InterruptedException;
 
   /**
+   * {@code files} are listed and {@link #fill} of the same files follows once their digests are
+   * read and the copy is allocated: start meanwhile what needs neither (the peer swarm starts its
+   * transport and handshakes with its peers). Called by the loader on the thread of the load before
+   * the digests and the allocation; must not block for long. The default does nothing.
+   */
+  default void prepare(List<SourceFile> files) {}
+
+  /**
    * The store already holds a complete copy of {@code files} (adopted and re-hashed by the store
    * after a restart), so nothing is filled: offer it to others, e.g. announce and serve every piece
    * to the peers. Called instead of {@link #fill} by the loader on the thread of the load; must not
@@ -68,6 +76,16 @@ public interface StoreFiller {
      * it gets every file hashed after {@link #fill} returns. The default does nothing.
      */
     default void stored(SourceFile file, long offset, int length) {}
+
+    /**
+     * Runs {@code then} once {@link #publishesDigest} and {@link #matchesPublishedDigest} answer
+     * for every file: the loader reads the source's digests while the fill runs, and until they are
+     * in, both answer false. At once (on the calling thread) when they are known already; on the
+     * thread that read them otherwise; never when the load fails first. The default: at once.
+     */
+    default void whenDigestsKnown(Runnable then) {
+      then.run();
+    }
 
     /**
      * The source publishes a digest for {@code file} that {@link #matchesPublishedDigest} checks.

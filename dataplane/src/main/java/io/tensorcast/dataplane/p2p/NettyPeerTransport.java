@@ -24,6 +24,8 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -106,6 +108,15 @@ public final class NettyPeerTransport implements PeerTransport {
   private final Map<String, AtomicLong> refusalsSince = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
+  /**
+   * Connections that passed the handshake are held, not reported to the listener, until {@link
+   * #open()}; guarded by this.
+   */
+  private boolean holding;
+
+  /** The held connections' handlers, reported by {@link #open()}; guarded by this. */
+  private final List<Handler> held = new ArrayList<>();
+
   private static final class Dial {
     final String peerId;
     final InetSocketAddress address;
@@ -126,9 +137,11 @@ public final class NettyPeerTransport implements PeerTransport {
       Duration idleTimeout,
       Listener listener,
       EventLoopGroup group,
-      InetSocketAddress listen)
+      InetSocketAddress listen,
+      boolean holding)
       throws InterruptedException {
     this.local = local;
+    this.holding = holding;
     this.auth = auth;
     this.maxFrameLength = maxFrameLength;
     this.idleTimeout = idleTimeout;
@@ -164,6 +177,24 @@ public final class NettyPeerTransport implements PeerTransport {
       Listener listener,
       Auth auth)
       throws InterruptedException {
+    return start(listen, local, idleTimeout, listener, auth, false);
+  }
+
+  /**
+   * As {@link #start(InetSocketAddress, Frame.Hello, Duration, Listener, Auth)}; when {@code held},
+   * connections are accepted, dialled and handshaken at once but reported to {@code listener} only
+   * from {@link #open()} on: a member starts its transport while it still allocates its copy, and
+   * its swarm sees its peers once it can take part. A held connection reads nothing after its
+   * handshake (the frames its peer sends wait in the socket).
+   */
+  public static NettyPeerTransport start(
+      InetSocketAddress listen,
+      Frame.Hello local,
+      Duration idleTimeout,
+      Listener listener,
+      Auth auth,
+      boolean held)
+      throws InterruptedException {
     EventLoopGroup group = new NioEventLoopGroup(2);
     try {
       NettyPeerTransport t =
@@ -174,7 +205,8 @@ public final class NettyPeerTransport implements PeerTransport {
               idleTimeout,
               listener,
               group,
-              listen);
+              listen,
+              held);
       log.info(
           "peer transport of {} listening on {} (peer secret fingerprint {})",
           local.peerId(),
@@ -317,6 +349,30 @@ public final class NettyPeerTransport implements PeerTransport {
         c.close();
       }
     }
+  }
+
+  @Override
+  public void open() {
+    List<Handler> hs;
+    synchronized (this) {
+      if (!holding) {
+        return;
+      }
+      holding = false;
+      hs = new ArrayList<>(held);
+      held.clear();
+    }
+    for (Handler h : hs) {
+      h.ctx.executor().execute(h::release);
+    }
+  }
+
+  /** Holds {@code h}'s handshaken connection until {@link #open()}; false once it is open. */
+  private synchronized boolean hold(Handler h) {
+    if (holding) {
+      held.add(h);
+    }
+    return holding;
   }
 
   @Override
@@ -470,6 +526,16 @@ public final class NettyPeerTransport implements PeerTransport {
     private Frame.Hello received;
     private byte[] expectedAuth;
     private Connection connection;
+    private ChannelHandlerContext ctx;
+
+    /**
+     * The connection was reported to the listener ({@link #open()}, or not held). Written and read
+     * on the channel's event loop; volatile for the checkers' sake.
+     */
+    private volatile boolean reported;
+
+    /** Frames that arrived on a held connection before it was reported. */
+    private final ArrayDeque<Frame> early = new ArrayDeque<>();
 
     Handler(Dial dial, FrameCodec.Decoder decoder, FrameCodec.Encoder encoder) {
       this.dial = dial;
@@ -587,6 +653,10 @@ public final class NettyPeerTransport implements PeerTransport {
           connection.close("a second " + FrameCodec.typeName(f.type()) + " on an open connection");
           return;
         }
+        if (!reported) {
+          early.add(f);
+          return;
+        }
         listener.received(connection, f);
         return;
       }
@@ -665,7 +735,27 @@ public final class NettyPeerTransport implements PeerTransport {
         dial.backoffMs = BACKOFF_MIN_MS;
       }
       connection = new Connection(received.peerId(), ctx.channel(), decoder);
+      this.ctx = ctx;
+      if (hold(this)) {
+        ctx.channel().config().setAutoRead(false);
+        return;
+      }
+      reported = true;
       listener.connected(connection);
+    }
+
+    /** On the channel's event loop: reports a held connection and the frames it already got. */
+    private void release() {
+      if (reported || !ctx.channel().isActive()) {
+        return;
+      }
+      reported = true;
+      listener.connected(connection);
+      for (Frame f = early.poll(); f != null; f = early.poll()) {
+        listener.received(connection, f);
+      }
+      ctx.channel().config().setAutoRead(true);
+      ctx.read();
     }
 
     private void refuse(ChannelHandlerContext ctx, String kind, String why) {
@@ -676,6 +766,11 @@ public final class NettyPeerTransport implements PeerTransport {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
       if (evt instanceof IdleStateEvent e) {
+        if (e.state() == IdleState.READER_IDLE && connection != null && !reported) {
+          // Held: it reads nothing until open(), so no frame is no sign of a lost peer. The
+          // transport's close ends it if the fill never opens it.
+          return;
+        }
         if (e.state() == IdleState.READER_IDLE) {
           log.info(
               "no frame from peer {} for {} ms; closing",
@@ -691,8 +786,13 @@ public final class NettyPeerTransport implements PeerTransport {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
       handshakeOver();
-      if (connection != null) {
+      if (connection != null && reported) {
         listener.disconnected(connection);
+      }
+      for (Frame f = early.poll(); f != null; f = early.poll()) {
+        if (f instanceof Frame.Piece p) {
+          p.payload().release();
+        }
       }
     }
 

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.netty.buffer.ByteBuf;
 import io.tensorcast.api.wire.Membership;
+import io.tensorcast.dataplane.load.Sha256;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -923,13 +924,8 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     }
   }
 
+  /** The piece checks' SHA-256: libcrypto's where usable ({@link Sha256}). */
   private static byte[] sha256(ByteBuffer b) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(b);
-      return md.digest();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    return Sha256.of(b);
   }
 }

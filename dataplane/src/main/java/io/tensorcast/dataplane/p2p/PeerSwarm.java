@@ -11,6 +11,7 @@ import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.load.LoadFailure;
 import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.load.ReadProgressListener;
+import io.tensorcast.dataplane.load.Sha256;
 import io.tensorcast.dataplane.load.StoreFiller;
 import io.tensorcast.dataplane.load.ThrottleGate;
 import io.tensorcast.dataplane.p2p.SwarmPolicy.Decision;
@@ -41,6 +42,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -128,6 +131,13 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private long listingCheckedAt;
   private boolean closed;
   private PeerTransport transport;
+
+  /** The transport {@link #prepare} is starting (null inside when it could not); or null. */
+  private CompletableFuture<PeerTransport> prepared;
+
+  /** The HELLO map digest of the files {@link #prepare} was given. */
+  private byte[] preparedDigest;
+
   private ExecutorService sources;
   private volatile ConcurrencyLimiter sourceLimiter = ConcurrencyLimiter.fixed(1);
   private ExecutorService verifier;
@@ -370,22 +380,44 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       this.progress = progress;
       this.filling = true;
       policy.startFill(pm, threads, read.rangeSize());
-      policy.verifiable(verifiable(pm, byPath, progress));
+      policy.verifiableLater(); // whenDigestsKnown below
       if (!held.isEmpty()) {
         policy.resume(held, heldHashes);
       }
       act();
     }
-    PeerTransport t = startTransport(pm, files, "loading from the source alone");
+    // Claims on pieces of files with a published digest may be fetched once the digests are in
+    // (the loader reads them while the fill starts); until then none is fetched.
+    progress.whenDigestsKnown(
+        () -> {
+          BitSet v = verifiable(pm, byPath, progress);
+          synchronized (this) {
+            if (filling && !closed && map == pm) {
+              policy.verifiable(v);
+              act();
+              wake();
+            }
+          }
+        });
+    PeerTransport t = preparedTransport(pm, files);
+    boolean early = t != null;
+    if (!early && preparedFuture() == null) {
+      t = startTransport(pm, files, "loading from the source alone", false);
+    }
     ExecutorService pool = Executors.newFixedThreadPool(threads, daemon("p2p-source"));
     synchronized (this) {
       sources = pool;
       transport = t;
       verifier = Executors.newFixedThreadPool(2, daemon("p2p-verify"));
       if (t != null) {
-        policy.transportStarted();
+        if (!early) {
+          policy.transportStarted();
+        }
         act();
       }
+    }
+    if (t != null) {
+      t.open(); // the peers handshaken while this member allocated are reported now
     }
     log.info(
         "artifact {}: {} pieces of {} bytes; peer {} on {}",
@@ -519,8 +551,100 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
   }
 
-  /** Starts the peer transport for this map, or null (logged) when it cannot listen. */
-  private PeerTransport startTransport(PieceMap pm, List<SourceFile> files, String otherwise)
+  // ------------------------------------------------------------------ the transport, early
+
+  /**
+   * Starts the peer transport for {@code files} on a thread of its own while the loader reads the
+   * digests and allocates the copy: Netty's start, the bind and the handshakes with the members
+   * (dialled and accepted) overlap them. Handshaken connections are held ({@link
+   * PeerTransport#open()}) until {@link #fill} has the policy ready for them.
+   */
+  @Override
+  public void prepare(List<SourceFile> files) {
+    if (settings.secret() == null) {
+      return; // fill warns: no transport without a secret
+    }
+    PieceMap pm = pieceMap(files);
+    CompletableFuture<PeerTransport> f = new CompletableFuture<>();
+    synchronized (this) {
+      if (closed || map != null || prepared != null) {
+        return;
+      }
+      prepared = f;
+      preparedDigest = helloDigest(pm, files);
+    }
+    log.info(
+        "artifact {}: {} files listed; starting the peer transport while the digests are read and"
+            + " the copy allocated",
+        artifactId,
+        files.size());
+    Thread starter =
+        new Thread(
+            () -> {
+              PeerTransport t = null;
+              try {
+                t = startTransport(pm, files, "loading from the source alone", true);
+              } catch (InterruptedException | RuntimeException e) {
+                log.warn("cannot start the peer transport: {}; loading alone", e.toString());
+              }
+              synchronized (this) {
+                if (t != null && closed) {
+                  t.close();
+                  t = null;
+                } else if (t != null) {
+                  transport = t;
+                  policy.transportStarted(); // dials the members now
+                  act();
+                }
+              }
+              f.complete(t);
+            },
+            "p2p-transport-start");
+    starter.setDaemon(true);
+    starter.start();
+  }
+
+  private synchronized CompletableFuture<PeerTransport> preparedFuture() {
+    return prepared;
+  }
+
+  /**
+   * The transport {@link #prepare} started, once it is up; null when none was prepared or it could
+   * not start (warned).
+   */
+  private PeerTransport preparedTransport(PieceMap pm, List<SourceFile> files)
+      throws InterruptedException {
+    CompletableFuture<PeerTransport> f;
+    byte[] digest;
+    synchronized (this) {
+      f = prepared;
+      digest = preparedDigest;
+    }
+    if (f == null) {
+      return null;
+    }
+    if (!Arrays.equals(digest, helloDigest(pm, files))) {
+      throw new IllegalStateException("the swarm was prepared for other files than it fills");
+    }
+    try {
+      return f.get();
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  private PieceMap pieceMap(List<SourceFile> files) {
+    return new PieceMap(
+        files.stream().map(f -> new StoreFile(f.path(), f.size())).toList(), settings.pieceSize());
+  }
+
+  /**
+   * Starts the peer transport for this map, or null (logged) when it cannot listen.
+   *
+   * @param held whether handshaken connections wait for {@link PeerTransport#open()}
+   */
+  private PeerTransport startTransport(
+      PieceMap pm, List<SourceFile> files, String otherwise, boolean held)
       throws InterruptedException {
     if (settings.secret() == null) {
       log.warn(
@@ -545,7 +669,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
           hello,
           settings.peerTimeout(),
           this,
-          new NettyPeerTransport.Auth(settings.secret(), this::membership));
+          new NettyPeerTransport.Auth(settings.secret(), this::membership),
+          held);
     } catch (RuntimeException e) {
       // A data plane that cannot take part still loads: alone, from the source.
       log.warn(
@@ -627,7 +752,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
     PeerTransport t;
     try {
-      t = startTransport(pm, files, "the adopted copy is not offered to peers");
+      t = startTransport(pm, files, "the adopted copy is not offered to peers", false);
     } catch (InterruptedException e) {
       return; // closed
     }
@@ -1165,14 +1290,9 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
     }
   }
 
+  /** The piece checks' SHA-256: libcrypto's where usable ({@link Sha256}). */
   private static byte[] sha256(ByteBuffer b) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(b);
-      return md.digest();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    return Sha256.of(b);
   }
 
   private static void awaitQuietly(ExecutorService pool) {

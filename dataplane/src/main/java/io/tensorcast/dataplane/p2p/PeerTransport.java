@@ -28,6 +28,14 @@ public interface PeerTransport extends AutoCloseable {
   /** Stops dialling {@code peerId} and closes a connection to it, if any. */
   void forget(String peerId);
 
+  /**
+   * Reports connections held since the start (a transport started before its swarm could take part,
+   * see {@link NettyPeerTransport#start(InetSocketAddress, Frame.Hello, java.time.Duration,
+   * Listener, NettyPeerTransport.Auth, boolean)}) to the listener, and every later one as it passes
+   * the handshake. The default: nothing is held.
+   */
+  default void open() {}
+
   @Override
   void close();
 

@@ -396,6 +396,12 @@ public final class SwarmPolicy<C> {
    */
   private BitSet verifiable;
 
+  /**
+   * {@link #verifiable} is still to come ({@link #verifiableLater}): pieces that would be fetchable
+   * on a claim once it is known are neither read nor fetched meanwhile ({@link #claimsAwaited}).
+   */
+  private boolean verifiablePending;
+
   /** Per piece: the first piece of its file. */
   private int[] fileFirst;
 
@@ -422,6 +428,12 @@ public final class SwarmPolicy<C> {
 
   /** Pieces the last scheduling round found fetchable on a claim (not read from the source). */
   private BitSet claimable = new BitSet();
+
+  /**
+   * Pieces the last scheduling round found claimed as {@link #claimable} ones are, while {@link
+   * #verifiable} is still to come: not read from the source until it is known.
+   */
+  private BitSet claimsAwaited = new BitSet();
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
@@ -790,6 +802,22 @@ public final class SwarmPolicy<C> {
     }
     verifiable = (BitSet) pieces.clone();
     verifiable.clear(map.size(), Math.max(map.size(), verifiable.length()));
+    verifiablePending = false;
+  }
+
+  /**
+   * The pieces of {@link #verifiable} are known only later (the loader reads the source's digests
+   * while the fill starts): until {@link #verifiable} is called, a piece of this member's share
+   * that the other members claim is neither read from the source nor fetched, so a late joiner does
+   * not read what it will be able to fetch on the claims. Call right after {@link #startFill}.
+   *
+   * @throws IllegalStateException outside a fill
+   */
+  public void verifiableLater() {
+    if (map == null || !filling) {
+      throw new IllegalStateException("verifiableLater is called right after startFill");
+    }
+    verifiablePending = verifiable == null;
   }
 
   /**
@@ -1627,7 +1655,14 @@ public final class SwarmPolicy<C> {
       scratch.andNot(p.bad);
       offered.or(scratch);
     }
-    claimable = claimablePieces(plan, offered, usable);
+    BitSet claimed = claimablePieces(plan, offered, usable);
+    if (verifiable == null) {
+      claimsAwaited = claimed;
+      claimable = new BitSet();
+    } else {
+      claimsAwaited = new BitSet();
+      claimable = claimed;
+    }
     // Last resorts: wanted pieces no usable peer offers. The plan's own pieces are picked when a
     // run can start (nextSourceRun), from the plan of that moment, so a membership change re-splits
     // everything not yet started.
@@ -1756,7 +1791,7 @@ public final class SwarmPolicy<C> {
    */
   private BitSet claimablePieces(SwarmPlan plan, BitSet offered, List<Peer<C>> usable) {
     BitSet out = new BitSet(map.size());
-    if (verifiable == null) {
+    if (verifiable == null && !verifiablePending) {
       return out;
     }
     Map<Integer, byte[]> agreed = new HashMap<>();
@@ -1764,7 +1799,7 @@ public final class SwarmPolicy<C> {
     for (Peer<C> p : usable) {
       for (Map.Entry<Integer, byte[]> c : p.claims.entrySet()) {
         int i = c.getKey();
-        if (!verifiable.get(i)
+        if ((verifiable != null && !verifiable.get(i))
             || claimsFailed.get(i)
             || hashes[i] != null
             || present.get(i)
@@ -2317,6 +2352,7 @@ public final class SwarmPolicy<C> {
     mine.andNot(present);
     mine.andNot(inProgress);
     mine.andNot(claimable);
+    mine.andNot(claimsAwaited);
     if (mine.isEmpty()) {
       return null;
     }

@@ -369,6 +369,115 @@ class ArtifactLoaderIT {
   }
 
   @Test
+  void aPeerSwarmFillStartsBeforeThePublishedDigestsAreReadAndEndsCheckedAgainstThem()
+      throws Exception {
+    // Every file's published digest (S3: a HEAD) is answered only once a data range was opened:
+    // a swarm member reads its share without waiting for them; the files are checked against
+    // them once they are in (before, the fill waited for them and the digests waited 20 s).
+    HeldDigestSource src = new HeldDigestSource(source(MODEL, proxy), f -> null);
+    io.tensorcast.dataplane.p2p.PeerSwarm swarm = aloneInASwarm("digests-later");
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            src,
+            store(BUDGET),
+            new ArtifactLoader.Options("digests-later", 0, FAST),
+            new LoadMetrics(new SimpleMeterRegistry()),
+            swarm);
+
+    DataPlaneStatus st = loader.load();
+
+    assertThat(src.dataFirst()).as("a data range was read before any digest was answered").isTrue();
+    assertThat(st.phase()).isEqualTo(Phase.Ready);
+    assertThat(st.bytesFromSource()).isEqualTo(modelBytes);
+    assertByteIdentical(root.resolve("digests-later"));
+  }
+
+  @Test
+  void aPublishedDigestTheBytesDoNotMatchFailsAFillThatStartedWithoutItAndLeavesTheStoreEmpty()
+      throws Exception {
+    // The digests arrive after the fill began; MNIST's says SHA-256 = 0…0. The load fails on it
+    // as before and releases the store.
+    HeldDigestSource src =
+        new HeldDigestSource(
+            source(MODEL, proxy),
+            f ->
+                f.path().equals(MNIST)
+                    ? io.tensorcast.dataplane.source.PublishedDigest.hex(
+                        io.tensorcast.dataplane.source.PublishedDigest.Algorithm.SHA256,
+                        "00".repeat(32),
+                        "SHA256 (a wrong one)")
+                    : null);
+    io.tensorcast.dataplane.p2p.PeerSwarm swarm = aloneInASwarm("bad-digest");
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            src,
+            store(BUDGET),
+            new ArtifactLoader.Options("bad-digest", 0, FAST),
+            new LoadMetrics(new SimpleMeterRegistry()),
+            swarm);
+
+    assertThatThrownBy(loader::load)
+        .isInstanceOfSatisfying(
+            LoadFailure.class, f -> assertThat(f.reason()).isEqualTo(Reason.DigestMismatch))
+        .hasMessageContaining(MNIST);
+    assertThat(src.dataFirst()).isTrue();
+    assertThat(Thread.interrupted()).as("no interrupt left on the loading thread").isFalse();
+    assertStoreEmpty();
+  }
+
+  @Test
+  void aDigestThatCannotBeReadFailsAFillThatStartedWithoutItAndLeavesTheStoreEmpty()
+      throws Exception {
+    // The digest's HEAD is refused (403) while the fill already runs: the fill is stopped and the
+    // load fails as it did when it waited for the digests. (A transient or ObjectChanged failure
+    // keeps the verified ranges for the next load instead, as any failure during a fill does.)
+    HeldDigestSource src =
+        new HeldDigestSource(
+            source(MODEL, proxy),
+            f -> {
+              if (f.path().equals(MNIST)) {
+                throw new SourceException(
+                    Reason.AccessDenied, MNIST + ": HEAD refused (403, test)", false);
+              }
+              return null;
+            });
+    io.tensorcast.dataplane.p2p.PeerSwarm swarm = aloneInASwarm("digest-fails");
+    proxy.throttleBodies(200_000); // the fill is still running when the digest fails
+    ArtifactLoader loader =
+        new ArtifactLoader(
+            src,
+            store(BUDGET),
+            new ArtifactLoader.Options("digest-fails", 0, FAST),
+            new LoadMetrics(new SimpleMeterRegistry()),
+            swarm);
+
+    assertThatThrownBy(loader::load).isInstanceOf(LoadFailure.class).hasMessageContaining(MNIST);
+    assertThat(src.dataFirst()).isTrue();
+    assertThat(proxy.getBodyBytes()).as("the fill stopped before the end").isLessThan(modelBytes);
+    assertThat(Thread.interrupted()).as("no interrupt left on the loading thread").isFalse();
+    assertStoreEmpty();
+  }
+
+  /** A peer swarm of one member (no peer secret, no peers): a {@link StoreFiller} over sockets. */
+  private io.tensorcast.dataplane.p2p.PeerSwarm aloneInASwarm(String id) {
+    io.tensorcast.dataplane.p2p.PeerSwarm swarm =
+        new io.tensorcast.dataplane.p2p.PeerSwarm(
+            id,
+            new io.tensorcast.dataplane.p2p.PeerSettings(
+                "m0",
+                new java.net.InetSocketAddress("127.0.0.1", 0),
+                16 * 1024,
+                null,
+                Duration.ZERO,
+                Duration.ofSeconds(5),
+                io.tensorcast.dataplane.p2p.PeerSettings.DEFAULT_MAX_IN_FLIGHT,
+                null),
+            new SimpleMeterRegistry());
+    toClose.add(swarm);
+    return swarm;
+  }
+
+  @Test
   void aFillThatTheHeadersInterruptIntoAnUncheckedFailureLeavesNoInterruptAndFailsWithTheRule()
       throws Exception {
     // The broken file's rule interrupts the thread filling while it reads the store's file
@@ -852,6 +961,56 @@ class ArtifactLoaderIT {
         }
       }
       return delegate().openRange(file, offset, length);
+    }
+  }
+
+  /**
+   * A source whose published digests are answered only once a data range (not a safetensors header
+   * read) was opened, for at most 20 s ({@link #dataFirst} says whether one was); {@code answer}
+   * replaces a file's digest (or throws), null keeps the source's.
+   */
+  private static final class HeldDigestSource extends ForwardingArtifactSource {
+    private final DigestAnswer answer;
+    private final java.util.concurrent.CountDownLatch data =
+        new java.util.concurrent.CountDownLatch(1);
+    private final AtomicBoolean timedOut = new AtomicBoolean();
+
+    @FunctionalInterface
+    interface DigestAnswer {
+      io.tensorcast.dataplane.source.PublishedDigest of(SourceFile f) throws SourceException;
+    }
+
+    HeldDigestSource(ArtifactSource delegate, DigestAnswer answer) {
+      super(delegate);
+      this.answer = answer;
+    }
+
+    boolean dataFirst() {
+      return data.getCount() == 0 && !timedOut.get();
+    }
+
+    @Override
+    public InputStream openRange(SourceFile file, long offset, long length) throws SourceException {
+      boolean header =
+          file.path().endsWith(".safetensors") && ((offset == 0 && length == 8) || offset == 8);
+      if (!header && !file.path().endsWith(".json")) {
+        data.countDown();
+      }
+      return delegate().openRange(file, offset, length);
+    }
+
+    @Override
+    public io.tensorcast.dataplane.source.PublishedDigest publishedDigest(SourceFile file)
+        throws SourceException {
+      try {
+        if (!data.await(20, java.util.concurrent.TimeUnit.SECONDS)) {
+          timedOut.set(true);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      io.tensorcast.dataplane.source.PublishedDigest d = answer.of(file);
+      return d != null ? d : delegate().publishedDigest(file);
     }
   }
 

@@ -29,6 +29,19 @@ class OpenSslSha256Test {
   }
 
   @Test
+  void thePieceChecksHashWithLibcryptoAndAgreeWithTheJdkOnDirectAndHeapPieces() throws Exception {
+    // Sha256.of is what the peer swarms verify every piece with (PeerSwarm, OriginSwarm).
+    assertThat(Sha256.isNative()).isTrue();
+    Path file = Corpus.safetensorsFiles().get(0);
+    byte[] bytes = Files.readAllBytes(file);
+    byte[] expected = MessageDigest.getInstance("SHA-256").digest(bytes);
+    ByteBuffer direct = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
+    assertThat(Sha256.of(direct)).isEqualTo(expected);
+    assertThat(direct.hasRemaining()).as("consumed").isFalse();
+    assertThat(Sha256.of(ByteBuffer.wrap(bytes))).isEqualTo(expected);
+  }
+
+  @Test
   void digestsOfCorpusFilesMatchTheJdkThroughDirectHeapAndMappedBuffers() throws Exception {
     assumeTrue(OpenSslSha256.available());
     List<Path> files = Corpus.safetensorsFiles();

@@ -136,6 +136,74 @@ class NettyPeerTransportIT {
     }
   }
 
+  @Test
+  void aHeldTransportHandshakesAtOnceButReportsTheConnectionAndItsFramesOnlyOnceOpened()
+      throws Exception {
+    byte[] digest = new byte[32];
+    InetAddress loopback = InetAddress.getLoopbackAddress();
+    BlockingQueue<String> events = new LinkedBlockingQueue<>();
+    byte[] secret = new byte[32];
+    new Random(8).nextBytes(secret);
+    java.util.concurrent.atomic.AtomicReference<Membership> membership =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    try (ServerSocket unused = new ServerSocket(0, 1, loopback);
+        NettyPeerTransport held =
+            NettyPeerTransport.start(
+                new InetSocketAddress(loopback, 0),
+                hello("held", digest),
+                Duration.ofSeconds(30),
+                new PeerTransport.Listener() {
+                  @Override
+                  public void connected(PeerTransport.PeerConnection c) {
+                    events.add("connected " + c.peerId());
+                  }
+
+                  @Override
+                  public void received(PeerTransport.PeerConnection c, Frame f) {
+                    events.add(FrameCodec.typeName(f.type()));
+                  }
+
+                  @Override
+                  public void disconnected(PeerTransport.PeerConnection c) {
+                    events.add("disconnected");
+                  }
+                },
+                new NettyPeerTransport.Auth(PeerSecret.of(secret), membership::get),
+                true)) {
+      membership.set(
+          Membership.parseStatic(
+              "held=127.0.0.1:"
+                  + held.listenAddress().getPort()
+                  + ",peer=127.0.0.1:"
+                  + unused.getLocalPort()));
+      try (BlockingPeer peer =
+          BlockingPeer.dial(
+              new InetSocketAddress(loopback, 0),
+              held.listenAddress(),
+              FrameCodec.maxFrameLength(PIECE, PIECES),
+              PIECES)) {
+        peer.hello(
+            hello("peer", digest).withEpoch(membership.get().epoch()),
+            secret,
+            true,
+            membership.get());
+        // The handshake completes while the transport is held: a member's peers connect while it
+        // still allocates its copy.
+        assertThat(peer.finishHandshake()).as("handshake while held").isEqualTo("ok");
+        peer.send(new Frame.Have(2, new byte[32]));
+        assertThat(events.poll(500, TimeUnit.MILLISECONDS)).as("reported before open()").isNull();
+
+        held.open();
+        assertThat(events.poll(10, TimeUnit.SECONDS)).isEqualTo("connected peer");
+        assertThat(events.poll(10, TimeUnit.SECONDS))
+            .as("the frame held meanwhile")
+            .isEqualTo("HAVE");
+        peer.send(new Frame.Have(3, new byte[32]));
+        assertThat(events.poll(10, TimeUnit.SECONDS)).as("frames after open()").isEqualTo("HAVE");
+      }
+    }
+  }
+
   private static Frame.Hello hello(String id, byte[] digest) {
     return new Frame.Hello(
         FrameCodec.VERSION, "artifact", id, "", PIECE, PIECES, digest, new byte[32]);

@@ -174,6 +174,51 @@ class PeerToPeerLoadIT {
   }
 
   @Test
+  void aMemberHandshakesReadsItsShareAndTakesPiecesWhileItsDigestsAreStillBeingRead()
+      throws Exception {
+    // d1's source holds every HEAD (the published digests) until the test lets them go: d1 starts
+    // its transport after the listing and fills meanwhile (before: it waited in Resolving, its
+    // peer port closed, until the digests were in).
+    List<String> ids = List.of("d0", "d1");
+    Map<String, InetSocketAddress> addresses = addresses(ids, 121);
+    String peers = peersSpec(addresses);
+    java.util.concurrent.CountDownLatch digests = new java.util.concurrent.CountDownLatch(1);
+    try (FaultInjectingProxy held = new FaultInjectingProxy(s3.endpoint())) {
+      held.holdWhere(r -> r.method().equals("HEAD"), digests);
+      DataPlaneServer d0 =
+          startInProcess("d0", addresses.get("d0"), peers, "--peer-timeout", "30s");
+      servers.add(d0);
+      ServeCommandLine d1Args =
+          swarm.member(held.endpoint(), members.newRoot(), "d1", addresses.get("d1"));
+      d1Args.option("--peers", peers);
+      DataPlaneServer d1 = ServeMembers.startInProcess(d1Args.args(), "--peer-timeout", "30s");
+      servers.add(d1);
+      try {
+        await("d1 connected to d0, reading from the source and taking pieces from d0")
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () -> {
+                  DataPlaneStatus st = d1.status();
+                  return d0.status().peers() == 1
+                      && st.bytesFromSource() > 0
+                      && st.bytesFromPeers() > 0;
+                });
+        assertThat(held.requests())
+            .as("d1 asked for its digests")
+            .anyMatch(r -> r.method().equals("HEAD"));
+        assertThat(digests.getCount()).as("the digests were held all along").isEqualTo(1);
+        assertThat(d1.status().phase()).isIn(Phase.Loading, Phase.Verifying);
+      } finally {
+        digests.countDown();
+      }
+      members.awaitReady(servers);
+      for (DataPlaneServer s : servers) {
+        members.assertByteIdentical(s.status());
+      }
+    }
+  }
+
+  @Test
   void piecesFromACorruptingPeerAreRejectedAndFetchedElsewhere() throws Exception {
     List<String> ids = List.of("m0", "m1", "m2", "zz-corrupt");
     Map<String, InetSocketAddress> addresses = addresses(ids, 11);

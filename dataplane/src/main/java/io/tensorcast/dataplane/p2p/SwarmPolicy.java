@@ -448,15 +448,17 @@ public final class SwarmPolicy<C> {
   /**
    * Per piece, how many peers of each kind announced it ({@link Peer#countedUsable}, {@link
    * Peer#countedView}, {@link Peer#countedLive}): kept on HAVE, BITFIELD, REJECT, connect,
-   * disconnect and membership, so a scheduling round reads them instead of walking every peer.
-   * Null before a map.
+   * disconnect and membership, so a scheduling round reads them instead of walking every peer. Null
+   * before a map.
    */
   private int[] usableHasCount;
 
   private int[] viewHasCount;
   private int[] liveHasCount;
 
-  /** Peers that may have a {@link Peer#bad} piece (a superset; the rounds treat them one by one). */
+  /**
+   * Peers that may have a {@link Peer#bad} piece (a superset; the rounds treat them one by one).
+   */
   private final Set<Peer<C>> badPeers = new LinkedHashSet<>();
 
   /** Peers that may have {@link Peer#claims} (a superset). */
@@ -582,10 +584,15 @@ public final class SwarmPolicy<C> {
 
     long avoidSince;
 
-    /** Its {@link #has} is counted in {@link #usableHasCount} (it was {@link #usable} when last synced). */
+    /**
+     * Its {@link #has} is counted in {@link #usableHasCount} (it was {@link #usable} when last
+     * synced).
+     */
     boolean countedUsable;
 
-    /** Its {@link #has} is counted in {@link #viewHasCount}: a member the view counts (live or not). */
+    /**
+     * Its {@link #has} is counted in {@link #viewHasCount}: a member the view counts (live or not).
+     */
     boolean countedView;
 
     /** Its {@link #has} is counted in {@link #liveHasCount}: a live member of the view. */
@@ -2371,8 +2378,7 @@ public final class SwarmPolicy<C> {
         it.remove();
         continue;
       }
-      if (p.countedView
-          && (!anyOut || !handedOverIds.contains(p.id) || readsStillCount(p, now))) {
+      if (p.countedView && (!anyOut || !handedOverIds.contains(p.id) || readsStillCount(p, now))) {
         p.reading.forEach(
             (piece, at) -> {
               if (fresh(at, now)) {
@@ -2893,7 +2899,9 @@ public final class SwarmPolicy<C> {
     }
   }
 
-  /** {@code p}'s usability changed or may have (connect, disconnect, refused): the counts follow. */
+  /**
+   * {@code p}'s usability changed or may have (connect, disconnect, refused): the counts follow.
+   */
   private void syncUsable(Peer<C> p) {
     boolean usable = p.usable();
     if (usable != p.countedUsable) {

@@ -13,10 +13,10 @@
 # The defaults run the whole matrix: N = 8 on the netns bench's 1.1 GB artifact, N = 64, 256 and
 # 1,000 on 128 MiB (--size sets one size for every N), every scenario; the rows run on --threads
 # threads at once (default: the cores) and each prints its wall and CPU seconds. Larger swarms
-# take longer: every node runs the policy's scheduling rounds (~20 a node per virtual second; each
-# still walks the members once or twice, so a run is O(N^2 * T)), every node connects to every
-# other (N^2 connections) and every HAVE goes to every member (N^2 frames per piece); N = 1,000 is
-# most of the time (bench/README.md has the measured CPU seconds per row).
+# take longer: every node runs the policy's scheduling rounds (~20 a node per virtual second; a
+# round reads per-piece counts and no longer walks the members), every node connects to every
+# other (N^2 connections) and every HAVE goes to every member (N^2 frames per piece, most of the
+# CPU at N = 1,000: ~5 CPU-minutes a row; bench/README.md has the measured CPU seconds per row).
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

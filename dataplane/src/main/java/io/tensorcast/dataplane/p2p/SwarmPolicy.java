@@ -14,6 +14,7 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
@@ -317,9 +318,6 @@ public final class SwarmPolicy<C> {
   /** This member's index in {@link #memberPeersOf}. */
   private int selfIndex;
 
-  /** {@link #peers}' values in its order; null: to be computed (a peer was added). */
-  private List<Peer<C>> peerList;
-
   /** The readers of {@link #readersMembers} with {@link #readersLive} live ({@link SwarmPlan}). */
   private String[] readers;
 
@@ -459,6 +457,53 @@ public final class SwarmPolicy<C> {
   /** Pieces handed to the mechanism and not yet reported sent, per piece. */
   private int[] sendingNow;
 
+  /**
+   * Per piece, how many peers of each kind announced it ({@link Peer#countedUsable}, {@link
+   * Peer#countedView}, {@link Peer#countedLive}): kept on HAVE, BITFIELD, REJECT, connect,
+   * disconnect and membership, so a scheduling round reads them instead of walking every peer. Null
+   * before a map.
+   */
+  private int[] usableHasCount;
+
+  private int[] viewHasCount;
+  private int[] liveHasCount;
+
+  /**
+   * Peers that may have a {@link Peer#bad} piece (a superset; the rounds treat them one by one).
+   */
+  private final Set<Peer<C>> badPeers = new LinkedHashSet<>();
+
+  /** Peers that may have {@link Peer#claims} (a superset). */
+  private final Set<Peer<C>> claimers = new LinkedHashSet<>();
+
+  /** Peers that may have {@link Peer#reading} marks (a superset). */
+  private final Set<Peer<C>> markers = new LinkedHashSet<>();
+
+  /** Peers whose {@link Peer#turnAt} is set. */
+  private final Set<Peer<C>> inTurn = new HashSet<>();
+
+  /** Peers whose {@link Peer#shareReads} is above zero since {@link #rateSince} (a superset). */
+  private final Set<Peer<C>> sharers = new LinkedHashSet<>();
+
+  /** Usable peers ({@link Peer#countedUsable}). */
+  private int usableCount;
+
+  /**
+   * The view's members as last classified ({@link #classify}): which count, which are live; redone
+   * when a peer connects, disconnects, is created, refused or handed over, the membership changes,
+   * or a member's grace (never seen, or down) ends at {@link #classifyUntil}.
+   */
+  private boolean classifyStale = true;
+
+  private long classifyUntil;
+  private boolean classifyTimed;
+  private long classRound;
+  private List<Peer<C>> classCounted = List.of();
+  private List<String> classAlive = List.of();
+  private List<Peer<?>> classLivePeers = List.of();
+  private boolean classSelfOut;
+  private Peer<C> classItself;
+
   /** A request for {@code piece} that arrived at {@code at} and waits for an upload slot. */
   private record Waiting(int piece, long at) {}
 
@@ -528,12 +573,6 @@ public final class SwarmPolicy<C> {
 
     long slowSince;
 
-    /** Pieces to ask it for in the current scheduling round; null outside one. */
-    BitSet candidates;
-
-    /** Its index in {@link #byRank()} (valid while that list is). */
-    int rankIndex;
-
     /** The connection {@link #queuedSends} counts for. */
     C sendsOn;
 
@@ -556,6 +595,25 @@ public final class SwarmPolicy<C> {
     final BitSet avoid = new BitSet();
 
     long avoidSince;
+
+    /**
+     * Its {@link #has} is counted in {@link #usableHasCount} (it was {@link #usable} when last
+     * synced).
+     */
+    boolean countedUsable;
+
+    /**
+     * Its {@link #has} is counted in {@link #viewHasCount}: a member the view counts (live or not).
+     */
+    boolean countedView;
+
+    /** Its {@link #has} is counted in {@link #liveHasCount}: a live member of the view. */
+    boolean countedLive;
+
+    /** The last {@link #classify} that counted it, and whether as live. */
+    long classRound;
+
+    boolean classLive;
 
     Peer(String id, long rank) {
       this.id = id;
@@ -618,6 +676,7 @@ public final class SwarmPolicy<C> {
     membership = m;
     memberIds = m.ids();
     memberList = null;
+    classifyStale = true;
     membershipSince = now();
     resetShareReads(membershipSince);
     lastView = null; // the next source pick plans with it, not with the last round's view
@@ -652,6 +711,7 @@ public final class SwarmPolicy<C> {
   public void transportStarted() {
     transportUp = true;
     memberList = null;
+    classifyStale = true;
     if (filling && membership == null) {
       membershipDeadline = now() + config.membershipWait().toNanos();
     }
@@ -741,6 +801,10 @@ public final class SwarmPolicy<C> {
     }
     this.timesSent = new int[pm.size()];
     this.sendingNow = new int[pm.size()];
+    this.usableHasCount = new int[pm.size()];
+    this.viewHasCount = new int[pm.size()];
+    this.liveHasCount = new int[pm.size()];
+    classifyStale = true;
     this.fillStarted = now();
     resetShareReads(fillStarted);
   }
@@ -754,6 +818,7 @@ public final class SwarmPolicy<C> {
       p.slow = false;
     }
     slowPeers.clear();
+    sharers.clear();
   }
 
   /**
@@ -1062,6 +1127,7 @@ public final class SwarmPolicy<C> {
       emit(new Decision.Close<>(old, "replaced by a new connection from the same peer"));
     }
     p.conn = conn;
+    syncUsable(p);
     p.everConnected = true;
     p.synced = false;
     p.lastPieceAt = 0;
@@ -1095,6 +1161,7 @@ public final class SwarmPolicy<C> {
       return;
     }
     p.conn = null;
+    syncUsable(p);
     p.synced = false;
     p.downSince = now();
     requeue(p);
@@ -1127,6 +1194,7 @@ public final class SwarmPolicy<C> {
         announced(p, piece, h.sha256());
         if (share && p.dropped == null) {
           p.shareReads++;
+          sharers.add(p);
         }
       }
     } else if (frame instanceof Frame.Bitfield b) {
@@ -1157,12 +1225,15 @@ public final class SwarmPolicy<C> {
         long now = now();
         if (p.id.equals(readerOf(piece))) {
           p.reading.put(piece, now);
+          markers.add(p);
           p.inherited.clear(piece);
         } else if (!p.synced && !fresh(p.reading.get(piece), now)) {
           p.reading.put(piece, now);
+          markers.add(p);
           p.inherited.set(piece);
         } else if (fresh(p.reading.get(piece), now) && !p.inherited.get(piece)) {
           p.reading.put(piece, now);
+          markers.add(p);
         }
       }
     } else if (frame instanceof Frame.Request r) {
@@ -1176,9 +1247,9 @@ public final class SwarmPolicy<C> {
     } else if (frame instanceof Frame.Reject r) {
       if (p.inFlight.remove(r.piece()) != null) {
         inProgress.clear(r.piece());
-        p.has.clear(r.piece());
+        clearHas(p, r.piece());
         if (claimFetches.remove(r.piece()) != null) {
-          p.bad.set(r.piece()); // it claimed the piece and will not send it: not asked again
+          setBad(p, r.piece()); // it claimed the piece and will not send it: not asked again
         }
         note(false, "peer " + p.id + " rejected piece " + r.piece() + ": " + r.reason());
       }
@@ -1241,7 +1312,7 @@ public final class SwarmPolicy<C> {
     abandon(piece);
     Peer<C> p = byId.get(peer);
     if (p != null) {
-      p.bad.set(piece);
+      setBad(p, piece);
       fault(p, problem);
     }
   }
@@ -1264,7 +1335,7 @@ public final class SwarmPolicy<C> {
         && claimed.peer().equals(peer)
         && !Arrays.equals(claimed.sha256(), actual)) {
       abandon(piece);
-      p.bad.set(piece);
+      setBad(p, piece);
       drop(
           p,
           "claimed piece "
@@ -1280,7 +1351,7 @@ public final class SwarmPolicy<C> {
         && peer.equals(hashFrom[piece])
         && !Arrays.equals(hashes[piece], actual)) {
       abandon(piece);
-      p.bad.set(piece);
+      setBad(p, piece);
       drop(
           p,
           "announced piece "
@@ -1596,7 +1667,7 @@ public final class SwarmPolicy<C> {
         if (p.inFlight.remove(piece) != null) {
           inProgress.clear(piece);
           claimFetches.remove(piece);
-          p.bad.set(piece);
+          setBad(p, piece);
           fault(p, "piece " + piece + " not received within " + config.peerTimeout());
         }
       }
@@ -1633,29 +1704,48 @@ public final class SwarmPolicy<C> {
     want.set(0, n);
     want.andNot(present);
     want.andNot(inProgress);
-    List<Peer<C>> usable = new ArrayList<>();
-    BitSet offered = new BitSet(n);
-    BitSet scratch = new BitSet(n);
-    if (peerList == null) {
-      peerList = new ArrayList<>(peers.values());
-    }
+    // What the usable peers offer (hold and did not fail), from the per-piece counts: only the
+    // peers with failed pieces are looked at one by one. Requests in flight are at requested peers.
     int total = 0;
-    for (Peer<C> p : peerList) {
-      if (!p.usable()) {
+    for (Peer<C> p : requested.values()) {
+      if (p.usable()) {
+        total += p.inFlight.size();
+      }
+    }
+    int[] offeredBy = usableHasCount.clone();
+    BitSet scratch = new BitSet(n);
+    for (Iterator<Peer<C>> it = badPeers.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
+      if (p.bad.isEmpty()) {
+        it.remove();
         continue;
       }
-      usable.add(p);
-      total += p.inFlight.size();
-      if (p.bad.isEmpty()) {
-        offered.or(p.has);
+      if (!p.countedUsable) {
         continue;
       }
       scratch.clear();
       scratch.or(p.has);
-      scratch.andNot(p.bad);
-      offered.or(scratch);
+      scratch.and(p.bad);
+      for (int i = scratch.nextSetBit(0); i >= 0; i = scratch.nextSetBit(i + 1)) {
+        offeredBy[i]--;
+      }
     }
-    BitSet claimed = claimablePieces(plan, offered, usable);
+    BitSet offered = new BitSet(n);
+    for (int i = 0; i < n; i++) {
+      if (offeredBy[i] > 0) {
+        offered.set(i);
+      }
+    }
+    List<Peer<C>> usableClaimers = new ArrayList<>();
+    for (Iterator<Peer<C>> it = claimers.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
+      if (p.claims.isEmpty()) {
+        it.remove();
+      } else if (p.usable()) {
+        usableClaimers.add(p);
+      }
+    }
+    BitSet claimed = claimablePieces(plan, offered, usableClaimers);
     if (verifiable == null) {
       claimsAwaited = claimed;
       claimable = new BitSet();
@@ -1707,62 +1797,68 @@ public final class SwarmPolicy<C> {
     if (total >= maxTotal || want.isEmpty()) {
       return;
     }
+    // Per wanted piece, the usable peers to ask for it: a peer with no failed, avoided or claimed
+    // piece offers what it holds (the counts); the others are counted one by one.
     int[] holders = new int[n];
     boolean claiming = !claimable.isEmpty();
-    List<Peer<C>> ranked = byRank();
-    BitSet withCandidates = new BitSet(ranked.size());
-    for (Peer<C> p : usable) {
-      // A peer with nothing wanted to offer has no candidates (null, as one whose candidates ran
-      // out): no copy of its holdings, and the search below skips it.
-      if (!p.has.intersects(want) && (!claiming || p.claims.isEmpty())) {
-        continue;
+    for (int i = want.nextSetBit(0); i >= 0; i = want.nextSetBit(i + 1)) {
+      holders[i] = usableHasCount[i];
+    }
+    Set<Peer<C>> special = new LinkedHashSet<>();
+    for (Peer<C> p : badPeers) {
+      if (p.countedUsable) {
+        special.add(p);
       }
-      BitSet c = (BitSet) p.has.clone();
-      if (claiming) {
-        for (Integer i : p.claims.keySet()) {
-          if (claimable.get(i)) {
-            c.set(i);
-          }
-        }
+    }
+    for (Peer<C> p : requested.values()) {
+      if (p.countedUsable && !p.avoid.isEmpty()) {
+        special.add(p);
       }
-      c.andNot(p.bad);
-      c.andNot(p.avoid);
-      c.and(want);
-      if (c.isEmpty()) {
-        continue;
+    }
+    if (claiming) {
+      special.addAll(usableClaimers);
+    }
+    for (Peer<C> p : special) {
+      scratch.clear();
+      scratch.or(p.has);
+      scratch.and(want);
+      for (int i = scratch.nextSetBit(0); i >= 0; i = scratch.nextSetBit(i + 1)) {
+        holders[i]--;
       }
+      BitSet c = candidates(p, want, claiming);
       for (int i = c.nextSetBit(0); i >= 0; i = c.nextSetBit(i + 1)) {
         holders[i]++;
       }
-      p.candidates = c;
-      withCandidates.set(p.rankIndex);
     }
-    int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usable.size());
-    // The peers with candidates, in tieRank order: the search visits no other peer.
-    List<Peer<C>> order = new ArrayList<>(withCandidates.cardinality());
-    for (int k = withCandidates.nextSetBit(0); k >= 0; k = withCandidates.nextSetBit(k + 1)) {
-      order.add(ranked.get(k));
+    // Pieces some usable peer can be asked for; none: no search.
+    BitSet askable = new BitSet(n);
+    for (int i = want.nextSetBit(0); i >= 0; i = want.nextSetBit(i + 1)) {
+      if (holders[i] > 0) {
+        askable.set(i);
+      }
     }
+    int perPeer = perPeerInFlight(config.maxInFlight(), maxTotal, usableCount);
+    // The peers in tieRank order; a peer's candidates (what it offers of what is still wanted) are
+    // worked out when the search reaches it, so a search that ends early looks at few peers.
+    List<Peer<C>> ranked = byRank();
     boolean sent = true;
-    while (sent && total < maxTotal) {
+    while (sent && total < maxTotal && !askable.isEmpty()) {
       sent = false;
       // The first peer in (requests in flight, tieRank) order with a piece to ask for.
       search:
       for (int load = 0; load < perPeer; load++) {
-        for (Peer<C> p : order) {
-          if (p.candidates == null || p.inFlight.size() != load || !p.usable()) {
+        for (Peer<C> p : ranked) {
+          if (p.inFlight.size() != load
+              || !p.countedUsable
+              || (!p.has.intersects(askable) && (!claiming || p.claims.isEmpty()))) {
             continue;
           }
-          int piece = SwarmPlan.rarest(p.candidates, holders, salt + load * 7919);
+          int piece = SwarmPlan.rarest(candidates(p, want, claiming), holders, salt + load * 7919);
           if (piece < 0) {
-            p.candidates = null;
             continue;
           }
-          for (Peer<C> q : order) {
-            if (q.candidates != null) {
-              q.candidates.clear(piece);
-            }
-          }
+          want.clear(piece);
+          askable.clear(piece);
           inProgress.set(piece);
           p.inFlight.put(piece, now + timeout);
           requested.put(p.id, p);
@@ -1776,9 +1872,25 @@ public final class SwarmPolicy<C> {
         }
       }
     }
-    for (Peer<C> p : order) {
-      p.candidates = null;
+  }
+
+  /**
+   * What {@code p} can be asked for of {@code want}: what it holds (and, while {@code claiming},
+   * its claims of {@link #claimable} pieces), less what it failed or is avoided for.
+   */
+  private BitSet candidates(Peer<C> p, BitSet want, boolean claiming) {
+    BitSet c = (BitSet) p.has.clone();
+    if (claiming) {
+      for (Integer i : p.claims.keySet()) {
+        if (claimable.get(i)) {
+          c.set(i);
+        }
+      }
     }
+    c.andNot(p.bad);
+    c.andNot(p.avoid);
+    c.and(want);
+    return c;
   }
 
   /**
@@ -1943,7 +2055,27 @@ public final class SwarmPolicy<C> {
             });
       }
     }
-    for (Peer<?> p : view.livePeers()) {
+    // The live peers' holdings from the per-piece counts, less what connected peers failed (only
+    // the peers with failed pieces are looked at); a peer connected with this member's id (the
+    // view's live peers list it, the counts do not) on its own.
+    int[] heldBy = liveHasCount.clone();
+    for (Peer<C> p : badPeers) {
+      if (p.countedLive && p.conn != null) {
+        scratch.clear();
+        scratch.or(p.has);
+        scratch.and(p.bad);
+        for (int i = scratch.nextSetBit(0); i >= 0; i = scratch.nextSetBit(i + 1)) {
+          heldBy[i]--;
+        }
+      }
+    }
+    for (int i = 0; i < heldBy.length; i++) {
+      if (heldBy[i] > 0) {
+        backed.set(i);
+      }
+    }
+    Peer<C> p = classSelfOut ? null : classItself;
+    if (p != null) {
       if (p.conn != null && !p.bad.isEmpty()) {
         scratch.clear();
         scratch.or(p.has);
@@ -1952,17 +2084,27 @@ public final class SwarmPolicy<C> {
       } else {
         backed.or(p.has);
       }
-      if (p.reading.isEmpty()) {
-        continue;
+      markFresh(p, backed, now);
+    }
+    for (Peer<C> q : markers) {
+      if (q.countedLive) {
+        markFresh(q, backed, now);
       }
-      p.reading.forEach(
-          (piece, at) -> {
-            if (fresh(at, now)) {
-              backed.set(piece);
-            }
-          });
     }
     return backed;
+  }
+
+  /** Sets in {@code out} the pieces {@code p} marked as reading and whose marks are fresh. */
+  private void markFresh(Peer<?> p, BitSet out, long now) {
+    if (p.reading.isEmpty()) {
+      return;
+    }
+    p.reading.forEach(
+        (piece, at) -> {
+          if (fresh(at, now)) {
+            out.set(piece);
+          }
+        });
   }
 
   /** Every peer, by {@link #tieRank} (then id); kept until a peer is added. */
@@ -1970,9 +2112,6 @@ public final class SwarmPolicy<C> {
     if (byRank == null) {
       List<Peer<C>> all = new ArrayList<>(peers.values());
       all.sort((x, y) -> x.rank != y.rank ? Long.compare(x.rank, y.rank) : x.id.compareTo(y.id));
-      for (int k = 0; k < all.size(); k++) {
-        all.get(k).rankIndex = k;
-      }
       byRank = all;
     }
     return byRank;
@@ -2061,7 +2200,16 @@ public final class SwarmPolicy<C> {
       return false;
     }
     List<Integer> counts = new ArrayList<>();
-    for (String m : view.live()) {
+    // Only members with share reads or pieces waiting count: those, not every live member.
+    Set<String> counted = new HashSet<>(waitingBy.keySet());
+    counted.add(self);
+    for (Peer<C> q : sharers) {
+      counted.add(q.id);
+    }
+    for (String m : counted) {
+      if (!view.live().contains(m)) {
+        continue;
+      }
       Peer<C> q = byId.get(m);
       int reads = m.equals(self) ? ownShareReads : q == null ? 0 : q.shareReads;
       if (reads > 0 || waitingBy.getOrDefault(m, 0) > 0) {
@@ -2126,19 +2274,30 @@ public final class SwarmPolicy<C> {
     }
     Map<String, Integer> waitingBy = waitingByReader(view);
     Set<String> turn = new HashSet<>();
-    for (String m : view.plan().live()) {
+    // The readers are live members and the live members are in id order: the first readers in id
+    // order, without a walk over the members.
+    for (String m : new TreeSet<>(waitingBy.keySet())) {
       if (turn.size() >= concurrency) {
         break;
       }
-      if (waitingBy.getOrDefault(m, 0) > 0) {
+      if (view.live().contains(m) && waitingBy.get(m) > 0) {
         turn.add(m);
       }
     }
-    for (Peer<C> p : peers.values()) {
+    for (Iterator<Peer<C>> it = inTurn.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
       if (!turn.contains(p.id)) {
         p.turnAt = 0;
-      } else if (p.turnAt == 0) {
-        p.turnAt = now;
+        it.remove();
+      }
+    }
+    for (String m : turn) {
+      Peer<C> p = byId.get(m);
+      if (p != null) {
+        if (p.turnAt == 0) {
+          p.turnAt = now;
+        }
+        inTurn.add(p);
       }
     }
     return turn;
@@ -2193,6 +2352,7 @@ public final class SwarmPolicy<C> {
             : why;
     handedOver.put(member, reason);
     handedOverIds.add(member);
+    classifyStale = true;
     lastView = null;
     note(
         true,
@@ -2215,10 +2375,6 @@ public final class SwarmPolicy<C> {
 
   private View view(long now) {
     List<String> members = memberList();
-    List<String> alive = new ArrayList<>(members.size());
-    BitSet held = new BitSet(map.size());
-    BitSet liveHas = new BitSet(map.size());
-    List<Peer<?>> livePeers = new ArrayList<>(members.size());
     if (memberPeers == null || memberPeersOf != members) {
       List<Peer<C>> resolved = new ArrayList<>(members.size());
       for (String m : members) {
@@ -2227,7 +2383,78 @@ public final class SwarmPolicy<C> {
       memberPeers = resolved;
       memberPeersOf = members;
       selfIndex = members.indexOf(self);
+      classifyStale = true;
     }
+    // Who counts and who is live changes only with an event or a member's grace ending: the
+    // members are walked then, not every round; the holdings come from the per-piece counts.
+    boolean classified = classifyStale || (classifyTimed && now - classifyUntil > 0);
+    if (classified) {
+      classify(members, now);
+    }
+    List<String> alive = classAlive;
+    int n = map.size();
+    BitSet held = new BitSet(n);
+    BitSet liveHas = new BitSet(n);
+    for (int i = 0; i < n; i++) {
+      if (viewHasCount[i] > 0) {
+        held.set(i);
+      }
+      if (liveHasCount[i] > 0) {
+        liveHas.set(i);
+      }
+    }
+    // Pieces a live member is reading from the source are nobody's source read; a handed-over
+    // member's reads count while it is connected and its share still progresses (a slow member
+    // finishes the runs it started), not once it stalled or left.
+    boolean anyOut = !handedOverIds.isEmpty();
+    for (Iterator<Peer<C>> it = markers.iterator(); it.hasNext(); ) {
+      Peer<C> p = it.next();
+      if (p.reading.isEmpty()) {
+        it.remove();
+        continue;
+      }
+      if (p.countedView && (!anyOut || !handedOverIds.contains(p.id) || readsStillCount(p, now))) {
+        p.reading.forEach(
+            (piece, at) -> {
+              if (fresh(at, now)) {
+                held.set(piece);
+              }
+            });
+      }
+    }
+    if (!classSelfOut) {
+      if (classItself != null) {
+        liveHas.or(classItself.has);
+      }
+      held.or(present);
+      sourceReading.keySet().forEach(held::set);
+    }
+    // The readers depend only on (members, live): kept while both stay the same, so a round costs
+    // O(members + pieces) word operations, not members x pieces.
+    if (members != readersMembers || (classified && !alive.equals(readersLive))) {
+      readersMembers = members;
+      readersLive = List.copyOf(alive);
+      readers = SwarmPlan.readers(map.size(), members, readersLive);
+      readingOrder = SwarmPlan.readingOrder(readers, fileStarts);
+      readersLiveSet = Set.copyOf(readersLive);
+      blocksSince = now;
+    }
+    SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
+    return new View(readersLiveSet, plan, plan.assignedTo(self), liveHas, classLivePeers);
+  }
+
+  /**
+   * Which members the view counts ({@link Peer#countedView}: their holdings are nobody's source
+   * read) and which of them are live ({@link Peer#countedLive}), the live ids and peers, and when a
+   * member's grace ends next; the per-piece counts follow each member whose standing changed.
+   */
+  private void classify(List<String> members, long now) {
+    classifyStale = false;
+    classifyTimed = false;
+    List<String> alive = new ArrayList<>(members.size());
+    List<Peer<?>> livePeers = new ArrayList<>(members.size());
+    List<Peer<C>> counted = new ArrayList<>(members.size());
+    classRound++;
     // By index: the members' ids are looked at only when some member was handed over.
     boolean anyOut = !handedOverIds.isEmpty();
     for (int k = 0; k < members.size(); k++) {
@@ -2252,6 +2479,11 @@ public final class SwarmPolicy<C> {
         if (now - since > timeout) {
           continue;
         }
+        long until = since + timeout;
+        if (!classifyTimed || until - classifyUntil < 0) {
+          classifyUntil = until;
+          classifyTimed = true;
+        }
       }
       if (!out) {
         alive.add(m);
@@ -2259,46 +2491,45 @@ public final class SwarmPolicy<C> {
       if (p == null) {
         continue;
       }
-      // Pieces a live member holds or is reading from the source are nobody's source read; a
-      // handed-over member's reads count while it is connected and its share still progresses (a
-      // slow member finishes the runs it started), not once it stalled or left.
-      held.or(p.has);
+      p.classRound = classRound;
+      p.classLive = !out;
+      counted.add(p);
       if (!out) {
-        liveHas.or(p.has);
         livePeers.add(p);
       }
-      if (!p.reading.isEmpty() && (!out || readsStillCount(p, now))) {
-        p.reading.forEach(
-            (piece, at) -> {
-              if (fresh(at, now)) {
-                held.set(piece);
-              }
-            });
+    }
+    for (Peer<C> q : classCounted) {
+      if (q.classRound != classRound) {
+        setCounted(q, false, false);
       }
     }
-    if (handedOverIds.contains(self) && alive.size() > 1) {
+    for (Peer<C> q : counted) {
+      setCounted(q, true, q.classLive);
+    }
+    classCounted = counted;
+    classSelfOut = handedOverIds.contains(self) && alive.size() > 1;
+    classItself = null;
+    if (classSelfOut) {
       alive.remove(self); // its share went to the others; alone, it reads everything itself
     } else {
-      Peer<C> itself = byId.get(self); // none, unless a peer connected with this member's id
-      if (itself != null) {
-        liveHas.or(itself.has);
-        livePeers.add(itself);
+      classItself = byId.get(self); // none, unless a peer connected with this member's id
+      if (classItself != null) {
+        livePeers.add(classItself);
       }
-      held.or(present);
-      sourceReading.keySet().forEach(held::set);
     }
-    // The readers depend only on (members, live): kept while both stay the same, so a round costs
-    // O(members + pieces) word operations, not members x pieces.
-    if (members != readersMembers || !alive.equals(readersLive)) {
-      readersMembers = members;
-      readersLive = List.copyOf(alive);
-      readers = SwarmPlan.readers(map.size(), members, readersLive);
-      readingOrder = SwarmPlan.readingOrder(readers, fileStarts);
-      readersLiveSet = Set.copyOf(readersLive);
-      blocksSince = now;
+    classAlive = alive;
+    classLivePeers = livePeers;
+  }
+
+  private void setCounted(Peer<C> q, boolean view, boolean live) {
+    if (q.countedView != view) {
+      q.countedView = view;
+      countAll(q.has, viewHasCount, view ? 1 : -1);
     }
-    SwarmPlan plan = SwarmPlan.of(readers, members, readersLive, held);
-    return new View(readersLiveSet, plan, plan.assignedTo(self), liveHas, livePeers);
+    if (q.countedLive != live) {
+      q.countedLive = live;
+      countAll(q.has, liveHasCount, live ? 1 : -1);
+    }
   }
 
   /**
@@ -2489,7 +2720,7 @@ public final class SwarmPolicy<C> {
     byte[] known = hashes[piece];
     if (known != null) {
       if (Arrays.equals(known, sha)) {
-        p.has.set(piece);
+        setHas(p, piece);
         p.claims.remove(piece);
       } else if (self.equals(hashFrom[piece]) || present.get(piece)) {
         drop(p, differs(piece, sha));
@@ -2497,6 +2728,7 @@ public final class SwarmPolicy<C> {
         // Two members disagree and neither hash is backed by bytes here yet: settled when the
         // piece is in the store, or when the expected hash is withdrawn with its announcer.
         p.claims.put(piece, sha);
+        claimers.add(p);
       }
       return;
     }
@@ -2504,6 +2736,7 @@ public final class SwarmPolicy<C> {
       accept(p, piece, sha);
     } else {
       p.claims.put(piece, sha);
+      claimers.add(p);
     }
   }
 
@@ -2511,7 +2744,7 @@ public final class SwarmPolicy<C> {
   private void accept(Peer<C> p, int piece, byte[] sha) {
     hashes[piece] = sha;
     hashFrom[piece] = p.id;
-    p.has.set(piece);
+    setHas(p, piece);
     p.claims.remove(piece);
     settleClaims(piece);
     settleResumed(piece);
@@ -2520,7 +2753,7 @@ public final class SwarmPolicy<C> {
   /** Checks the other members' claims on {@code piece} against its now known hash. */
   private void settleClaims(int piece) {
     boolean claimed = false;
-    for (Peer<C> q : peers.values()) {
+    for (Peer<C> q : claimers) {
       if (!q.claims.isEmpty() && q.claims.containsKey(piece)) {
         claimed = true;
         break;
@@ -2535,7 +2768,7 @@ public final class SwarmPolicy<C> {
         continue;
       }
       if (Arrays.equals(claim, hashes[piece])) {
-        q.has.set(piece);
+        setHas(q, piece);
       } else {
         drop(q, differs(piece, claim));
       }
@@ -2589,8 +2822,9 @@ public final class SwarmPolicy<C> {
     }
     p.dropped = why;
     p.refused = true;
+    syncUsable(p);
     requeue(p);
-    p.has.clear();
+    clearAllHas(p);
     p.claims.clear();
     p.reading.clear();
     withdrawHashes(p);
@@ -2607,6 +2841,7 @@ public final class SwarmPolicy<C> {
     note(true, "peer " + p.id + ": " + why + " (fault " + p.faults + " of " + MAX_FAULTS + ")");
     if (p.faults >= MAX_FAULTS && !p.refused) {
       p.refused = true;
+      syncUsable(p);
       note(
           true,
           "peer "
@@ -2636,8 +2871,9 @@ public final class SwarmPolicy<C> {
         for (Peer<C> q : peers.values()) {
           if (q != p && q.dropped == null && q.has.get(i)) {
             // It announced the same hash: a claim again, settled against the next authority.
-            q.has.clear(i);
+            clearHas(q, i);
             q.claims.put(i, was);
+            claimers.add(q);
           }
         }
       }
@@ -2653,14 +2889,79 @@ public final class SwarmPolicy<C> {
     p.inFlight.clear();
   }
 
+  /** {@code p} announced {@code piece}: its holdings and the per-piece counts. */
+  private void setHas(Peer<C> p, int piece) {
+    if (!p.has.get(piece)) {
+      p.has.set(piece);
+      countHas(p, piece, 1);
+    }
+  }
+
+  private void clearHas(Peer<C> p, int piece) {
+    if (p.has.get(piece)) {
+      p.has.clear(piece);
+      countHas(p, piece, -1);
+    }
+  }
+
+  private void clearAllHas(Peer<C> p) {
+    for (int i = p.has.nextSetBit(0); i >= 0; i = p.has.nextSetBit(i + 1)) {
+      countHas(p, i, -1);
+    }
+    p.has.clear();
+  }
+
+  private void countHas(Peer<C> p, int piece, int delta) {
+    if (usableHasCount == null) {
+      return;
+    }
+    if (p.countedUsable) {
+      usableHasCount[piece] += delta;
+    }
+    if (p.countedView) {
+      viewHasCount[piece] += delta;
+    }
+    if (p.countedLive) {
+      liveHasCount[piece] += delta;
+    }
+  }
+
+  private static void countAll(BitSet has, int[] counts, int delta) {
+    if (counts == null) {
+      return;
+    }
+    for (int i = has.nextSetBit(0); i >= 0; i = has.nextSetBit(i + 1)) {
+      counts[i] += delta;
+    }
+  }
+
+  /**
+   * {@code p}'s usability changed or may have (connect, disconnect, refused): the counts follow.
+   */
+  private void syncUsable(Peer<C> p) {
+    boolean usable = p.usable();
+    if (usable != p.countedUsable) {
+      p.countedUsable = usable;
+      usableCount += usable ? 1 : -1;
+      countAll(p.has, usableHasCount, usable ? 1 : -1);
+    }
+    classifyStale = true;
+  }
+
+  /** {@code p} failed {@code piece}. */
+  private void setBad(Peer<C> p, int piece) {
+    p.bad.set(piece);
+    badPeers.add(p);
+  }
+
   private Peer<C> peer(String id) {
     Peer<C> p = byId.get(id);
     if (p == null) {
+      classifyStale = true;
       p = new Peer<>(id, tieRank(self, id));
       byId.put(id, p);
       peers.put(id, p);
       byRank = null;
-      peerList = null;
       if (memberPeers != null) {
         // memberPeersOf is sorted and lists each id once: the new peer's slot, if it is a member.
         int k = Collections.binarySearch(memberPeersOf, id);

@@ -111,10 +111,10 @@ import java.util.function.LongSupplier;
  *       file does not match, its claimed pieces are read from the source, once. So is a piece with
  *       no known hash that at least {@value #SPREAD_CLAIMS} usable peers claim with one hash,
  *       whoever its reader is: it spread on a reader's word before this member could check it (a
- *       member that joined mid-load is the new reader of pieces the old reader read and passed
- *       on); such a piece is never read from the source while so claimed, only fetched once its
- *       file is within reach. Only files whose other readers' pieces are present here, offered by
- *       a peer or so claimed: two members never wait on each other's unchecked pieces.
+ *       member that joined mid-load is the new reader of pieces the old reader read and passed on);
+ *       such a piece is never read from the source while so claimed, only fetched once its file is
+ *       within reach. Only files whose other readers' pieces are present here, offered by a peer or
+ *       so claimed: two members never wait on each other's unchecked pieces.
  *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
  *       announced, requested nor read, until their hash is known — the reader's announcement, or
  *       this member's own hash when it is the piece's reader — and are then present and announced
@@ -126,7 +126,9 @@ import java.util.function.LongSupplier;
  *       member sent least often goes first when a slot frees; a request that waited half a peer
  *       timeout goes at once while fewer than twice that many copies are out) and a requester's
  *       HAVE of the piece withdraws its waiting request. A piece only a slow member holds thus
- *       reaches a few peers fast instead of every peer slowly.
+ *       reaches a few peers fast instead of every peer slowly. While the swarm reads in turns, at
+ *       most {@value #SEND_SLOTS} copies of all pieces together go out at once (old requests
+ *       excepted).
  *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
  *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
  *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
@@ -190,6 +192,17 @@ public final class SwarmPolicy<C> {
    * uplink.
    */
   public static final int UPLOAD_SLOTS = 4;
+
+  /**
+   * Copies of all pieces together this member hands to its mechanism to send at once while the
+   * swarm reads in turns (more live members than the concurrency, {@link #readingTurn}); a request
+   * that waited half a peer timeout still goes out ({@link #unchoke}). Each copy then gets a sixth
+   * of the uplink rather than a share of one copy per requester, so a piece is complete at its
+   * first receivers, and passed on by them, sooner; the pipeline term (N−1)·piece/b of such a swarm
+   * is the larger part of its time. Not with fewer members, where every member reads its share at
+   * once and the uplink's full use is what counts.
+   */
+  public static final int SEND_SLOTS = 6;
 
   /**
    * The settings the rules use.
@@ -466,6 +479,9 @@ public final class SwarmPolicy<C> {
 
   /** Pieces handed to the mechanism and not yet reported sent, per piece. */
   private int[] sendingNow;
+
+  /** The sum of {@link #sendingNow}: copies handed to the mechanism and not yet sent. */
+  private int sendingTotal;
 
   /** A request for {@code piece} that arrived at {@code at} and waits for an upload slot. */
   private record Waiting(int piece, long at) {}
@@ -749,6 +765,7 @@ public final class SwarmPolicy<C> {
     }
     this.timesSent = new int[pm.size()];
     this.sendingNow = new int[pm.size()];
+    this.sendingTotal = 0;
     this.fillStarted = now();
     resetShareReads(fillStarted);
   }
@@ -1443,13 +1460,14 @@ public final class SwarmPolicy<C> {
   }
 
   /**
-   * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}) to the
-   * mechanism: first a request that waited half a peer timeout (its requester would count it stuck
-   * at a full timeout; up to twice the slots, so that a slow uplink is not shared by every
-   * requester of one piece at once while the first copies could be passed on), then the piece this
-   * member sent least often in this fill, so its pieces spread before any goes out many times (the
-   * receivers pass them on); ties to the oldest request, then by peer id. A requester that got the
-   * piece elsewhere meanwhile says so with its HAVE, which withdraws its request.
+   * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}; while
+   * the swarm reads in turns also one of {@link #SEND_SLOTS} in all) to the mechanism: first a
+   * request that waited half a peer timeout (its requester would count it stuck at a full timeout;
+   * up to twice the slots, so that a slow uplink is not shared by every requester of one piece at
+   * once while the first copies could be passed on), then the piece this member sent least often in
+   * this fill, so its pieces spread before any goes out many times (the receivers pass them on);
+   * ties to the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile
+   * says so with its HAVE, which withdraws its request.
    */
   private void unchoke() {
     long now = now();
@@ -1473,7 +1491,8 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)) {
+          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)
+              || (!old && readingTurn != null && sendingTotal >= SEND_SLOTS)) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1498,6 +1517,7 @@ public final class SwarmPolicy<C> {
       best.waiting.remove(bestWait);
       best.handed.add(bestPiece);
       sendingNow[bestPiece]++;
+      sendingTotal++;
       timesSent[bestPiece]++;
       emit(new Decision.SendPiece<>(best.sendsOn, bestPiece, hashes[bestPiece]));
     }
@@ -1507,6 +1527,7 @@ public final class SwarmPolicy<C> {
   private void resetSends(Peer<C> p) {
     for (Integer piece : p.handed) {
       sendingNow[piece]--;
+      sendingTotal--;
     }
     p.handed.clear();
     p.waiting.clear();
@@ -1523,6 +1544,7 @@ public final class SwarmPolicy<C> {
       Integer piece = p.handed.poll();
       if (piece != null) {
         sendingNow[piece]--;
+        sendingTotal--;
       }
       unchoke();
     }

@@ -265,6 +265,48 @@ class SwarmPolicyTest {
     assertThat(pieceSends(a.drain())).as("g's request was withdrawn").isEmpty();
   }
 
+  /**
+   * {@code a} of members a..h filling with {@code concurrency}, every other member connected with
+   * an empty BITFIELD, after one scheduling round; it then stores pieces 0-6 from its source reads.
+   */
+  private SwarmPolicy<String> aOfEightHolding0To6(int concurrency) {
+    SwarmPolicy<String> a =
+        member("a", membership("ah", "a", "b", "c", "d", "e", "f", "g", "h"), concurrency, 1024);
+    for (String x : List.of("b", "c", "d", "e", "f", "g", "h")) {
+      String conn = ("c-" + x).intern(); // connections compare by identity
+      a.onConnected(conn, x);
+      a.onFrame(conn, x, bitfield());
+    }
+    a.drain();
+    tick(a);
+    for (int i = 0; i <= 6; i++) {
+      a.onPieceStored(null, i, trueHash(i));
+    }
+    a.drain();
+    return a;
+  }
+
+  @Test
+  void whileTheSwarmReadsInTurnsAtMostSendSlotsCopiesGoOutAtOnce() {
+    // 8 live members > concurrency 2: the swarm reads in turns, seven requests for seven pieces.
+    SwarmPolicy<String> a = aOfEightHolding0To6(2);
+    assertThat(SwarmPolicy.SEND_SLOTS).isEqualTo(6);
+    List<String> peers = List.of("b", "c", "d", "e", "f", "g", "h");
+    for (int k = 0; k < peers.size(); k++) {
+      a.onFrame(("c-" + peers.get(k)).intern(), peers.get(k), new Frame.Request(k));
+    }
+    assertThat(pieceSends(a.drain())).containsExactly("b:0", "c:1", "d:2", "e:3", "f:4", "g:5");
+    a.onPieceSent("c-c", "c");
+    assertThat(pieceSends(a.drain())).containsExactly("h:6");
+
+    // 8 live members <= concurrency 8: every member reads its share at once, no cap in all.
+    SwarmPolicy<String> b = aOfEightHolding0To6(8);
+    for (int k = 0; k < peers.size(); k++) {
+      b.onFrame(("c-" + peers.get(k)).intern(), peers.get(k), new Frame.Request(k));
+    }
+    assertThat(pieceSends(b.drain())).hasSize(7);
+  }
+
   @Test
   void aPieceSentLeastOftenGoesFirstWhenASlotFrees() {
     SwarmPolicy<String> a = seedOfSeven();

@@ -8,7 +8,7 @@
 #
 #   bench/swarm-sim.sh [--nodes "8 64 256 1000"] [--scenarios "uniform hetero slow churn"]
 #                      [--seed 1] [--size BYTES] [--threads CORES] [--calibrate-only]
-#                      [--skip-calibration]
+#                      [--skip-calibration] [--no-source-digests]
 #
 # The defaults run the whole matrix: N = 8 on the netns bench's 1.1 GB artifact, N = 64, 256 and
 # 1,000 on 128 MiB (--size sets one size for every N), every scenario; the rows run on --threads
@@ -17,6 +17,9 @@
 # round reads per-piece counts and no longer walks the members), every node connects to every
 # other (N^2 connections) and every HAVE goes to every member (N^2 frames per piece, most of the
 # CPU at N = 1,000: ~5 CPU-minutes a row; bench/README.md has the measured CPU seconds per row).
+# The origin publishes a digest of every file unless --no-source-digests: a member may fetch a
+# piece on its peers' claims and check it with its file, as the data plane does for S3 checksums,
+# single-part ETags and the Hub's sha256.
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -109,9 +109,13 @@ import java.util.function.LongSupplier;
  *       from a claimant instead of read ({@link Decision.CheckFile}): it stays unannounced and not
  *       present until every piece of its file is in the store and the file matches the source's
  *       digest, then it is present, announced and counted ({@link Decision.Confirmed}); when the
- *       file does not match, its claimed pieces are read from the source, once. Only files whose
- *       other readers' pieces are present here or offered by a peer: two members never wait on each
- *       other's unchecked pieces.
+ *       file does not match, its claimed pieces are read from the source, once. So is a piece with
+ *       no known hash that at least {@value #SPREAD_CLAIMS} usable peers claim with one hash,
+ *       whoever its reader is: it spread on a reader's word before this member could check it (a
+ *       member that joined mid-load is the new reader of pieces the old reader read and passed on);
+ *       such a piece is never read from the source while so claimed, only fetched once its file is
+ *       within reach. Only files whose other readers' pieces are present here, offered by a peer or
+ *       so claimed: two members never wait on each other's unchecked pieces.
  *   <li><b>Resume</b> ({@link #resume}): pieces an earlier fill left in the store wait, neither
  *       announced, requested nor read, until their hash is known — the reader's announcement, or
  *       this member's own hash when it is the piece's reader — and are then present and announced
@@ -123,7 +127,9 @@ import java.util.function.LongSupplier;
  *       member sent least often goes first when a slot frees; a request that waited half a peer
  *       timeout goes at once while fewer than twice that many copies are out) and a requester's
  *       HAVE of the piece withdraws its waiting request. A piece only a slow member holds thus
- *       reaches a few peers fast instead of every peer slowly.
+ *       reaches a few peers fast instead of every peer slowly. While the swarm reads in turns, at
+ *       most {@value #SEND_SLOTS} copies of all pieces together go out at once (old requests
+ *       excepted).
  *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
  *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
  *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
@@ -168,6 +174,14 @@ public final class SwarmPolicy<C> {
   /** Pieces a slow member must lag behind the median member before its share is handed over. */
   public static final int LAG_PIECES = 2;
 
+  /**
+   * Usable peers that must claim a piece with one hash, in a file the source publishes a digest
+   * for, before a member without its hash fetches it on their claims instead of reading it or
+   * waiting for its reader ({@link #claimablePieces}): more than its one holder, so some member
+   * took it on a reader's announcement.
+   */
+  static final int SPREAD_CLAIMS = 2;
+
   /** Dropped members {@link #dropped()} remembers, at most. */
   public static final int MAX_DROPPED_REPORTED = 16;
 
@@ -179,6 +193,17 @@ public final class SwarmPolicy<C> {
    * uplink.
    */
   public static final int UPLOAD_SLOTS = 4;
+
+  /**
+   * Copies of all pieces together this member hands to its mechanism to send at once while the
+   * swarm reads in turns (more live members than the concurrency, {@link #readingTurn}); a request
+   * that waited half a peer timeout still goes out ({@link #unchoke}). Each copy then gets a sixth
+   * of the uplink rather than a share of one copy per requester, so a piece is complete at its
+   * first receivers, and passed on by them, sooner; the pipeline term (N−1)·piece/b of such a swarm
+   * is the larger part of its time. Not with fewer members, where every member reads its share at
+   * once and the uplink's full use is what counts.
+   */
+  public static final int SEND_SLOTS = 6;
 
   /**
    * The settings the rules use.
@@ -433,6 +458,14 @@ public final class SwarmPolicy<C> {
    */
   private BitSet claimsAwaited = new BitSet();
 
+  /**
+   * Pieces the last scheduling round found claimed by {@link #SPREAD_CLAIMS} or more usable peers
+   * with one hash, in a {@link #verifiable} file, with no hash known here: fetched on the claims
+   * once their file is within reach ({@link #claimablePieces}), never read from the source while so
+   * claimed.
+   */
+  private BitSet spread = new BitSet();
+
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
 
@@ -503,6 +536,9 @@ public final class SwarmPolicy<C> {
   private List<Peer<?>> classLivePeers = List.of();
   private boolean classSelfOut;
   private Peer<C> classItself;
+
+  /** The sum of {@link #sendingNow}: copies handed to the mechanism and not yet sent. */
+  private int sendingTotal;
 
   /** A request for {@code piece} that arrived at {@code at} and waits for an upload slot. */
   private record Waiting(int piece, long at) {}
@@ -805,6 +841,7 @@ public final class SwarmPolicy<C> {
     this.viewHasCount = new int[pm.size()];
     this.liveHasCount = new int[pm.size()];
     classifyStale = true;
+    this.sendingTotal = 0;
     this.fillStarted = now();
     resetShareReads(fillStarted);
   }
@@ -1522,13 +1559,14 @@ public final class SwarmPolicy<C> {
   }
 
   /**
-   * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}) to the
-   * mechanism: first a request that waited half a peer timeout (its requester would count it stuck
-   * at a full timeout; up to twice the slots, so that a slow uplink is not shared by every
-   * requester of one piece at once while the first copies could be passed on), then the piece this
-   * member sent least often in this fill, so its pieces spread before any goes out many times (the
-   * receivers pass them on); ties to the oldest request, then by peer id. A requester that got the
-   * piece elsewhere meanwhile says so with its HAVE, which withdraws its request.
+   * Hands every waiting request whose piece has a free upload slot ({@link #UPLOAD_SLOTS}; while
+   * the swarm reads in turns also one of {@link #SEND_SLOTS} in all) to the mechanism: first a
+   * request that waited half a peer timeout (its requester would count it stuck at a full timeout;
+   * up to twice the slots, so that a slow uplink is not shared by every requester of one piece at
+   * once while the first copies could be passed on), then the piece this member sent least often in
+   * this fill, so its pieces spread before any goes out many times (the receivers pass them on);
+   * ties to the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile
+   * says so with its HAVE, which withdraws its request.
    */
   private void unchoke() {
     long now = now();
@@ -1552,7 +1590,8 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)) {
+          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)
+              || (!old && readingTurn != null && sendingTotal >= SEND_SLOTS)) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1577,6 +1616,7 @@ public final class SwarmPolicy<C> {
       best.waiting.remove(bestWait);
       best.handed.add(bestPiece);
       sendingNow[bestPiece]++;
+      sendingTotal++;
       timesSent[bestPiece]++;
       emit(new Decision.SendPiece<>(best.sendsOn, bestPiece, hashes[bestPiece]));
     }
@@ -1586,6 +1626,7 @@ public final class SwarmPolicy<C> {
   private void resetSends(Peer<C> p) {
     for (Integer piece : p.handed) {
       sendingNow[piece]--;
+      sendingTotal--;
     }
     p.handed.clear();
     p.waiting.clear();
@@ -1602,6 +1643,7 @@ public final class SwarmPolicy<C> {
       Integer piece = p.handed.poll();
       if (piece != null) {
         sendingNow[piece]--;
+        sendingTotal--;
       }
       unchoke();
     }
@@ -1894,20 +1936,28 @@ public final class SwarmPolicy<C> {
   }
 
   /**
-   * Pieces to fetch on a peer's claim rather than read from the source: this member is their reader
-   * and has no hash for them yet, their file is {@link #verifiable} and never failed its check, and
-   * every other live member claims them, all with the same hash (they hold them already: this
-   * member joined late). Only files whose pieces of other readers are present here, offered by a
-   * usable peer, or on their way: this member's check of the file then waits on nobody's unchecked
-   * pieces. O(claims + pieces of those files).
+   * Pieces to fetch on a peer's claim rather than read from the source or wait for: their file is
+   * {@link #verifiable} and never failed its check, this member has no hash for them yet, the
+   * usable peers' claims on them agree, and either (a) this member is their reader and every other
+   * live member claims them (they hold them already: this member joined late), or (b) at least
+   * {@link #SPREAD_CLAIMS} usable peers claim them, whoever the reader is: the piece spread before
+   * this member could check it (a peer fetched it on its reader's announcement, e.g. under the
+   * membership before this member joined), so the members that need it are not waiting for this
+   * member's read. Only files whose other pieces are present here, offered by a usable peer, on
+   * their way, this member's own to read, or of kind (b): this member's check of the file then
+   * waits on nobody's unchecked pieces. Sets {@link #spread} to the pieces of kind (b) in any file.
+   * O(claims + pieces of those files).
    */
   private BitSet claimablePieces(SwarmPlan plan, BitSet offered, List<Peer<C>> usable) {
     BitSet out = new BitSet(map.size());
     if (verifiable == null && !verifiablePending) {
+      spread = out;
       return out;
     }
     Map<Integer, byte[]> agreed = new HashMap<>();
+    Map<Integer, Integer> claimCount = new HashMap<>();
     BitSet conflict = new BitSet(map.size());
+    BitSet own = new BitSet(map.size());
     for (Peer<C> p : usable) {
       for (Map.Entry<Integer, byte[]> c : p.claims.entrySet()) {
         int i = c.getKey();
@@ -1915,24 +1965,39 @@ public final class SwarmPolicy<C> {
             || claimsFailed.get(i)
             || hashes[i] != null
             || present.get(i)
-            || p.bad.get(i)
-            || !self.equals(plan.reader(i))) {
+            || p.bad.get(i)) {
           continue;
         }
         byte[] other = agreed.putIfAbsent(i, c.getValue());
         if (other != null && !Arrays.equals(other, c.getValue())) {
           conflict.set(i); // one of them is wrong: the source decides
         }
+        claimCount.merge(i, 1, Integer::sum);
         out.set(i);
+        if (self.equals(plan.reader(i))) {
+          own.set(i);
+        }
       }
     }
     out.andNot(conflict);
-    // Only pieces every other live member claims: a member that still needs a piece waits for its
-    // reader's announcement (a claim is of no use to it), and would count the reader as stalled or
-    // slow while it fetches on a claim; the reader's source read is the copy that member needs.
+    BitSet wide = new BitSet(map.size());
+    claimCount.forEach(
+        (i, k) -> {
+          if (k >= SPREAD_CLAIMS && out.get(i)) {
+            wide.set(i);
+          }
+        });
+    spread = wide;
+    own.and(out);
+    out.clear();
+    out.or(own);
+    // Of this member's own pieces, only those every other live member claims: a member that still
+    // needs a piece waits for its reader's announcement (a claim is of no use to it), and would
+    // count the reader as stalled or slow while it fetches on a claim; the reader's source read is
+    // the copy that member needs.
     for (String m : plan.live()) {
       if (out.isEmpty()) {
-        return out;
+        break;
       }
       if (m.equals(self)) {
         continue;
@@ -1940,12 +2005,13 @@ public final class SwarmPolicy<C> {
       Peer<C> p = byId.get(m);
       if (p == null || !p.usable() || p.dropped != null) {
         out.clear();
-        return out;
+        break;
       }
       BitSet claimed = new BitSet(map.size());
       p.claims.keySet().forEach(claimed::set);
       out.and(claimed);
     }
+    out.or(wide);
     for (int i = out.nextSetBit(0); i >= 0; ) {
       int first = fileFirst[i];
       int end = first + fileCount[i];
@@ -1953,7 +2019,8 @@ public final class SwarmPolicy<C> {
         if (!self.equals(plan.reader(j))
             && !present.get(j)
             && !offered.get(j)
-            && !inProgress.get(j)) {
+            && !inProgress.get(j)
+            && !wide.get(j)) {
           out.clear(first, end);
           break;
         }
@@ -2584,6 +2651,7 @@ public final class SwarmPolicy<C> {
     mine.andNot(inProgress);
     mine.andNot(claimable);
     mine.andNot(claimsAwaited);
+    mine.andNot(spread);
     if (mine.isEmpty()) {
       return null;
     }

@@ -265,6 +265,48 @@ class SwarmPolicyTest {
     assertThat(pieceSends(a.drain())).as("g's request was withdrawn").isEmpty();
   }
 
+  /**
+   * {@code a} of members a..h filling with {@code concurrency}, every other member connected with
+   * an empty BITFIELD, after one scheduling round; it then stores pieces 0-6 from its source reads.
+   */
+  private SwarmPolicy<String> aOfEightHolding0To6(int concurrency) {
+    SwarmPolicy<String> a =
+        member("a", membership("ah", "a", "b", "c", "d", "e", "f", "g", "h"), concurrency, 1024);
+    for (String x : List.of("b", "c", "d", "e", "f", "g", "h")) {
+      String conn = ("c-" + x).intern(); // connections compare by identity
+      a.onConnected(conn, x);
+      a.onFrame(conn, x, bitfield());
+    }
+    a.drain();
+    tick(a);
+    for (int i = 0; i <= 6; i++) {
+      a.onPieceStored(null, i, trueHash(i));
+    }
+    a.drain();
+    return a;
+  }
+
+  @Test
+  void whileTheSwarmReadsInTurnsAtMostSendSlotsCopiesGoOutAtOnce() {
+    // 8 live members > concurrency 2: the swarm reads in turns, seven requests for seven pieces.
+    SwarmPolicy<String> a = aOfEightHolding0To6(2);
+    assertThat(SwarmPolicy.SEND_SLOTS).isEqualTo(6);
+    List<String> peers = List.of("b", "c", "d", "e", "f", "g", "h");
+    for (int k = 0; k < peers.size(); k++) {
+      a.onFrame(("c-" + peers.get(k)).intern(), peers.get(k), new Frame.Request(k));
+    }
+    assertThat(pieceSends(a.drain())).containsExactly("b:0", "c:1", "d:2", "e:3", "f:4", "g:5");
+    a.onPieceSent("c-c", "c");
+    assertThat(pieceSends(a.drain())).containsExactly("h:6");
+
+    // 8 live members <= concurrency 8: every member reads its share at once, no cap in all.
+    SwarmPolicy<String> b = aOfEightHolding0To6(8);
+    for (int k = 0; k < peers.size(); k++) {
+      b.onFrame(("c-" + peers.get(k)).intern(), peers.get(k), new Frame.Request(k));
+    }
+    assertThat(pieceSends(b.drain())).hasSize(7);
+  }
+
   @Test
   void aPieceSentLeastOftenGoesFirstWhenASlotFrees() {
     SwarmPolicy<String> a = seedOfSeven();
@@ -1481,5 +1523,98 @@ class SwarmPolicyTest {
     c.onFrame("c-b", "b", bitfield(range(4, 8)));
     c.drain();
     assertThat(runs(deliverRequested(c))).containsExactly(new Run(8, 4));
+  }
+
+  /**
+   * {@code d} joins {a, b, c} after c read its old block 8-11 (all of file b) and a fetched it: in
+   * {a, b, c, d} d is the reader of 9-11, which c and a claim while b does not hold them (b still
+   * needs them and trusts c's hash from before d joined). Two members claiming a piece with one
+   * hash means it spread on a reader's word: d fetches it on the claims and checks the file against
+   * the source's digest instead of reading it again (it read 9-11 before this rule).
+   */
+  @Test
+  void aNewcomerFetchesPiecesOfItsBlockThatSpreadBeforeItJoinedAndChecksTheirFile() {
+    Membership abcd = membership("abcd", "a", "b", "c", "d");
+    SwarmPolicy<String> d = member("d", abcd, 6, 4 * 1024);
+    BitSet all = new BitSet();
+    all.set(0, MAP.size());
+    d.verifiable(all);
+    d.onConnected("c-a", "a");
+    d.onConnected("c-b", "b");
+    d.onConnected("c-c", "c");
+    d.onFrame("c-c", "c", bitfield(range(6, 12)));
+    d.onFrame("c-a", "a", bitfield(0, 1, 2, 8, 9, 10, 11));
+    d.onFrame("c-b", "b", bitfield(range(3, 6)));
+    d.drain();
+    List<Decision<String>> ds = deliverFromPeers(d);
+    assertThat(runs(ds)).as("nothing read from the source").isEmpty();
+    assertThat(d.present().get(9, 12).cardinality())
+        .as("pieces fetched on claims wait for their file's check")
+        .isZero();
+    assertThat(only(ds, Decision.CheckFile.class))
+        .singleElement()
+        .satisfies(f -> assertThat(f.first()).isEqualTo(8));
+    d.onFileChecked(8, true);
+    List<Decision<String>> checked = d.drain();
+    assertThat(only(checked, Decision.Confirmed.class).stream().map(Decision.Confirmed::piece))
+        .containsExactly(9, 10, 11);
+    assertThat(haves(framesTo(checked, "c-b"))).containsExactly(9, 10, 11);
+    assertThat(d.complete()).isTrue();
+    assertThat(d.dropped()).isEmpty();
+  }
+
+  /**
+   * Every piece {@code p} requests arrives from the peer it asked (connection {@code c-<peer>})
+   * with its true bytes and is stored, for a few rounds; the decisions of them all.
+   */
+  private List<Decision<String>> deliverFromPeers(SwarmPolicy<String> p) {
+    List<Decision<String>> all = new ArrayList<>();
+    for (int round = 0; round < 6; round++) {
+      List<Decision<String>> got = tick(p);
+      all.addAll(got);
+      for (String r : requests(got)) {
+        String peer = r.substring(0, r.indexOf(':'));
+        int piece = Integer.parseInt(r.substring(r.indexOf(':') + 1));
+        // Connections are compared by identity: the same (interned) string as onConnected's.
+        assertThat(p.onPieceArrived(("c-" + peer).intern(), peer, piece)).isTrue();
+        assertThat(p.expectedHash(piece)).isEqualTo(trueHash(piece));
+        p.onPieceStored(peer, piece, trueHash(piece));
+        all.addAll(p.drain());
+      }
+    }
+    return all;
+  }
+
+  /**
+   * The same newcomer while piece 8 of file b (c's) is not offered yet: 9-11 are neither read nor
+   * fetched on the claims (the file's check would wait on it); once c announces 8 they are fetched
+   * and the file checked.
+   */
+  @Test
+  void aNewcomerWaitsForTheRestOfTheFileBeforeFetchingSpreadPiecesAndDoesNotReadThem() {
+    Membership abcd = membership("abcd", "a", "b", "c", "d");
+    SwarmPolicy<String> d = member("d", abcd, 6, 4 * 1024);
+    BitSet all = new BitSet();
+    all.set(0, MAP.size());
+    d.verifiable(all);
+    d.onConnected("c-a", "a");
+    d.onConnected("c-b", "b");
+    d.onConnected("c-c", "c");
+    d.onFrame("c-c", "c", bitfield(6, 7, 9, 10, 11));
+    d.onFrame("c-a", "a", bitfield(0, 1, 2, 9, 10, 11));
+    d.onFrame("c-b", "b", bitfield(range(3, 6)));
+    d.drain();
+    List<Decision<String>> ds = deliverFromPeers(d);
+    assertThat(runs(ds)).as("no source read of the spread pieces").isEmpty();
+    assertThat(requests(ds).stream().map(r -> Integer.valueOf(r.substring(r.indexOf(':') + 1))))
+        .as("pieces requested while piece 8 is not offered")
+        .containsExactlyInAnyOrder(0, 1, 2, 3, 4, 5, 6, 7);
+    d.onFrame("c-c", "c", new Frame.Have(8, trueHash(8)));
+    d.drain();
+    List<Decision<String>> later = deliverFromPeers(d);
+    assertThat(runs(later)).isEmpty();
+    assertThat(only(later, Decision.CheckFile.class))
+        .singleElement()
+        .satisfies(f -> assertThat(f.first()).isEqualTo(8));
   }
 }

@@ -55,6 +55,10 @@ import java.util.TreeMap;
  *   <li>A node that leaves is killed (its connections close, its flows stop); the others get a
  *       membership without it {@link Scenario#membershipDelay} later. Nodes that join start with a
  *       membership that lists them, which the others get at the same moment.
+ *   <li>With {@link #sourceDigests} the origin publishes a digest of every file (an S3 checksum, a
+ *       single-part ETag, the Hub's sha256), as the loader reads with the headers: every piece is
+ *       {@link SwarmPolicy#verifiable}, and a {@link Decision.CheckFile} hashes the file's bytes at
+ *       {@link Scenario#verifyBytesPerSecond} and matches when none of them were forged.
  * </ul>
  *
  * <p>Per node, before {@link #run()} ({@link #node}): a node may start holding the whole artifact
@@ -168,6 +172,9 @@ final class SwarmSim {
   private long originNextStart;
   private long originRequests;
 
+  /** The origin publishes a digest per file ({@link #sourceDigests(boolean)}); off by default. */
+  private boolean sourceDigests;
+
   /** Source runs in flight now over every node, and the most at once. */
   private int runsNow;
 
@@ -235,6 +242,12 @@ final class SwarmSim {
 
     /** Pieces stored from peers, by the peer's id. */
     final Map<String, Integer> fromPeers = new TreeMap<>();
+
+    /** Pieces fetched on a peer's claim and held back for their file's check → from which peer. */
+    final Map<Integer, String> unchecked = new TreeMap<>();
+
+    /** Of {@link #unchecked}, the pieces whose bytes were forged (the file's check fails). */
+    final BitSet forgedBytes = new BitSet();
 
     /** Source runs in flight now, and the most at once. */
     int runs;
@@ -332,6 +345,16 @@ final class SwarmSim {
           String.format(java.util.Locale.ROOT, "%.3f %s: %s", e.at() / 1e6, e.node(), e.text()));
     }
     return out;
+  }
+
+  /**
+   * Whether the origin publishes a digest of every file, so a member may fetch pieces on its peers'
+   * claims and check the whole file against it ({@link SwarmPolicy#verifiable}); set before {@link
+   * #run()}.
+   */
+  SwarmSim sourceDigests(boolean publish) {
+    this.sourceDigests = publish;
+    return this;
   }
 
   /** The SHA-256 every honest read of {@code piece} gives. */
@@ -466,6 +489,11 @@ final class SwarmSim {
         n.policy.holdComplete(map, hashes.clone());
       } else {
         n.policy.startFill(map, sc.concurrency(), sc.rangeSize());
+        if (sourceDigests) {
+          BitSet all = new BitSet(map.size());
+          all.set(0, map.size());
+          n.policy.verifiable(all);
+        }
       }
       n.policy.transportStarted();
     }
@@ -591,6 +619,16 @@ final class SwarmSim {
             System.err.printf(
                 java.util.Locale.ROOT, "%10.3f s %s: %s%n", loop.now() / 1e9, n.id, note.message());
           }
+        } else if (d instanceof Decision.CheckFile<Conn> cf) {
+          checkFile(n, cf.first(), cf.count());
+        } else if (d instanceof Decision.Confirmed<Conn> cd) {
+          int piece = cd.piece();
+          String from = n.unchecked.remove(piece);
+          n.peerBytes += map.piece(piece).length();
+          if (from != null) {
+            n.fromPeers.merge(from, 1, Integer::sum);
+          }
+          digest(n, piece);
         } else if (d instanceof Decision.Forget<Conn> f) {
           n.dialling.remove(f.peer());
           Conn c = n.conns.get(f.peer());
@@ -703,7 +741,16 @@ final class SwarmSim {
     byte[] bytes = c.owner.forged.contains(piece) ? forgedHash(piece) : hashes[piece];
     if (p.onPieceArrived(c.other, c.owner.id, piece)) {
       if (Arrays.equals(p.expectedHash(piece), bytes)) {
-        if (p.onPieceVerified(piece) && p.onPieceStored(c.owner.id, piece, bytes)) {
+        boolean verified = p.onPieceVerified(piece);
+        boolean stored = verified && p.onPieceStored(c.owner.id, piece, bytes);
+        if (verified && !stored && sourceDigests && !p.present().get(piece)) {
+          // Held back by the policy (fetched on a claim): in the store, waiting for its file's
+          // check.
+          r.unchecked.put(piece, c.owner.id);
+          r.forgedBytes.set(piece, !Arrays.equals(bytes, hashes[piece]));
+        }
+        if (stored) {
+          r.forgedBytes.clear(piece);
           r.peerBytes += length;
           r.fromPeers.merge(c.owner.id, 1, Integer::sum);
           if (TRACE_PIECES) {
@@ -722,6 +769,37 @@ final class SwarmSim {
       }
     }
     process(r);
+  }
+
+  /**
+   * {@code n} hashes the file of pieces {@code first .. first + count - 1} (in its store) at the
+   * verification rate; it matches the source's digest when none of its bytes were forged.
+   */
+  private void checkFile(Node n, int first, int count) {
+    long bytes = 0;
+    boolean match = true;
+    for (int i = first; i < first + count; i++) {
+      bytes += map.piece(i).length();
+      match &= !n.forgedBytes.get(i);
+    }
+    boolean ok = match;
+    long took =
+        sc.verifyBytesPerSecond() > 0 ? (long) (bytes / sc.verifyBytesPerSecond() * 1e9) : 0;
+    loop.after(
+        took,
+        () -> {
+          if (!n.alive) {
+            return;
+          }
+          if (!ok) {
+            for (int i = first; i < first + count; i++) {
+              n.unchecked.remove(i);
+              n.forgedBytes.clear(i);
+            }
+          }
+          n.policy.onFileChecked(first, ok);
+          process(n);
+        });
   }
 
   /**
@@ -807,6 +885,7 @@ final class SwarmSim {
                       n.id,
                       piece);
                 }
+                n.forgedBytes.clear(piece);
                 if (n.policy.onPieceStored(null, piece, hashes[piece])) {
                   n.sourceBytes += length;
                   digest(n, piece);

@@ -19,7 +19,13 @@ import java.util.Random;
  * <pre>
  *   SwarmSimBench [--nodes "8 64 256 1000"] [--scenarios "uniform hetero slow churn"]
  *                 [--size BYTES] [--seed N] [--threads N] [--calibrate-only] [--skip-calibration]
+ *                 [--no-source-digests]
  * </pre>
+ *
+ * <p>The origin publishes a digest of every file (an S3 checksum, a single-part ETag, the Hub's
+ * sha256: {@link SwarmSim#sourceDigests}) unless {@code --no-source-digests} (multipart ETags
+ * without a checksum, SSE-KMS): a member may then fetch a piece on its peers' claims and check it
+ * with its file.
  */
 public final class SwarmSimBench {
   /** The netns bench's artifact: medium-llama, 4 shards. */
@@ -42,6 +48,9 @@ public final class SwarmSimBench {
   /** The netns bench's swarm window / bound and origin bytes / S (bench/README.md, 2026-11-29). */
   static final double[][] NETNS = {{2, 1.18, 1.000}, {4, 1.11, 1.000}};
 
+  /** {@code --no-source-digests} clears it: the origin publishes no file digest. */
+  private static volatile boolean sourceDigests = true;
+
   private SwarmSimBench() {}
 
   public static void main(String[] args) {
@@ -62,6 +71,7 @@ public final class SwarmSimBench {
         case "--threads" -> threads = Math.max(1, Integer.parseInt(args[++i]));
         case "--calibrate-only" -> scale = false;
         case "--skip-calibration" -> calibrate = false;
+        case "--no-source-digests" -> sourceDigests = false;
         default -> {
           System.err.println("swarm-sim: unknown option " + args[i]);
           System.exit(2);
@@ -71,11 +81,12 @@ public final class SwarmSimBench {
     System.out.printf(
         Locale.ROOT,
         "swarm simulator: real SwarmPolicy per node; links %.0f Mbit/s x %.3f goodput, latency 1 ms,"
-            + " piece %d B, verification %.0f MB/s; seed %d%n",
+            + " piece %d B, verification %.0f MB/s; file digests from the source: %s; seed %d%n",
         B * 8 / 1e6,
         GOODPUT,
         PIECE,
         VERIFY_BPS / 1e6,
+        sourceDigests ? "yes" : "no",
         seed);
     if (calibrate) {
       System.out.println();
@@ -88,7 +99,8 @@ public final class SwarmSimBench {
       for (double[] row : NETNS) {
         int n = (int) row[0];
         long t0 = System.nanoTime();
-        Result r = new SwarmSim(scenario(n, "uniform", ARTIFACT, seed)).run();
+        Result r =
+            new SwarmSim(scenario(n, "uniform", ARTIFACT, seed)).sourceDigests(sourceDigests).run();
         Stats s = stats(r, n, ARTIFACT);
         double diff = s.last / row[1] - 1;
         double odiff = s.origin / row[2] - 1;
@@ -158,7 +170,7 @@ public final class SwarmSimBench {
         java.lang.management.ManagementFactory.getThreadMXBean();
     long t0 = System.nanoTime();
     long c0 = threads.getCurrentThreadCpuTime();
-    Result r = new SwarmSim(scenario(n, name, size, seed)).run();
+    Result r = new SwarmSim(scenario(n, name, size, seed)).sourceDigests(sourceDigests).run();
     double cpu = (threads.getCurrentThreadCpuTime() - c0) / 1e9;
     Stats s = stats(r, n, size);
     boolean goal = r.finished() && s.p50 <= 1.10 && s.last <= 1.30 && s.origin <= 1.02;

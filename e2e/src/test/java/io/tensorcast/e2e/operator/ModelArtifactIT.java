@@ -206,7 +206,7 @@ class ModelArtifactIT extends OperatorTestBase {
           s.getNodes().stream().mapToLong(ArtifactNodeStatus::getBytesFromSource).sum();
       assertThat(s.getBytesFromSource()).isEqualTo(perNodeSum);
       assertThat(s.getBytesFromSource())
-          .as("bytes from the source over 3 nodes, artifact %d bytes", size)
+          .as("bytes from the source over 3 nodes, artifact %d bytes; nodes %s", size, s.getNodes())
           .isGreaterThanOrEqualTo(size)
           .isLessThanOrEqualTo((long) (1.05 * size));
       assertThat(s.getNodes())

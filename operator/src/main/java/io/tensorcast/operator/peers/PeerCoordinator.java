@@ -23,6 +23,14 @@ import org.slf4j.LoggerFactory;
  * a change). So an operator restart re-announces membership once to every pod, and in steady state
  * nothing is sent.
  *
+ * <p>A pod is a member only once its data plane has answered {@code /status} (this round or an
+ * earlier one of this operator process), not from the moment its container runs: the others give a
+ * member they never met one peer timeout to connect, then read its share themselves, and a member
+ * whose process starts later than that (a slow JVM start on a busy node, a slow image pull of a
+ * sidecar) would then read its own share again from the source, since nobody else's copy of it can
+ * be checked without the source's digests. A member that answered once keeps its place when a round
+ * does not reach it.
+ *
  * <p>A pod whose {@code /status} of this round reports {@code Failed} is not a member: its load
  * failed for good, and its data plane has handed its share over and closed its peer port, so the
  * others must neither wait for it nor dial it. A pod not reached this round keeps its place.
@@ -42,6 +50,9 @@ public final class PeerCoordinator {
 
   /** Per artifact ("namespace/name"): pod name → epoch that pod applied. */
   private final Map<String, Map<String, String>> applied = new ConcurrentHashMap<>();
+
+  /** Per artifact: the pods (name and uid) whose data plane answered {@code /status} once. */
+  private final Map<String, Set<String>> answered = new ConcurrentHashMap<>();
 
   /**
    * @param client sends the PUTs (its timeout bounds each call)
@@ -79,8 +90,20 @@ public final class PeerCoordinator {
       List<Pod> currentPods,
       Map<String, DataPlaneStatus> reports,
       String adminToken) {
+    Set<String> up = answered.computeIfAbsent(artifact, k -> ConcurrentHashMap.newKeySet());
+    Set<String> current = new java.util.HashSet<>();
+    for (Pod p : currentPods) {
+      current.add(key(p));
+      if (reports.containsKey(p.getMetadata().getName())) {
+        up.add(key(p));
+      }
+    }
+    up.retainAll(current);
     List<Pod> serving =
-        currentPods.stream().filter(p -> !failed(reports.get(p.getMetadata().getName()))).toList();
+        currentPods.stream()
+            .filter(p -> up.contains(key(p)))
+            .filter(p -> !failed(reports.get(p.getMetadata().getName())))
+            .toList();
     Membership m = PeerMembers.of(serving, peerPort);
     Map<String, String> known = applied.computeIfAbsent(artifact, k -> new ConcurrentHashMap<>());
     known.keySet().retainAll(Set.copyOf(m.ids()));
@@ -119,6 +142,12 @@ public final class PeerCoordinator {
   /** Forgets what {@code artifact}'s pods applied (artifact deleted, failed or SourceOnly). */
   public void forget(String artifact) {
     applied.remove(artifact);
+    answered.remove(artifact);
+  }
+
+  /** A pod's identity: its name (stable per node) and uid (new for each pod of that name). */
+  private static String key(Pod p) {
+    return p.getMetadata().getName() + "/" + p.getMetadata().getUid();
   }
 
   /** Whether a pod's report says its load failed for good (it left the swarm). */

@@ -13,8 +13,9 @@ import java.util.List;
  * every member with {@code PUT /v1/peers} (docs/DECISIONS.md, "Peer membership"; the P2P contract).
  *
  * <p>Members are the artifact's data-plane pods of the current generation that are {@code Running},
- * have a pod IP and are not being deleted. A member's id is its pod name (the pod runs with {@code
- * --peer-id $(POD_NAME)}); its address is {@code <podIP>:<peer port>}. The epoch is {@link
+ * have a pod IP and are not being deleted ({@link PeerCoordinator} passes only pods whose data
+ * plane has answered). A member's id is its pod name (the pod runs with {@code --peer-id
+ * $(POD_NAME)}); its address is {@code <podIP>:<peer port>}. The epoch is {@link
  * Membership#epochOf} the members: equal member sets give equal epochs, in any operator process, so
  * an operator restart does not look like a membership change to the pods.
  */

@@ -128,7 +128,7 @@ class PeerCoordinatorIT {
     // Round 1: two members (b not yet running) get the membership.
     Pod pbPending = pod("m-b", "Pending", null, false);
     PeerCoordinator.Outcome first =
-        coordinator.coordinate("ns/m", List.of(pc, pbPending, pa), Map.of(), TOKEN);
+        coordinator.coordinate("ns/m", List.of(pc, pbPending, pa), answered("m-a", "m-c"), TOKEN);
 
     assertThat(first.sentTo()).containsExactlyInAnyOrder("m-a", "m-c");
     assertThat(first.settled()).isTrue();
@@ -159,10 +159,13 @@ class PeerCoordinatorIT {
     assertThat(quiet.sentTo()).isEmpty();
     assertThat(a.received).hasSize(1);
 
-    // Round 3: b runs: a new epoch goes to all three.
+    // Round 3: b runs and answers: a new epoch goes to all three.
     PeerCoordinator.Outcome grown =
         coordinator.coordinate(
-            "ns/m", List.of(pa, pb, pc), Map.of("m-a", report(e1), "m-c", report(e1)), TOKEN);
+            "ns/m",
+            List.of(pa, pb, pc),
+            Map.of("m-a", report(e1), "m-b", report(null), "m-c", report(e1)),
+            TOKEN);
     assertThat(grown.membership().epoch()).isNotEqualTo(e1);
     assertThat(grown.sentTo()).containsExactlyInAnyOrder("m-a", "m-b", "m-c");
     assertThat(JSON.readTree(b.received.get(0).body()).get("members")).hasSize(3);
@@ -199,7 +202,10 @@ class PeerCoordinatorIT {
     Pod pb = pod("m-b", "Running", "127.0.46.12", false);
     Pod pc = pod("m-c", "Running", "127.0.46.13", false);
     String e1 =
-        coordinator.coordinate("ns/m", List.of(pa, pb, pc), Map.of(), TOKEN).membership().epoch();
+        coordinator
+            .coordinate("ns/m", List.of(pa, pb, pc), answered("m-a", "m-b", "m-c"), TOKEN)
+            .membership()
+            .epoch();
 
     // c's source reads were refused for good: it reports Failed (and closed its peer port).
     DataPlaneStatus failed =
@@ -242,7 +248,8 @@ class PeerCoordinatorIT {
             pod("m-d", "Running", "127.0.47.4", false)); // nobody listens
 
     long start = System.nanoTime();
-    PeerCoordinator.Outcome first = coordinator.coordinate("ns/m", pods, Map.of(), TOKEN);
+    PeerCoordinator.Outcome first =
+        coordinator.coordinate("ns/m", pods, answered("m-a", "m-b", "m-c", "m-d"), TOKEN);
     Duration took = Duration.ofNanos(System.nanoTime() - start);
 
     assertThat(first.settled()).isFalse();
@@ -277,9 +284,12 @@ class PeerCoordinatorIT {
     DataPlaneClient client = new DataPlaneClient(port, Duration.ofSeconds(2));
 
     PeerCoordinator.Outcome before =
-        new PeerCoordinator(client, 8472).coordinate("ns/m", pods, Map.of(), TOKEN);
+        new PeerCoordinator(client, 8472).coordinate("ns/m", pods, answered("m-a"), TOKEN);
     PeerCoordinator restarted = new PeerCoordinator(client, 8472);
-    PeerCoordinator.Outcome after = restarted.coordinate("ns/m", pods, Map.of(), TOKEN);
+    // The pod reports the epoch it applied before the restart; the operator cannot know it had.
+    PeerCoordinator.Outcome after =
+        restarted.coordinate(
+            "ns/m", pods, Map.of("m-a", report(before.membership().epoch())), TOKEN);
     PeerCoordinator.Outcome steady =
         restarted.coordinate(
             "ns/m", pods, Map.of("m-a", report(after.membership().epoch())), TOKEN);
@@ -289,5 +299,62 @@ class PeerCoordinatorIT {
     assertThat(after.settled()).isTrue();
     assertThat(steady.sentTo()).isEmpty();
     assertThat(a.received).hasSize(2);
+  }
+
+  /**
+   * A pod is a member from its data plane's first answer, not from its container's start: the
+   * others would give a member that never connects one peer timeout and then read its share
+   * themselves, so a member whose process starts late (a slow JVM start on a busy node) would read
+   * that share once more. Once it answered it keeps its place when a round does not reach it; a new
+   * pod of the same name (recreated) must answer again.
+   */
+  @Test
+  void aRunningPodBecomesAMemberOnlyOnceItsDataPlaneAnswered() throws Exception {
+    int port = freePort("127.0.49.1");
+    StandIn a = new StandIn("127.0.49.1", port);
+    StandIn b = new StandIn("127.0.49.2", port);
+    PeerCoordinator coordinator =
+        new PeerCoordinator(new DataPlaneClient(port, Duration.ofSeconds(2)), 8472);
+    Pod pa = pod("m-a", "Running", "127.0.49.1", false);
+    Pod pb = pod("m-b", "Running", "127.0.49.2", false);
+    pa.getMetadata().setUid("uid-a");
+    pb.getMetadata().setUid("uid-b1");
+
+    // b runs but its process has not answered /status yet: not a member, not told.
+    PeerCoordinator.Outcome early =
+        coordinator.coordinate("ns/m", List.of(pa, pb), answered("m-a"), TOKEN);
+    assertThat(early.membership().ids()).containsExactly("m-a");
+    assertThat(b.received).isEmpty();
+
+    // b answers: both are members.
+    String e1 = early.membership().epoch();
+    PeerCoordinator.Outcome both =
+        coordinator.coordinate(
+            "ns/m", List.of(pa, pb), Map.of("m-a", report(e1), "m-b", report(null)), TOKEN);
+    assertThat(both.membership().ids()).containsExactly("m-a", "m-b");
+    assertThat(b.received).hasSize(1);
+
+    // A round that reaches neither keeps both.
+    PeerCoordinator.Outcome unreached =
+        coordinator.coordinate("ns/m", List.of(pa, pb), Map.of(), TOKEN);
+    assertThat(unreached.membership().epoch()).isEqualTo(both.membership().epoch());
+    assertThat(unreached.sentTo()).isEmpty();
+
+    // b is recreated (same name, new uid): out until the new process answers.
+    Pod pb2 = pod("m-b", "Running", "127.0.49.2", false);
+    pb2.getMetadata().setUid("uid-b2");
+    PeerCoordinator.Outcome recreated =
+        coordinator.coordinate(
+            "ns/m", List.of(pa, pb2), Map.of("m-a", report(both.membership().epoch())), TOKEN);
+    assertThat(recreated.membership().ids()).containsExactly("m-a");
+  }
+
+  /** Reports of pods whose data plane answered {@code /status} and applied no membership yet. */
+  private static Map<String, DataPlaneStatus> answered(String... pods) {
+    Map<String, DataPlaneStatus> out = new java.util.HashMap<>();
+    for (String p : pods) {
+      out.put(p, report(null));
+    }
+    return out;
   }
 }

@@ -204,6 +204,13 @@ final class SwarmSim {
     boolean alive;
     boolean left;
     long startAt = -1;
+
+    /**
+     * From when memberships list it though it has not started ({@link #announce}), -1: from its
+     * start.
+     */
+    long announceAt = -1;
+
     long completeAt = -1;
     long readyAt = -1;
     final Map<String, Conn> conns = new TreeMap<>();
@@ -397,10 +404,22 @@ final class SwarmSim {
     return reads;
   }
 
+  /**
+   * Lists {@code id} in the memberships from {@code at} on, before it starts: the operator makes a
+   * pod a member once it is created, while the pod's process may start much later.
+   */
+  SwarmSim announce(String id, long at) {
+    node(id).announceAt = at;
+    return this;
+  }
+
   /** Runs the scenario to the end (every node that stayed is Ready) or to its limit. */
   Result run() {
     Map<Long, List<Node>> joins = new TreeMap<>();
     for (Node n : nodes.values()) {
+      if (n.announceAt >= 0) {
+        loop.at(n.announceAt, this::publishMembership);
+      }
       joins.computeIfAbsent(Math.max(0, n.spec.joinAt()), k -> new ArrayList<>()).add(n);
       if (n.spec.leaveAt() >= 0) {
         loop.at(n.spec.leaveAt(), () -> kill(n));
@@ -458,7 +477,8 @@ final class SwarmSim {
   private Membership membership() {
     List<Membership.Member> members = new ArrayList<>();
     for (Node n : nodes.values()) {
-      if (n.startAt >= 0 && !n.left) {
+      boolean announced = n.announceAt >= 0 && loop.now() >= n.announceAt;
+      if ((n.startAt >= 0 || announced) && !n.left) {
         members.add(new Membership.Member(n.id, n.address));
       }
     }

@@ -11,6 +11,7 @@ import io.tensorcast.dataplane.p2p.sim.SwarmSim.Result;
 import io.tensorcast.dataplane.p2p.sim.SwarmSim.Scenario;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -197,6 +198,58 @@ class SwarmSimTest {
           .isEqualTo(notRead);
     }
     assertThat(sim.node("j1").fromPeers).containsKey("j0");
+  }
+
+  /**
+   * Why the operator lists a pod only once its data plane answered: a member listed in the
+   * membership long before its process starts costs its share twice when the source publishes no
+   * digests. Within the peer timeout the others wait for it and every byte leaves the origin once;
+   * past it they read its share themselves, and the late member, the reader of that share under the
+   * membership that lists it, cannot check the others' copies and reads it again. With the source's
+   * digests it fetches them instead.
+   */
+  @Test
+  void aMemberListedLongBeforeItStartsCostsItsShareTwiceUnlessTheSourcePublishesDigests() {
+    long[] files = {3_227_336, 1_509_296, 1_201_208};
+    long size = Arrays.stream(files).sum();
+    for (long startAt : new long[] {0, 9_000 * MS, 12_000 * MS}) {
+      for (boolean digests : new boolean[] {false, true}) {
+        List<NodeSpec> nodes =
+            List.of(
+                new NodeSpec("a", 100e6, 100e6, 0, -1),
+                new NodeSpec("b", 100e6, 100e6, 0, -1),
+                new NodeSpec("c", 100e6, 100e6, startAt, -1));
+        Scenario sc =
+            new Scenario(
+                files,
+                256 * 1024,
+                nodes,
+                100e6,
+                1000,
+                MS,
+                16,
+                8L * 1024 * 1024,
+                4,
+                Duration.ofSeconds(10),
+                0,
+                0,
+                0,
+                500 * MS,
+                100 * MS,
+                HOUR);
+        SwarmSim sim = new SwarmSim(sc).announce("c", 0).sourceDigests(digests);
+        SwarmSim.Result r = sim.run();
+        assertThat(r.finished()).isTrue();
+        long source = r.nodes().stream().mapToLong(SwarmSim.NodeResult::sourceBytes).sum();
+        String what = "c starts " + startAt / MS + " ms after it is listed, digests " + digests;
+        if (startAt < 10_000 * MS || digests) {
+          assertThat(source).as(what).isEqualTo(size);
+        } else {
+          assertThat(sim.node("c").sourceBytes).as(what).isPositive();
+          assertThat(source).as(what).isEqualTo(size + sim.node("c").sourceBytes);
+        }
+      }
+    }
   }
 
   @Test

@@ -2228,6 +2228,27 @@ public final class SwarmPolicy<C> {
     return any;
   }
 
+  /** The median number of pieces the live members among {@code ids} hold (this member included). */
+  private int heldMedian(Set<String> ids, View view) {
+    List<Integer> held = new ArrayList<>();
+    for (String m : ids) {
+      if (!view.live().contains(m)) {
+        continue;
+      }
+      Peer<C> q = byId.get(m);
+      if (m.equals(self)) {
+        held.add(present.cardinality());
+      } else if (q != null) {
+        held.add(q.has.cardinality());
+      }
+    }
+    if (held.isEmpty()) {
+      return 0;
+    }
+    held.sort(null);
+    return held.get(held.size() / 2);
+  }
+
   /**
    * Hands over the share of every connected member whose share progresses much slower than the
    * swarm's: counted from this fill's start or the last membership (at least half a peer timeout
@@ -2297,10 +2318,24 @@ public final class SwarmPolicy<C> {
         it.remove();
       }
     }
+    int heldMedian = -1;
     for (Peer<C> p : suspects) {
       int waiting = waitingBy.getOrDefault(p.id, 0);
       int expected = Math.min(median, p.shareReads + waiting);
-      if (expected - p.shareReads >= LAG_PIECES && p.shareReads < SLOW_FRACTION * expected) {
+      boolean lags =
+          expected - p.shareReads >= LAG_PIECES && p.shareReads < SLOW_FRACTION * expected;
+      if (lags && !p.slow) {
+        // Its share lags, but does everything it receives? Connections that start later get a
+        // smaller slice of a shared origin for a while, and the member then takes more from its
+        // peers: its link is not slow, and moving its share would only pile the reads onto fewer
+        // uplinks (each reader sends its pieces to every other member). A member whose link is
+        // slow holds less of everything.
+        if (heldMedian < 0) {
+          heldMedian = heldMedian(counted, view);
+        }
+        lags = p.has.cardinality() < SLOW_FRACTION * heldMedian;
+      }
+      if (lags) {
         if (!p.slow) {
           p.slow = true;
           p.slowSince = now;

@@ -5,6 +5,7 @@ import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.api.wire.Membership;
 import io.tensorcast.operator.status.DataPlaneClient;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -91,7 +92,7 @@ public final class PeerCoordinator {
       Map<String, DataPlaneStatus> reports,
       String adminToken) {
     Set<String> up = answered.computeIfAbsent(artifact, k -> ConcurrentHashMap.newKeySet());
-    Set<String> current = new java.util.HashSet<>();
+    Set<String> current = new HashSet<>();
     for (Pod p : currentPods) {
       current.add(key(p));
       if (reports.containsKey(p.getMetadata().getName())) {

@@ -6,7 +6,7 @@
 #
 #   bench/load-throughput.sh [--gib N] [--shards N] [--reps N] [--checksum crc64nvme|crc32|sha256|none]
 #                            [--adaptive | --adaptive-only] [--no-sweep]
-#                            [--tensorcast 'NAME|JAR|JVM FLAGS|LOAD ARGS']...
+#                            [--tensorcast 'NAME|JAR|JVM FLAGS|LOAD ARGS[|LAUNCHER]']...
 #
 # --adaptive adds Tensorcast's loads, fixed 4/16/64 in flight and adaptive, from three origins made
 # by FaultInjectingProxy in front of S3Mock: 4 MB/s per connection; 40 MB/s in total with 503
@@ -14,9 +14,12 @@
 # Retry-After above. They load a quarter of the shards; --adaptive-only skips the cold-load rounds
 # and loads every shard (see bench/README.md "Adaptive source concurrency").
 #
-# Without --tensorcast it runs the data plane as built here, with the JVM flags a user's `load` gets
-# from the launcher (dataplane/src/main/launcher/load.jvm-options: the image's entry point and
-# `./tensorcast dataplane load`). Builds the jar and the test classes first when sources are newer.
+# Without --tensorcast it runs the data plane as built here the way a user's `load` starts: through
+# the launcher (dataplane/src/main/launcher/dataplane: the image's entry point and `./tensorcast
+# dataplane load`), which picks the JVM flags and maps the class-data archive that the first load
+# on a machine writes; that first load runs before the rounds and is reported on its own. A variant
+# with a LAUNCHER runs `sh LAUNCHER load ...` with TENSORCAST_DATAPLANE_JAR=JAR (and no JVM flags).
+# Builds the jar and the test classes first when sources are newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -50,10 +53,7 @@ args=("$@")
 has_variant=false
 for a in "$@"; do [ "$a" = --tensorcast ] && has_variant=true; done
 if ! $has_variant; then
-  flags=""
-  load_options="$repo/dataplane/src/main/launcher/load.jvm-options"
-  [ -f "$load_options" ] && flags=$(tr '\n' ' ' < "$load_options")
-  args+=(--tensorcast "tensorcast|$jar|$flags|")
+  args+=(--tensorcast "tensorcast|$jar|||$repo/dataplane/src/main/launcher/dataplane")
 fi
 
 exec java -Xms512m -Xmx2g -XX:MaxDirectMemorySize=1g \

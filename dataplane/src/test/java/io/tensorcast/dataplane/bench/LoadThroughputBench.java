@@ -124,16 +124,27 @@ public final class LoadThroughputBench {
    * @param jvmFlags flags before {@code -jar}
    * @param args extra arguments of {@code dataplane load}
    */
-  record Variant(String name, Path jar, List<String> jvmFlags, List<String> args) {
-    /** {@code NAME|JAR|JVM FLAGS|LOAD ARGS}, the last two space-separated and optional. */
+  /**
+   * One way of starting Tensorcast's load: {@code java JVM FLAGS -jar JAR load ... LOAD ARGS}, or,
+   * with a launcher, {@code sh LAUNCHER load ... LOAD ARGS} with {@code
+   * TENSORCAST_DATAPLANE_JAR=JAR} (what a user runs: the launcher picks the JVM flags and the
+   * class-data archive).
+   */
+  record Variant(String name, Path jar, List<String> jvmFlags, List<String> args, Path launcher) {
+    /** {@code NAME|JAR|JVM FLAGS|LOAD ARGS|LAUNCHER}, the last three optional. */
     static Variant parse(String spec) {
       String[] p = spec.split("\\|", -1);
       if (p.length < 2) {
         throw new IllegalArgumentException(
-            "--tensorcast wants NAME|JAR[|JVM FLAGS[|LOAD ARGS]], got " + spec);
+            "--tensorcast wants NAME|JAR[|JVM FLAGS[|LOAD ARGS[|LAUNCHER]]], got " + spec);
       }
-      return new Variant(
-          p[0], Path.of(p[1]), words(p.length > 2 ? p[2] : ""), words(p.length > 3 ? p[3] : ""));
+      Path launcher = p.length > 4 && !p[4].isBlank() ? Path.of(p[4].strip()) : null;
+      List<String> flags = words(p.length > 2 ? p[2] : "");
+      if (launcher != null && !flags.isEmpty()) {
+        throw new IllegalArgumentException(
+            "--tensorcast " + spec + ": the launcher picks the JVM flags; give none");
+      }
+      return new Variant(p[0], Path.of(p[1]), flags, words(p.length > 3 ? p[3] : ""), launcher);
     }
 
     private static List<String> words(String s) {
@@ -185,9 +196,9 @@ public final class LoadThroughputBench {
       long seeded = System.nanoTime();
       Tools tools = new Tools(s3.endpoint(), work, shm, server, artifact);
       for (Variant v : s.variants()) {
-        tools.prepare(v);
+        tools.prepare(v, artifact.total());
       }
-      out.append(header(s, started, loadAtStart, artifact));
+      out.append(header(s, started, loadAtStart, artifact, tools));
 
       if (!s.adaptiveOnly()) {
         coldLoad(s, s3, tools, artifact, out);
@@ -527,10 +538,25 @@ public final class LoadThroughputBench {
     }
 
     /** Checks that the variant's jar exists. */
-    void prepare(Variant v) {
+    void prepare(Variant v, long bytes) throws Exception {
       if (!Files.isRegularFile(v.jar())) {
         throw new IllegalArgumentException("no jar at " + v.jar() + " for variant " + v.name());
       }
+      if (v.launcher() != null) {
+        // A user's first load on a machine writes the class-data archive the later ones map
+        // (dataplane/src/main/launcher/dataplane): run it here, report it, keep it out of the
+        // rounds.
+        Run first = tensorcast(v, endpoint, PREFIX, bytes, List.of());
+        firstLoads.put(v.name(), first);
+        log("first load of %s (writes the class-data archive): %s", v.name(), describe(first));
+      }
+    }
+
+    private final Map<String, Run> firstLoads = new LinkedHashMap<>();
+
+    /** The first load of each launcher variant (it wrote the class-data archive). */
+    Map<String, Run> firstLoads() {
+      return firstLoads;
     }
 
     /** The log lines of the last run of each Tensorcast variant. */
@@ -576,9 +602,18 @@ public final class LoadThroughputBench {
         throws Exception {
       Path root = shm.resolve("tc-" + (++runs));
       List<String> cmd = new ArrayList<>();
-      cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      cmd.addAll(v.jvmFlags());
-      cmd.addAll(List.of("-jar", v.jar().toString(), "load"));
+      Map<String, String> env = new LinkedHashMap<>();
+      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      if (v.launcher() != null) {
+        cmd.addAll(List.of("/bin/sh", v.launcher().toString(), "load"));
+        env.put("TENSORCAST_DATAPLANE_JAR", v.jar().toString());
+        env.put("JAVA", java);
+        env.put("TENSORCAST_CDS_DIR", work.resolve("cds-" + v.name()).toString());
+      } else {
+        cmd.add(java);
+        cmd.addAll(v.jvmFlags());
+        cmd.addAll(List.of("-jar", v.jar().toString(), "load"));
+      }
       cmd.add("s3://" + BUCKET + "/" + prefix);
       cmd.addAll(
           List.of(
@@ -597,14 +632,7 @@ public final class LoadThroughputBench {
               + String.join(" ", v.args())
               + (extra.isEmpty() ? "" : " " + String.join(" ", extra));
       Run r =
-          timed(
-              "tc:" + v.name(),
-              config.strip(),
-              cmd,
-              Map.of(),
-              root.resolve("bench"),
-              bytes,
-              prefix);
+          timed("tc:" + v.name(), config.strip(), cmd, env, root.resolve("bench"), bytes, prefix);
       lastTensorcastLog.put(v.name(), lastLog);
       TestFiles.deleteTree(root);
       return r;
@@ -793,8 +821,8 @@ public final class LoadThroughputBench {
         r.note().isEmpty() ? "" : " (" + r.note() + ")");
   }
 
-  private static String header(Settings s, String started, String loadAtStart, Artifact a)
-      throws IOException {
+  private static String header(
+      Settings s, String started, String loadAtStart, Artifact a, Tools tools) throws IOException {
     StringBuilder out = new StringBuilder();
     out.append("\n## Cold load: Tensorcast, rclone and the AWS CLI (bench/load-throughput.sh)\n\n");
     out.append("started ").append(started).append("; ").append(machine()).append('\n');
@@ -814,9 +842,23 @@ public final class LoadThroughputBench {
     out.append(toolVersions()).append('\n');
     for (Variant v : s.variants()) {
       out.append(
+          v.launcher() != null
+              ? String.format(
+                  "Tensorcast %s: TENSORCAST_DATAPLANE_JAR=%s sh %s load ... %s (the launcher's JVM"
+                      + " flags and class-data archive)%n",
+                  v.name(), v.jar(), v.launcher(), String.join(" ", v.args()))
+              : String.format(
+                  "Tensorcast %s: java %s -jar %s load ... %s%n",
+                  v.name(), String.join(" ", v.jvmFlags()), v.jar(), String.join(" ", v.args())));
+    }
+    for (Map.Entry<String, Run> e : tools.firstLoads().entrySet()) {
+      out.append(
           String.format(
-              "Tensorcast %s: java %s -jar %s load ... %s%n",
-              v.name(), String.join(" ", v.jvmFlags()), v.jar(), String.join(" ", v.args())));
+              Locale.ROOT,
+              "Tensorcast %s, first load on this machine (writes the class-data archive; not in"
+                  + " the rounds): %s%n",
+              e.getKey(),
+              describe(e.getValue())));
     }
     out.append('\n');
     return out.toString();

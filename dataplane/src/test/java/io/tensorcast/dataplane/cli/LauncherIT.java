@@ -2,21 +2,28 @@ package io.tensorcast.dataplane.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.tensorcast.testing.Corpus;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The launcher ({@code src/main/launcher/dataplane}, the image's entry point) starts the built jar
  * with {@code load.jvm-options} for {@code load} (C1 only) and with the JVM's defaults for every
- * other command ({@code serve} keeps both compilers). Read from the real JVM's final flags.
+ * other command ({@code serve} keeps both compilers), read from the real JVM's final flags; and the
+ * first load that succeeds writes a class-data archive that later commands map, read from the real
+ * JVM's class-loading log.
  */
 class LauncherIT {
 
@@ -34,21 +41,94 @@ class LauncherIT {
     assertThat(tieredStopAtLevel("inspect", "--help")).isEqualTo("4 default");
   }
 
+  @Test
+  @Timeout(300)
+  void theFirstLoadThatSucceedsWritesAClassDataArchiveThatLaterLoadsMap(@TempDir Path tmp)
+      throws Exception {
+    Path model = Files.createDirectories(tmp.resolve("model"));
+    Files.copy(
+        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
+        model.resolve("model.safetensors"));
+    Path cds = tmp.resolve("cds");
+    Map<String, String> env = Map.of("TENSORCAST_CDS_DIR", cds.toString());
+
+    // A load that fails writes nothing: its classes are not those of a load.
+    Run failed = launch(env, "load", "file://" + tmp.resolve("absent"), "--store-root", store(tmp));
+    assertThat(failed.exit()).as(failed.out()).isNotZero();
+    assertThat(files(cds)).as("a failed load keeps no archive").isEmpty();
+
+    Run first = launch(env, "load", "file://" + model, "--store-root", store(tmp));
+    assertThat(first.exit()).as(first.out()).isZero();
+    assertThat(first.out()).as("class-data sharing prints nothing").doesNotContain("[warning]");
+    List<Path> archives = files(cds);
+    assertThat(archives)
+        .as("one archive for loads from local paths, the temporary file renamed")
+        .singleElement()
+        .satisfies(
+            a -> assertThat(a.getFileName().toString()).matches("dataplane-\\d+-file-\\d+\\.jsa"));
+    Path archive = archives.get(0);
+    FileTime written = Files.getLastModifiedTime(archive);
+
+    Path classes = tmp.resolve("classes.log");
+    Map<String, String> logged = new HashMap<>(env);
+    logged.put("JAVA_TOOL_OPTIONS", "-Xlog:class+load=info:file=" + classes);
+    Run second = launch(logged, "load", "file://" + model, "--store-root", store(tmp));
+    assertThat(second.exit()).as(second.out()).isZero();
+    assertThat(Files.readString(classes))
+        .as("the second load maps the loader's classes from the archive")
+        .containsPattern(
+            "io\\.tensorcast\\.dataplane\\.load\\.ArtifactLoader source: shared objects file"
+                + " \\(top\\)");
+    assertThat(files(cds)).containsExactly(archive);
+    assertThat(Files.getLastModifiedTime(archive)).as("not written again").isEqualTo(written);
+
+    // Without a directory (TENSORCAST_CDS_DIR empty) the load runs as before and maps nothing.
+    Files.delete(classes);
+    logged.put("TENSORCAST_CDS_DIR", "");
+    Run off = launch(logged, "load", "file://" + model, "--store-root", store(tmp));
+    assertThat(off.exit()).as(off.out()).isZero();
+    assertThat(Files.readString(classes)).doesNotContain("shared objects file (top)");
+  }
+
+  private static int stores;
+
+  private static String store(Path tmp) {
+    return tmp.resolve("store-" + (++stores)).toString();
+  }
+
+  private static List<Path> files(Path dir) throws Exception {
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.sorted().toList();
+    }
+  }
+
   /** TieredStopAtLevel and where it came from, as the JVM the launcher started reports it. */
   private static String tieredStopAtLevel(String... args) throws Exception {
+    // Without class-data sharing: the flags of an archive's JVM are not what this test reads.
+    Run r =
+        launch(Map.of("JAVA_TOOL_OPTIONS", "-XX:+PrintFlagsFinal", "TENSORCAST_CDS_DIR", ""), args);
+    assertThat(r.exit()).as(r.out()).isZero();
+    Matcher m = TIERED.matcher(r.out());
+    assertThat(m.find()).as(r.out()).isTrue();
+    return m.group(1) + " " + m.group(2);
+  }
+
+  private record Run(int exit, String out) {}
+
+  private static Run launch(Map<String, String> extraEnv, String... args) throws Exception {
     List<String> cmd = new java.util.ArrayList<>(List.of("/bin/sh", LAUNCHER.toString()));
     cmd.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     Map<String, String> env = pb.environment();
     env.put("TENSORCAST_DATAPLANE_JAR", ServeIT.dataplaneJar().toString());
     env.put("JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    env.put("JAVA_TOOL_OPTIONS", "-XX:+PrintFlagsFinal");
+    env.putAll(extraEnv);
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as(out).isZero();
-    Matcher m = TIERED.matcher(out);
-    assertThat(m.find()).as(out).isTrue();
-    return m.group(1) + " " + m.group(2);
+    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+    return new Run(p.exitValue(), out);
   }
 }

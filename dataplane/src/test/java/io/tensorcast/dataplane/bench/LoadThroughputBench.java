@@ -196,7 +196,11 @@ public final class LoadThroughputBench {
       long seeded = System.nanoTime();
       Tools tools = new Tools(s3.endpoint(), work, shm, server, artifact);
       for (Variant v : s.variants()) {
-        tools.prepare(v, artifact.total());
+        // --adaptive-only uploads the small prefix only
+        tools.prepare(
+            v,
+            s.adaptiveOnly() ? SMALL_PREFIX : PREFIX,
+            s.adaptiveOnly() ? artifact.smallTotal() : artifact.total());
       }
       out.append(header(s, started, loadAtStart, artifact, tools));
 
@@ -538,7 +542,7 @@ public final class LoadThroughputBench {
     }
 
     /** Checks that the variant's jar exists. */
-    void prepare(Variant v, long bytes) throws Exception {
+    void prepare(Variant v, String prefix, long bytes) throws Exception {
       if (!Files.isRegularFile(v.jar())) {
         throw new IllegalArgumentException("no jar at " + v.jar() + " for variant " + v.name());
       }
@@ -546,7 +550,7 @@ public final class LoadThroughputBench {
         // A user's first load on a machine writes the class-data archive the later ones map
         // (dataplane/src/main/launcher/dataplane): run it here, report it, keep it out of the
         // rounds.
-        Run first = tensorcast(v, endpoint, PREFIX, bytes, List.of());
+        Run first = tensorcast(v, endpoint, prefix, bytes, List.of());
         firstLoads.put(v.name(), first);
         log("first load of %s (writes the class-data archive): %s", v.name(), describe(first));
       }

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,6 +89,28 @@ class LauncherIT {
     Run off = launch(logged, "load", "file://" + model, "--store-root", store(tmp));
     assertThat(off.exit()).as(off.out()).isZero();
     assertThat(Files.readString(classes)).doesNotContain("shared objects file (top)");
+  }
+
+  @Test
+  @Timeout(120)
+  void aDirectoryOthersMayWriteToHoldsNoArchive(@TempDir Path tmp) throws Exception {
+    Path model = Files.createDirectories(tmp.resolve("model"));
+    Files.copy(
+        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
+        model.resolve("model.safetensors"));
+    Path shared = Files.createDirectories(tmp.resolve("shared"));
+    Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+    Run r =
+        launch(
+            Map.of("TENSORCAST_CDS_DIR", shared.toString()),
+            "load",
+            "file://" + model,
+            "--store-root",
+            store(tmp));
+    assertThat(r.exit()).as(r.out()).isZero();
+    assertThat(files(shared))
+        .as("an archive another user could replace would be mapped as trusted class data")
+        .isEmpty();
   }
 
   private static int stores;

@@ -103,6 +103,11 @@ import java.util.function.LongSupplier;
  *       timeout. The handed-over set only grows during a fill and is sent on every new connection,
  *       so the members converge on it; a handed-over member still holds, serves and fetches pieces,
  *       and one that learns it was handed over reads nothing more for the plan.
+ *   <li><b>Own reads first</b> ({@link #ownReadsFirst}): a member whose share lags the median
+ *       member's (within the slow rule's margin) while its holdings grow slower than the others'
+ *       (its ingress, not the origin, paces its reads) keeps {@value #OWN_READS_FIRST_DIVISOR}
+ *       times fewer peer requests in flight, so its source reads get more of its ingress and its
+ *       share keeps the swarm's pace.
  *   <li><b>Claims checked by the source's digest</b> ({@link #verifiable}): a piece whose reader is
  *       this member, not read yet, that every other live member claims with one hash (this member
  *       joined after the others held it), in a file the source publishes a digest for, is fetched
@@ -181,6 +186,15 @@ public final class SwarmPolicy<C> {
    * took it on a reader's announcement.
    */
   static final int SPREAD_CLAIMS = 2;
+
+  /**
+   * While a member's own source reads go first ({@link #ownReadsFirst}), it keeps this many times
+   * fewer peer requests in flight. Half: in the swarm simulator's N = 8 swarm with one member at
+   * half the link, that member's share then ended 1.0 s after the others' instead of 12.6 s; a
+   * quarter gave the same p50 across seeds and slowed that member's own load more
+   * (docs/DECISIONS.md, 2026-12-03).
+   */
+  public static final int OWN_READS_FIRST_DIVISOR = 2;
 
   /** Dropped members {@link #dropped()} remembers, at most. */
   public static final int MAX_DROPPED_REPORTED = 16;
@@ -390,6 +404,20 @@ public final class SwarmPolicy<C> {
 
   /** Pieces this member stored from its own source reads since {@link #rateSince}. */
   private int ownShareReads;
+
+  /** This member's own source reads go first on its ingress ({@link #ownReadsFirst}). */
+  private boolean ownFirst;
+
+  /** When the last window of holdings counts started ({@link #ingressSlow}); 0: none yet. */
+  private long heldWindowAt;
+
+  /** Pieces this member held at {@link #heldWindowAt}, and gained in the window before it. */
+  private int heldAtWindow = -1;
+
+  private int heldGrowth = -1;
+
+  /** The median of the live members' gains in the last whole window; -1: unknown. */
+  private int growthMedian = -1;
 
   /** Since when the members' share reads are counted: this fill's start or the last membership. */
   private long rateSince;
@@ -601,6 +629,12 @@ public final class SwarmPolicy<C> {
      * Pieces it announced with HAVE as their reader (or marked reader) since {@link #rateSince}.
      */
     int shareReads;
+
+    /** Pieces it held at {@link #heldWindowAt} ({@link #ingressSlow}); -1: not counted then. */
+    int heldAtWindow = -1;
+
+    /** Pieces it gained in the last whole window before {@link #heldWindowAt}; -1: unknown. */
+    int heldGrowth = -1;
 
     /**
      * It lags behind the swarm's median member ({@link #handOverSlow}) since {@link #slowSince}.
@@ -850,6 +884,7 @@ public final class SwarmPolicy<C> {
   private void resetShareReads(long at) {
     rateSince = at;
     ownShareReads = 0;
+    ownFirst = false;
     for (Peer<C> p : peers.values()) {
       p.shareReads = 0;
       p.slow = false;
@@ -1836,6 +1871,9 @@ public final class SwarmPolicy<C> {
     // Peer requests: least-loaded peer first, rarest piece first. Only the pieces still wanted are
     // counted and offered, so a round with no request to send costs no per-piece work.
     int maxTotal = maxTotalInFlight(config.maxInFlight());
+    if (ownReadsFirst(view, now)) {
+      maxTotal = Math.max(1, maxTotal / OWN_READS_FIRST_DIVISOR);
+    }
     if (total >= maxTotal || want.isEmpty()) {
       return;
     }
@@ -2287,28 +2325,11 @@ public final class SwarmPolicy<C> {
     if (suspects.isEmpty() && slowPeers.isEmpty()) {
       return false;
     }
-    List<Integer> counts = new ArrayList<>();
-    // Only members with share reads or pieces waiting count: those, not every live member.
-    Set<String> counted = new HashSet<>(waitingBy.keySet());
-    counted.add(self);
-    for (Peer<C> q : sharers) {
-      counted.add(q.id);
-    }
-    for (String m : counted) {
-      if (!view.live().contains(m)) {
-        continue;
-      }
-      Peer<C> q = byId.get(m);
-      int reads = m.equals(self) ? ownShareReads : q == null ? 0 : q.shareReads;
-      if (reads > 0 || waitingBy.getOrDefault(m, 0) > 0) {
-        counts.add(reads);
-      }
-    }
-    if (counts.size() < 2) {
+    Set<String> counted = sharingMembers(waitingBy);
+    int median = shareReadsMedian(counted, waitingBy, view);
+    if (median < 0) {
       return false;
     }
-    counts.sort(null);
-    int median = counts.get(counts.size() / 2);
     boolean any = false;
     // Every other peer is not slow (a no-op but for the peers still marked slow).
     for (Iterator<Peer<C>> it = slowPeers.iterator(); it.hasNext(); ) {
@@ -2359,6 +2380,125 @@ public final class SwarmPolicy<C> {
       }
     }
     return any;
+  }
+
+  /**
+   * The members whose share reads are compared: those with pieces waiting ({@code waitingBy}'s
+   * readers), the peers that announced share pieces since {@link #rateSince}, and this member.
+   */
+  private Set<String> sharingMembers(Map<String, Integer> waitingBy) {
+    Set<String> counted = new HashSet<>(waitingBy.keySet());
+    counted.add(self);
+    for (Peer<C> q : sharers) {
+      counted.add(q.id);
+    }
+    return counted;
+  }
+
+  /**
+   * The median number of share pieces announced since {@link #rateSince} among the live members of
+   * {@code counted} that announced some or still have pieces waiting; -1 with fewer than two such.
+   */
+  private int shareReadsMedian(Set<String> counted, Map<String, Integer> waitingBy, View view) {
+    List<Integer> counts = new ArrayList<>();
+    for (String m : counted) {
+      if (!view.live().contains(m)) {
+        continue;
+      }
+      Peer<C> q = byId.get(m);
+      int reads = m.equals(self) ? ownShareReads : q == null ? 0 : q.shareReads;
+      if (reads > 0 || waitingBy.getOrDefault(m, 0) > 0) {
+        counts.add(reads);
+      }
+    }
+    if (counts.size() < 2) {
+      return -1;
+    }
+    counts.sort(null);
+    return counts.get(counts.size() / 2);
+  }
+
+  /**
+   * Whether this member's own source reads go first on its ingress: its share lags the median
+   * member's by at least {@link #LAG_PIECES} pieces (but not so far that it is slow, {@link
+   * #handOverSlow}) and its ingress is slow ({@link #ingressSlow}). Its ingress, shared about per
+   * flow between its source reads and its peer fetches, then paces its reads, and every member
+   * waits for its share in the end. While its ingress stays slow and its share is not read, it
+   * keeps {@link #OWN_READS_FIRST_DIVISOR} times fewer peer requests in flight ({@link #schedule}):
+   * its source reads get a larger part of its ingress and its share keeps the swarm's pace, and the
+   * peer fetches take the rest. A member that joined late or whose origin slice is small lags in
+   * its share and in its holdings, but its holdings grow as fast as the others': it keeps its peer
+   * requests.
+   */
+  private boolean ownReadsFirst(View view, long now) {
+    Map<String, Integer> waitingBy = waitingByReader(view);
+    int waiting = waitingBy.getOrDefault(self, 0);
+    if (waiting == 0
+        || now - rateSince < timeout / 2
+        || handedOverIds.contains(self)
+        || (readingTurn != null && !readingTurn.contains(self))
+        || !ingressSlow(view, now)) {
+      ownFirst = false;
+      return false;
+    }
+    if (!ownFirst) {
+      int median = shareReadsMedian(sharingMembers(waitingBy), waitingBy, view);
+      int expected = median < 0 ? 0 : Math.min(median, ownShareReads + waiting);
+      ownFirst =
+          expected - ownShareReads >= LAG_PIECES && ownShareReads >= SLOW_FRACTION * expected;
+    }
+    return ownFirst;
+  }
+
+  /**
+   * Whether this member's holdings grew by at most {@link #SLOW_FRACTION} of the median live
+   * member's (among those not yet complete) in the last whole window of half a peer timeout, and by
+   * at least {@link #LAG_PIECES} less: its ingress is slower than theirs. Counts are taken once a
+   * window, O(members).
+   */
+  private boolean ingressSlow(View view, long now) {
+    countHoldings(view, now);
+    return heldGrowth >= 0
+        && growthMedian >= 0
+        && heldGrowth + LAG_PIECES <= growthMedian
+        && heldGrowth <= SLOW_FRACTION * growthMedian;
+  }
+
+  /**
+   * Once every half peer timeout: how many pieces this member and every peer gained in the window
+   * that just ended ({@link Peer#heldGrowth}, -1 when the window was not whole), and the median
+   * gain of the live members that were not complete when it started. O(members).
+   */
+  private void countHoldings(View view, long now) {
+    if (heldWindowAt != 0 && now - heldWindowAt < timeout / 2) {
+      return;
+    }
+    boolean whole = heldWindowAt != 0 && now - heldWindowAt < timeout;
+    int held = present.cardinality();
+    heldGrowth = whole && heldAtWindow >= 0 ? held - heldAtWindow : -1;
+    heldAtWindow = held;
+    for (Peer<C> p : peers.values()) {
+      int h = p.has.cardinality();
+      p.heldGrowth = whole && p.heldAtWindow >= 0 ? h - p.heldAtWindow : -1;
+      p.heldAtWindow = h;
+    }
+    heldWindowAt = now;
+    growthMedian = -1;
+    List<Integer> growth = new ArrayList<>();
+    if (heldGrowth >= 0) {
+      growth.add(heldGrowth);
+    }
+    for (String m : view.live()) {
+      Peer<C> p = m.equals(self) ? null : byId.get(m);
+      // A peer that was complete when the window started gains nothing: not counted.
+      if (p != null && p.heldGrowth >= 0 && p.heldAtWindow - p.heldGrowth < map.size()) {
+        growth.add(p.heldGrowth);
+      }
+    }
+    if (growth.size() >= 2) {
+      growth.sort(null);
+      growthMedian = growth.get(growth.size() / 2);
+    }
   }
 
   /**

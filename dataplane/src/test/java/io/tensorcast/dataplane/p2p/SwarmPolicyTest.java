@@ -1278,6 +1278,85 @@ class SwarmPolicyTest {
     assertThat(b.handedOver()).isEmpty();
   }
 
+  /** 48 pieces of 1 KiB in two files: with {a, b, c} the blocks are a 0-15, b 16-31, c 32-47. */
+  private static final PieceMap MAP48 =
+      new PieceMap(List.of(new StoreFile("a", 32 * 1024), new StoreFile("b", 16 * 1024)), 1024);
+
+  /** An empty BITFIELD for {@link #MAP48}. */
+  private static Frame.Bitfield none48() {
+    return new Frame.Bitfield(MAP48.size(), new BitSet(), new byte[MAP48.size()][]);
+  }
+
+  /**
+   * {@code c} of {a, b, c} on {@link #MAP48}, one run of 8 pieces at a time, half a peer timeout
+   * into a window of holdings counts: in it c stored 8 pieces of its share (32-39) and {@code
+   * fromPeers} pieces from its peers, while a and b announced 10 of their shares each and 10 of
+   * each other's (20 pieces each). c's share lags a's and b's by 2 pieces, within the slow rule's
+   * margin.
+   */
+  private SwarmPolicy<String> cBehindInAWindow(int fromPeers) {
+    SwarmPolicy<String> c =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("c", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    c.applyMembership(ABC);
+    c.startFill(MAP48, 3, 8 * 1024);
+    c.transportStarted();
+    c.onConnected("c-a", "a");
+    c.onConnected("c-b", "b");
+    c.onFrame("c-a", "a", none48());
+    c.onFrame("c-b", "b", none48());
+    c.drain();
+    assertThat(runs(tick(c))).containsExactly(new Run(32, 8));
+    advance(T / 2);
+    assertThat(requests(tick(c))).isEmpty(); // the window starts: nobody holds anything
+    for (int i = 32; i < 40; i++) {
+      c.onPieceStored(null, i, trueHash(i));
+    }
+    c.onSourceRunEnded(new Run(32, 8), true);
+    for (int i = 0; i < 10; i++) {
+      for (String x : List.of("a", "b")) {
+        c.onFrame(("c-" + x).intern(), x, new Frame.Have(i, trueHash(i)));
+        c.onFrame(("c-" + x).intern(), x, new Frame.Have(16 + i, trueHash(16 + i)));
+      }
+    }
+    for (int k = 0; k < fromPeers; k++) {
+      int i = k < 10 ? k : 16 + k - 10;
+      c.onPieceStored("a", i, trueHash(i));
+    }
+    c.drain();
+    advance(T / 2);
+    return c;
+  }
+
+  /**
+   * A member whose share lags and whose holdings grow slower than the others' is paced by its own
+   * ingress, shared per flow by its source reads and its peer fetches: its own reads go first, with
+   * half the peer requests in flight (4 of 8), so its share keeps the swarm's pace.
+   */
+  @Test
+  void aMemberWhoseShareLagsAndWhoseHoldingsGrowSlowerKeepsFewerPeerRequestsInFlight() {
+    SwarmPolicy<String> c = cBehindInAWindow(2); // 10 pieces gained against the others' 20
+    List<Decision<String>> ds = tick(c);
+    assertThat(runs(ds)).containsExactly(new Run(40, 8));
+    assertThat(SwarmPolicy.maxTotalInFlight(4)).isEqualTo(8);
+    assertThat(requests(ds))
+        .as("peer requests beside its source read (8 before its own reads went first)")
+        .hasSize(4);
+  }
+
+  /**
+   * The same lag while its holdings grow as fast as the others' (a member that started later, or
+   * whose slice of a shared origin is small, and takes more from its peers): its link is not what
+   * paces it, and it keeps all its peer requests.
+   */
+  @Test
+  void aMemberWhoseShareLagsButWhoseHoldingsGrowAsFastKeepsAllItsPeerRequests() {
+    SwarmPolicy<String> c = cBehindInAWindow(12); // 20 pieces gained, as the others
+    List<Decision<String>> ds = tick(c);
+    assertThat(runs(ds)).containsExactly(new Run(40, 8));
+    assertThat(requests(ds)).hasSize(8);
+  }
+
   @Test
   void aSlowMemberThatCatchesUpWithinHalfAPeerTimeoutKeepsItsShare() {
     SwarmPolicy<String> b = bWhileCLags();

@@ -23,15 +23,21 @@ import java.util.function.LongSupplier;
  *       so reached is the <b>ceiling</b> no probe passes for the next {@link #CEILING_WINDOWS}
  *       judged windows without throttling (the origin refused the limits above it; after that the
  *       ceiling is forgotten, as the origin's capacity may have changed). The limit then holds for
- *       {@link #HOLD_WINDOWS} judged windows before probing again.
+ *       {@link #HOLD_WINDOWS} judged windows before probing again. Refusals before the limiter's
+ *       first judged window without throttling lower the limit the same way but set no ceiling and
+ *       no hold, and the slow start goes on: they say the origin was refusing when the read arrived
+ *       (the listing and header reads before it, or other clients, spent a request-rate budget),
+ *       not which number in flight it serves.
  *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
  *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
  *       probe that did not pay or the first throttling — never above {@code max} nor the ceiling.
- *       The next window keeps the step only when its throughput rose by at least half of the step's
+ *       The next window keeps the step when its throughput rose by at least half of the step's
  *       proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose
  *       single connections are slow scales about linearly and keeps growing; one that is saturated
- *       does not, and the limit steps back to where it was and holds for {@link #HOLD_WINDOWS}
- *       windows before the next probe.
+ *       does not. A step that has not paid in that first window is judged again on the window after
+ *       it (the step's new requests spend part of the first one waiting for their first bytes: ~300
+ *       ms each on the bench's origins); when it has not paid there either, the limit steps back to
+ *       where it was and holds for {@link #HOLD_WINDOWS} windows before the next probe.
  *   <li>A window is not judged (no probe, no step back, no count towards a hold or the ceiling)
  *       when nothing was in flight and no permit was waited for (the read had run out of work), or
  *       when a permit holder waited out the origin's throttling pause in it ({@link #pausing} to
@@ -77,6 +83,8 @@ public final class ConcurrencyLimiter {
   private int ceilingWindows; // judged windows left before the ceiling is forgotten
   private int baseLimit; // the limit before the probe under judgement; 0 = none
   private double baseRate;
+  private boolean settling; // the step under judgement is in its first judged window
+  private boolean measured; // a judged window without throttling has ended
   private int hold;
   private boolean slowStart = true;
   private long throttleSignals;
@@ -315,13 +323,18 @@ public final class ConcurrencyLimiter {
       windowThrottled = true;
       throttleFloor = Math.max(1, limit / 2);
       decreases++;
-      slowStart = false;
       baseLimit = 0;
-      hold = HOLD_WINDOWS;
+      settling = false;
+      if (measured) {
+        slowStart = false;
+        hold = HOLD_WINDOWS;
+      }
     }
     limit = Math.max(throttleFloor, limit - 1);
-    ceiling = limit;
-    ceilingWindows = CEILING_WINDOWS;
+    if (measured) {
+      ceiling = limit;
+      ceilingWindows = CEILING_WINDOWS;
+    }
   }
 
   /** Ends every window that has passed, judging the first one. */
@@ -342,6 +355,7 @@ public final class ConcurrencyLimiter {
     if (!adaptive || !judged || throttled) {
       return;
     }
+    measured = true;
     if (ceiling < max && --ceilingWindows <= 0) {
       ceiling = max;
     }
@@ -349,6 +363,9 @@ public final class ConcurrencyLimiter {
       double step = (double) (limit - baseLimit) / baseLimit;
       if (rate >= baseRate * (1 + step / 2)) {
         probe(rate);
+      } else if (settling) {
+        // The step's new requests spent part of the window waiting for their first bytes.
+        settling = false;
       } else {
         limit = baseLimit;
         baseLimit = 0;
@@ -374,6 +391,7 @@ public final class ConcurrencyLimiter {
     baseLimit = limit;
     baseRate = rate;
     limit = Math.min(top, limit + (slowStart ? limit : Math.max(1, limit / 4)));
+    settling = true;
     peak = Math.max(peak, limit);
     lock.notifyAll();
   }

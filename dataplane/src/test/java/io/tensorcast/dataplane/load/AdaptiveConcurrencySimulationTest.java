@@ -30,11 +30,37 @@ class AdaptiveConcurrencySimulationTest {
   private static final Backoff BACKOFF =
       new Backoff(Duration.ofMillis(200), Duration.ofSeconds(10));
 
-  /** An origin: per-connection and total bandwidth, a limit in flight, a request-rate bucket. */
+  /**
+   * An origin: per-connection and total bandwidth, a limit in flight, a request-rate bucket (with
+   * {@code tokensAtStart} of its {@code burst} left when the ranged reads begin), and the time from
+   * an admitted request to its first byte.
+   */
   record Origin(
-      long perConnection, long total, int refuseAbove, double requestsPerSecond, int burst) {
+      long perConnection,
+      long total,
+      int refuseAbove,
+      double requestsPerSecond,
+      int burst,
+      double tokensAtStart,
+      long firstByteNanos) {
+    Origin(long perConnection, long total, int refuseAbove, double requestsPerSecond, int burst) {
+      this(perConnection, total, refuseAbove, requestsPerSecond, burst, burst, 0);
+    }
+
     static Origin perConnection(long bytesPerSecond) {
       return new Origin(bytesPerSecond, Long.MAX_VALUE, Integer.MAX_VALUE, 0, 0);
+    }
+
+    /** This origin with {@code millis} between an admitted request and its first byte. */
+    Origin firstByteAfter(long millis) {
+      return new Origin(
+          perConnection, total, refuseAbove, requestsPerSecond, burst, tokensAtStart, millis * MS);
+    }
+
+    /** This origin with {@code tokens} left in its bucket when the ranged reads begin. */
+    Origin tokensAtStart(double tokens) {
+      return new Origin(
+          perConnection, total, refuseAbove, requestsPerSecond, burst, tokens, firstByteNanos);
     }
   }
 
@@ -64,6 +90,7 @@ class AdaptiveConcurrencySimulationTest {
   private static final class Worker {
     int range = -1; // the range it reads, -1 for none
     long left; // bytes of it still to come
+    long firstByteIn; // nanoseconds until the admitted request's first byte
     boolean permit;
     boolean streaming;
     boolean pausing;
@@ -83,7 +110,7 @@ class AdaptiveConcurrencySimulationTest {
     int refusals = 0;
     int most = 0;
     long bytes = 0;
-    double tokens = o.burst();
+    double tokens = o.tokensAtStart();
     List<Integer> limits = new ArrayList<>();
     while (done < ranges) {
       if (now.get() - start > 3_600_000 * MS) {
@@ -142,6 +169,7 @@ class AdaptiveConcurrencySimulationTest {
           refused.add(retryAfter);
         } else {
           w.streaming = true;
+          w.firstByteIn = o.firstByteNanos();
           streaming++;
         }
       }
@@ -166,6 +194,10 @@ class AdaptiveConcurrencySimulationTest {
               : Math.min(o.perConnection(), o.total() / streaming) * STEP / 1_000_000_000L;
       for (Worker w : pool) {
         if (!w.streaming) {
+          continue;
+        }
+        if (w.firstByteIn > 0) {
+          w.firstByteIn -= STEP;
           continue;
         }
         long n = Math.min(perStream, w.left);
@@ -216,6 +248,41 @@ class AdaptiveConcurrencySimulationTest {
     assertThat(adaptive.refusals()).isZero();
     assertThat(adaptive.mbps()).isGreaterThan(0.75 * fixed64.mbps());
     assertThat(adaptive.bytes()).isEqualTo(256L * RANGE);
+  }
+
+  @Test
+  void withAFirstByteAfter300MsTheLimitStillRisesAsFastAsTheOriginScales() {
+    // The bench's origin 1 (64 ranges of 8 MiB at 4 MB/s each) with the ~300 ms from a request to
+    // its first byte measured there. Here every window of the slow start holds some first-byte
+    // waits, the base of the next step included, so the old rule passed this too; the bench's step
+    // from a steady 8 to 16 is ConcurrencyLimiterTest's
+    // aStepIsNotUndoneByTheWindowInWhichItsRequestsWaitedForTheirFirstBytes. This guards that
+    // judging a step again on its second window does not slow the slow start down.
+    Origin o = PER_CONNECTION.firstByteAfter(300);
+    Outcome fixed16 = fixed(o, 64, 16);
+    Outcome adaptive16 = load(o, 64, 16, adaptive(16), now);
+    Outcome adaptive64 = load(o, 64, 64, adaptive(64), now);
+    assertThat(adaptive16.mbps())
+        .as("adaptive, ceiling 16: %s", adaptive16.limits())
+        .isGreaterThan(0.85 * fixed16.mbps());
+    assertThat(adaptive64.mostInFlight())
+        .as("adaptive, ceiling 64: %s", adaptive64.limits())
+        .isGreaterThan(16);
+    assertThat(adaptive64.mbps()).isGreaterThan(fixed16.mbps());
+  }
+
+  @Test
+  void aRefusalWaveBeforeTheReadsFirstMeasurementSetsNoCeiling() {
+    // The bench's origin 3: the listing and the header reads spent the bucket's burst, so the
+    // ranged reads' first requests are refused at 4 in flight. The old rules took that wave for
+    // the origin's limit: 2 in flight, no probe above it for 30 s (0.5 x fixed 16 in the bench).
+    Origin o = REQUEST_RATE.tokensAtStart(0).firstByteAfter(300);
+    Outcome fixed16 = fixed(o, 64, 16);
+    Outcome adaptive = load(o, 64, 16, adaptive(16), now);
+    assertThat(adaptive.mbps())
+        .as("adaptive, ceiling 16: %s", adaptive.limits())
+        .isGreaterThan(0.9 * fixed16.mbps());
+    assertThat(adaptive.refusals()).isLessThan(fixed16.refusals() / 3);
   }
 
   @Test

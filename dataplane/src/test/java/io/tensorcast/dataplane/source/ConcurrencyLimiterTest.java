@@ -79,10 +79,11 @@ class ConcurrencyLimiterTest {
 
   @Test
   void eachRefusalLowersTheLimitByOneAndOneWindowAtMostHalvesIt() throws Exception {
-    ConcurrencyLimiter l = adaptive(16, 64);
+    ConcurrencyLimiter l = adaptive(16, 16);
     for (int i = 0; i < 16; i++) {
       assertThat(l.acquire()).isTrue();
     }
+    measured(l, 32 * MB);
     // 4 of 16 refused: the origin admitted 12 (the old rule halved to 8 at the first refusal).
     for (int i = 0; i < 4; i++) {
       l.release(true);
@@ -108,6 +109,59 @@ class ConcurrencyLimiterTest {
     assertThat(l.limit()).as("never below one").isEqualTo(1);
     assertThat(l.throttleSignals()).isEqualTo(21);
     assertThat(l.decreases()).isEqualTo(7);
+  }
+
+  /** One window in which the permits held deliver {@code rate} B/s: the limiter's first measure. */
+  private void measured(ConcurrencyLimiter l, long rate) {
+    for (int i = 0; i < 5; i++) {
+      now.addAndGet(STEP_NANOS);
+      l.delivered(rate / 10);
+    }
+  }
+
+  @Test
+  void aStepIsNotUndoneByTheWindowInWhichItsRequestsWaitedForTheirFirstBytes() throws Exception {
+    // Measured on the bench's origin 1 (4 MB/s per connection): 8 in flight gave 31 MB/s; in the
+    // window after the step to 16 the 8 new requests spent ~300 ms before their first bytes, 42
+    // MB/s (+36 %, +50 % needed), and the old rule stepped back to 8; the next window gave 60.
+    ConcurrencyLimiter l = adaptive(8, 16);
+    for (int i = 0; i < 8; i++) {
+      assertThat(l.acquire()).isTrue();
+    }
+    measured(l, 32 * MB); // all 8 permits taken: the probe doubles to 16
+    assertThat(l.limit()).isEqualTo(16);
+    for (int i = 0; i < 8; i++) {
+      assertThat(l.acquire()).isTrue();
+    }
+    for (int i = 0; i < 5; i++) { // the 8 new ones deliver from 300 ms into the window on
+      now.addAndGet(STEP_NANOS);
+      l.delivered(4 * MB * (i < 3 ? 8 : 16) / 10);
+    }
+    for (int i = 0; i < 30; i++) { // 3 s at 16 in flight, 64 MB/s
+      now.addAndGet(STEP_NANOS);
+      l.delivered(64 * MB / 10);
+      assertThat(l.limit()).as("after %d00 ms at 16 in flight", i + 1).isEqualTo(16);
+    }
+  }
+
+  @Test
+  void aRefusalBeforeTheFirstMeasurementSetsNoCeilingAndKeepsTheSlowStart() throws Exception {
+    // The bench's origin 3: the listing and header reads spent the origin's burst of requests, and
+    // 3 of the ranged reads' first 4 requests were refused. The old rule set the ceiling at 2 for
+    // 30 s: 8 MB/s where 8 in flight were admitted.
+    ConcurrencyLimiter l = adaptive(4, 16);
+    for (int i = 0; i < 4; i++) {
+      assertThat(l.acquire()).isTrue();
+    }
+    for (int i = 0; i < 3; i++) {
+      l.release(true);
+    }
+    assertThat(l.limit()).as("each refusal still lowers the limit").isEqualTo(2);
+    assertThat(l.ceiling()).isEqualTo(16);
+    held = 1;
+    // 4 MB/s per request: doubling pays until the ceiling; 16 in flight within 3 s.
+    drive(l, 30, 4 * MB, Long.MAX_VALUE, Integer.MAX_VALUE);
+    assertThat(l.limit()).isEqualTo(16);
   }
 
   @Test
@@ -150,9 +204,11 @@ class ConcurrencyLimiterTest {
     // A saturated origin (8 MB/s whatever the number in flight) and a 2 s throttling pause: the
     // windows of the pause deliver nothing, and a probe measured against them would "pay".
     ConcurrencyLimiter l = adaptive(4, 64);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) {
       assertThat(l.acquire()).isTrue();
     }
+    measured(l, 8 * MB); // 3 of 4 permits taken: no probe
+    assertThat(l.acquire()).isTrue();
     l.release(true); // the refusal that closed the gate: 3 left in flight, the limit 3
     int limit = l.limit();
     assertThat(limit).isEqualTo(3);

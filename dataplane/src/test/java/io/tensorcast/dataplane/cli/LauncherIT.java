@@ -66,7 +66,9 @@ class LauncherIT {
         .as("one archive for loads from local paths, the temporary file renamed")
         .singleElement()
         .satisfies(
-            a -> assertThat(a.getFileName().toString()).matches("dataplane-\\d+-file-\\d+\\.jsa"));
+            a ->
+                assertThat(a.getFileName().toString())
+                    .matches("dataplane-\\d+-file-\\d+-" + Files.size(a) + "\\.jsa"));
     Path archive = archives.get(0);
     FileTime written = Files.getLastModifiedTime(archive);
 
@@ -82,6 +84,24 @@ class LauncherIT {
                 + " \\(top\\)");
     assertThat(files(cds)).containsExactly(archive);
     assertThat(Files.getLastModifiedTime(archive)).as("not written again").isEqualTo(written);
+
+    // An archive shorter than its name says (a crash or power loss under the rename) would crash
+    // the JVM that maps it: it is deleted and the load runs without it, then writes a new one.
+    assertThat(archive.toFile().setWritable(true)).isTrue();
+    try (java.nio.channels.FileChannel ch =
+        java.nio.channels.FileChannel.open(archive, java.nio.file.StandardOpenOption.WRITE)) {
+      ch.truncate(Files.size(archive) - 4096);
+    }
+    Run afterDamage = launch(env, "load", "file://" + model, "--store-root", store(tmp));
+    assertThat(afterDamage.exit()).as(afterDamage.out()).isZero();
+    assertThat(afterDamage.out()).doesNotContain("SIGBUS").doesNotContain("fatal error");
+    assertThat(files(cds))
+        .as("the short archive deleted, a whole one written again")
+        .singleElement()
+        .satisfies(
+            a ->
+                assertThat(a.getFileName().toString())
+                    .matches("dataplane-\\d+-file-\\d+-" + Files.size(a) + "\\.jsa"));
 
     // Without a directory (TENSORCAST_CDS_DIR empty) the load runs as before and maps nothing.
     Files.delete(classes);
@@ -111,6 +131,38 @@ class LauncherIT {
     assertThat(files(shared))
         .as("an archive another user could replace would be mapped as trusted class data")
         .isEmpty();
+  }
+
+  @Test
+  @Timeout(120)
+  void aFirstLoadWithItsStandardInputClosedLoadsAndACommandWithoutASourceWritesNoArchive(
+      @TempDir Path tmp) throws Exception {
+    Path model = Files.createDirectories(tmp.resolve("model"));
+    Files.copy(
+        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
+        model.resolve("model.safetensors"));
+    Path cds = tmp.resolve("cds");
+    Map<String, String> env = Map.of("TENSORCAST_CDS_DIR", cds.toString());
+
+    Run help = launch(env, "load", "--help");
+    assertThat(help.exit()).as(help.out()).isZero();
+    assertThat(files(cds)).as("a command without a source URI writes no archive").isEmpty();
+
+    // `sh` with its standard input closed: the first load hands the child what it has.
+    List<String> cmd =
+        List.of(
+            "/bin/sh",
+            "-c",
+            "exec /bin/sh \"$0\" \"$@\" <&-",
+            LAUNCHER.toString(),
+            "load",
+            "file://" + model,
+            "--store-root",
+            store(tmp));
+    Run closed = run(cmd, env);
+    assertThat(closed.exit()).as(closed.out()).isZero();
+    assertThat(closed.out()).doesNotContain("Bad file descriptor");
+    assertThat(files(cds)).hasSize(1);
   }
 
   private static int stores;
@@ -144,6 +196,10 @@ class LauncherIT {
   private static Run launch(Map<String, String> extraEnv, String... args) throws Exception {
     List<String> cmd = new java.util.ArrayList<>(List.of("/bin/sh", LAUNCHER.toString()));
     cmd.addAll(List.of(args));
+    return run(cmd, extraEnv);
+  }
+
+  private static Run run(List<String> cmd, Map<String, String> extraEnv) throws Exception {
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     Map<String, String> env = pb.environment();
     env.put("TENSORCAST_DATAPLANE_JAR", ServeIT.dataplaneJar().toString());

@@ -46,10 +46,7 @@ class LauncherIT {
   @Timeout(300)
   void theFirstLoadThatSucceedsWritesAClassDataArchiveThatLaterLoadsMap(@TempDir Path tmp)
       throws Exception {
-    Path model = Files.createDirectories(tmp.resolve("model"));
-    Files.copy(
-        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
-        model.resolve("model.safetensors"));
+    Path model = model(tmp);
     Path cds = tmp.resolve("cds");
     Map<String, String> env = Map.of("TENSORCAST_CDS_DIR", cds.toString());
 
@@ -65,10 +62,7 @@ class LauncherIT {
     assertThat(archives)
         .as("one archive for loads from local paths, the temporary file renamed")
         .singleElement()
-        .satisfies(
-            a ->
-                assertThat(a.getFileName().toString())
-                    .matches("dataplane-\\d+-file-\\d+-" + Files.size(a) + "\\.jsa"));
+        .satisfies(LauncherIT::isAWholeFileArchive);
     Path archive = archives.get(0);
     FileTime written = Files.getLastModifiedTime(archive);
 
@@ -98,10 +92,7 @@ class LauncherIT {
     assertThat(files(cds))
         .as("the short archive deleted, a whole one written again")
         .singleElement()
-        .satisfies(
-            a ->
-                assertThat(a.getFileName().toString())
-                    .matches("dataplane-\\d+-file-\\d+-" + Files.size(a) + "\\.jsa"));
+        .satisfies(LauncherIT::isAWholeFileArchive);
 
     // Without a directory (TENSORCAST_CDS_DIR empty) the load runs as before and maps nothing.
     Files.delete(classes);
@@ -114,10 +105,7 @@ class LauncherIT {
   @Test
   @Timeout(120)
   void aDirectoryOthersMayWriteToHoldsNoArchive(@TempDir Path tmp) throws Exception {
-    Path model = Files.createDirectories(tmp.resolve("model"));
-    Files.copy(
-        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
-        model.resolve("model.safetensors"));
+    Path model = model(tmp);
     Path shared = Files.createDirectories(tmp.resolve("shared"));
     Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
     Run r =
@@ -137,10 +125,7 @@ class LauncherIT {
   @Timeout(120)
   void aFirstLoadWithItsStandardInputClosedLoadsAndACommandWithoutASourceWritesNoArchive(
       @TempDir Path tmp) throws Exception {
-    Path model = Files.createDirectories(tmp.resolve("model"));
-    Files.copy(
-        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
-        model.resolve("model.safetensors"));
+    Path model = model(tmp);
     Path cds = tmp.resolve("cds");
     Map<String, String> env = Map.of("TENSORCAST_CDS_DIR", cds.toString());
 
@@ -166,6 +151,21 @@ class LauncherIT {
   }
 
   private static int stores;
+
+  /** An archive of loads from local paths whose name carries its size. */
+  private static void isAWholeFileArchive(Path archive) throws Exception {
+    assertThat(archive.getFileName().toString())
+        .matches("dataplane-\\d+-file-\\d+-" + Files.size(archive) + "\\.jsa");
+  }
+
+  /** A directory holding one real safetensors file of the corpus. */
+  private static Path model(Path tmp) throws Exception {
+    Path model = Files.createDirectories(tmp.resolve("model"));
+    Files.copy(
+        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"),
+        model.resolve("model.safetensors"));
+    return model;
+  }
 
   private static String store(Path tmp) {
     return tmp.resolve("store-" + (++stores)).toString();

@@ -30,7 +30,7 @@
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
 #                           [--modes "source-only p2p bittorrent"] [--trace] [--serve-args "ARGS"]
-#                           [--java-args "ARGS"]
+#                           [--java-args "ARGS"] [--class-data image|none]
 #
 # --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
 # node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
@@ -38,6 +38,10 @@
 # settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
 # "-XX:TieredStopAtLevel=1"). After each run a line gives every node's CPU-seconds (user + system
 # of its process, from /proc, read just before it is stopped).
+# --class-data image (the default) starts every node as the data-plane image does: through its
+# launcher (dataplane/src/main/launcher/dataplane) from an install directory laid out like the
+# image's, with the class-data archive its build trains (train-class-data, run here first against a
+# loopback S3Mock, ~1 min) beside the jar; none runs `java -jar` without an archive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -53,6 +57,7 @@ modes="source-only p2p"
 trace=false
 serve_args=""
 java_args=""
+class_data=image
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes_list=$2; shift 2 ;;
@@ -66,11 +71,16 @@ while [ $# -gt 0 ]; do
     --trace) trace=true; keep_logs=true; shift ;;
     --serve-args) serve_args=$2; shift 2 ;;
     --java-args) java_args=$2; shift 2 ;;
-    -h|--help) sed -n 2,41p "$0"; exit 0 ;;
+    --class-data) class_data=$2; shift 2 ;;
+    -h|--help) sed -n 2,45p "$0"; exit 0 ;;
     *) echo "p2p-netns: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 origin_rate=${origin_rate:-$rate}
+case "$class_data" in
+  image | none) ;;
+  *) echo "p2p-netns: --class-data is image or none, got $class_data" >&2; exit 2 ;;
+esac
 
 [ "$(id -u)" = 0 ] || { echo "p2p-netns: needs root (ip netns, tc)" >&2; exit 2; }
 for c in java curl jq ip tc; do
@@ -132,6 +142,18 @@ cleanup() {
   if $keep_logs; then echo "[bench] logs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT INT TERM
+
+# --- the nodes' install directory, laid out as the data-plane image's (dataplane/Dockerfile) ---
+if [ "$class_data" = image ]; then
+  opt="$work/opt"
+  mkdir -p "$opt/bin"
+  cp -p "$jar" "$opt/tensorcast-dataplane.jar"
+  cp "$repo/dataplane/src/main/launcher/dataplane" "$repo/dataplane/src/main/launcher/load.jvm-options" \
+    "$opt/bin/"
+  echo "[bench] training the image's class-data archive (train-class-data)" >&2
+  sh "$repo/dataplane/src/main/launcher/train-class-data" "$opt/tensorcast-dataplane.jar" "$s3mock" \
+    "$opt/tensorcast-dataplane.jsa" >&2
+fi
 
 # --- network --------------------------------------------------------------------------------
 shape() {  # namespace dev rate
@@ -198,7 +220,7 @@ else
   rm -rf "$work/model"
 fi
 echo "[bench] artifact: $S bytes ($preset); node rate $rate; origin rate $origin_rate;" \
-  "piece $PIECE bytes${serve_args:+; serve args: $serve_args}${java_args:+; java args: $java_args}" >&2
+  "piece $PIECE bytes; class data: $class_data${serve_args:+; serve args: $serve_args}${java_args:+; java args: $java_args}" >&2
 
 has_distribution=false
 java -jar "$jar" serve --help 2>/dev/null | grep -q -- --distribution && has_distribution=true
@@ -333,10 +355,17 @@ run() {
     fi
     # shellcheck disable=SC2206 # word splitting of the extra flags is intended
     [ -n "$serve_args" ] && args+=($serve_args)
-    # shellcheck disable=SC2086 # word splitting of the extra JVM flags is intended
-    AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
-      ip netns exec "tcb-n$k" java -Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m $java_args \
-      -jar "$jar" "${args[@]}" >"$work/$mode-$n-n$k.log" 2>&1 &
+    local jvm="-Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m $java_args"
+    if [ "$class_data" = image ]; then
+      # The launcher execs java: the PID stays the node's JVM.
+      AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench JAVA_TOOL_OPTIONS="$jvm" \
+        ip netns exec "tcb-n$k" sh "$opt/bin/dataplane" "${args[@]}" \
+        >"$work/$mode-$n-n$k.log" 2>&1 &
+    else
+      # shellcheck disable=SC2086 # word splitting of the extra JVM flags is intended
+      AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
+        ip netns exec "tcb-n$k" java $jvm -jar "$jar" "${args[@]}" >"$work/$mode-$n-n$k.log" 2>&1 &
+    fi
     run_pids+=($!)
     pids+=($!)
   done

@@ -3,9 +3,11 @@ package io.tensorcast.dataplane.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.tensorcast.testing.Corpus;
+import io.tensorcast.testing.S3MockServer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
@@ -150,6 +152,100 @@ class LauncherIT {
     assertThat(files(cds)).hasSize(1);
   }
 
+  /**
+   * The image's archive: the training run its build makes ({@code train-class-data}, two {@code
+   * serve} members loading from a real S3Mock peer to peer) writes an archive beside the jar, and
+   * the launcher installed as the image installs it maps that archive for a load from S3 (the S3
+   * client's classes and the loader's come from it) and writes none of its own.
+   */
+  @Test
+  @Timeout(420)
+  void anArchiveTrainedAsTheImageBuildDoesIsMappedFromBesideTheJar(@TempDir Path tmp)
+      throws Exception {
+    // The image's layout: /opt/tensorcast/{tensorcast-dataplane.jar,bin/dataplane}.
+    Path opt = Files.createDirectories(tmp.resolve("opt"));
+    Path bin = Files.createDirectories(opt.resolve("bin"));
+    Path jar = opt.resolve("tensorcast-dataplane.jar");
+    Files.copy(ServeIT.dataplaneJar(), jar, StandardCopyOption.COPY_ATTRIBUTES);
+    Files.copy(LAUNCHER, bin.resolve("dataplane"));
+    Files.copy(LAUNCHER.resolveSibling("load.jvm-options"), bin.resolve("load.jvm-options"));
+    Path archive = opt.resolve("tensorcast-dataplane.jsa");
+    String s3mockJar = System.getProperty("tensorcast.s3mock.jar");
+    assertThat(s3mockJar)
+        .as("system property tensorcast.s3mock.jar (set by the build)")
+        .isNotNull();
+
+    Run train =
+        run(
+            List.of(
+                "/bin/sh",
+                LAUNCHER.resolveSibling("train-class-data").toString(),
+                jar.toString(),
+                s3mockJar,
+                archive.toString()),
+            Map.of(),
+            360);
+    assertThat(train.exit()).as(train.out()).isZero();
+    assertThat(archive).isNotEmptyFile();
+    try (Stream<Path> left = Files.list(opt)) {
+      assertThat(left.map(p -> p.getFileName().toString()))
+          .as("nothing but the archive left beside the jar")
+          .containsExactlyInAnyOrder("bin", "tensorcast-dataplane.jar", "tensorcast-dataplane.jsa");
+    }
+
+    S3MockServer s3 = S3MockServer.shared();
+    String bucket = "launcher-cds";
+    s3.createBucket(bucket);
+    s3.putFile(
+        bucket,
+        "model/model.safetensors",
+        Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"));
+    Path cds = tmp.resolve("cds");
+    Path classes = tmp.resolve("classes.log");
+    Map<String, String> env = new HashMap<>();
+    env.put("TENSORCAST_DATAPLANE_JAR", jar.toString());
+    env.put("TENSORCAST_CDS_DIR", cds.toString());
+    env.put("JAVA_TOOL_OPTIONS", "-Xlog:class+load=info:file=" + classes);
+    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
+    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+    Run load =
+        run(
+            List.of(
+                "/bin/sh",
+                bin.resolve("dataplane").toString(),
+                "load",
+                "s3://" + bucket + "/model",
+                "--endpoint",
+                s3.endpoint().toString(),
+                "--path-style",
+                "--region",
+                S3MockServer.REGION,
+                "--allow-insecure-endpoint",
+                "--store-root",
+                store(tmp)),
+            env,
+            120);
+    assertThat(load.exit()).as(load.out()).isZero();
+    assertThat(load.out()).as("class-data sharing prints nothing").doesNotContain("[warning]");
+    assertThat(Files.readString(classes))
+        .as("the S3 client's and the loader's classes come from the image's archive")
+        .containsPattern(
+            "software\\.amazon\\.awssdk\\.services\\.s3\\.DefaultS3Client source: shared"
+                + " objects file \\(top\\)")
+        .containsPattern(
+            "io\\.tensorcast\\.dataplane\\.load\\.ArtifactLoader source: shared objects file"
+                + " \\(top\\)");
+    assertThat(files(cds)).as("with the image's archive the first load writes none").isEmpty();
+
+    // TENSORCAST_CDS_DIR empty turns class-data sharing off, the image's archive included.
+    Files.delete(classes);
+    env.put("TENSORCAST_CDS_DIR", "");
+    Run off =
+        run(List.of("/bin/sh", bin.resolve("dataplane").toString(), "inspect", "--help"), env, 120);
+    assertThat(off.exit()).as(off.out()).isZero();
+    assertThat(Files.readString(classes)).doesNotContain("shared objects file (top)");
+  }
+
   private static int stores;
 
   /** An archive of loads from local paths whose name carries its size. */
@@ -200,6 +296,11 @@ class LauncherIT {
   }
 
   private static Run run(List<String> cmd, Map<String, String> extraEnv) throws Exception {
+    return run(cmd, extraEnv, 120);
+  }
+
+  private static Run run(List<String> cmd, Map<String, String> extraEnv, int timeoutSeconds)
+      throws Exception {
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     Map<String, String> env = pb.environment();
     env.put("TENSORCAST_DATAPLANE_JAR", ServeIT.dataplaneJar().toString());
@@ -207,7 +308,7 @@ class LauncherIT {
     env.putAll(extraEnv);
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.waitFor(timeoutSeconds, TimeUnit.SECONDS)).isTrue();
     return new Run(p.exitValue(), out);
   }
 }

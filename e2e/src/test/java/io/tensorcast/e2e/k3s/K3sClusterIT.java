@@ -106,7 +106,11 @@ class K3sClusterIT {
         build(
             "dataplane",
             "tensorcast-dataplane.jar",
-            List.of("src/main/launcher/dataplane", "src/main/launcher/load.jvm-options"));
+            List.of(
+                "src/main/launcher/dataplane",
+                "src/main/launcher/load.jvm-options",
+                "src/main/launcher/train-class-data",
+                "target/test-servers/s3mock-exec.jar"));
     String csiDriverImage = build("csi-driver", "tensorcast-csi-driver.jar", List.of());
 
     network = Network.newNetwork();

@@ -20,6 +20,9 @@
 # The origin publishes a digest of every file unless --no-source-digests: a member may fetch a
 # piece on its peers' claims and check it with its file, as the data plane does for S3 checksums,
 # single-part ETags and the Hub's sha256.
+# SWARM_SIM_JAVA_OPTS passes JVM options: -Dsim.trace=true (hand-overs, drops, completions) and
+# -Dsim.tracePieces=true (every piece stored) to stderr; -Dsim.exact=true prints each row's p50, last
+# and origin ratios unrounded to stderr.
 # Builds the data plane's test classes first when sources are newer than the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -237,6 +237,39 @@ class LauncherIT {
                 + " \\(top\\)");
     assertThat(files(cds)).as("with the image's archive the first load writes none").isEmpty();
 
+    // Every command maps it, one without a source too.
+    Files.delete(classes);
+    Run help =
+        run(List.of("/bin/sh", bin.resolve("dataplane").toString(), "inspect", "--help"), env, 120);
+    assertThat(help.exit()).as(help.out()).isZero();
+    assertThat(Files.readString(classes)).contains("shared objects file (top)");
+
+    // An archive others may write to, or another user's, is not the jar's: not mapped (another
+    // user could plant one beside a jar in a shared directory such as /tmp).
+    Files.setPosixFilePermissions(archive, PosixFilePermissions.fromString("rw-rw-r--"));
+    Files.delete(classes);
+    Run groupWritable =
+        run(List.of("/bin/sh", bin.resolve("dataplane").toString(), "inspect", "--help"), env, 120);
+    assertThat(groupWritable.exit()).as(groupWritable.out()).isZero();
+    assertThat(Files.readString(classes))
+        .as("an archive the group may write to is not mapped")
+        .doesNotContain("shared objects file (top)");
+    Files.setPosixFilePermissions(archive, PosixFilePermissions.fromString("r--r--r--"));
+    if ("root".equals(System.getProperty("user.name"))) {
+      Files.setAttribute(archive, "unix:uid", 65534);
+      Files.delete(classes);
+      Run foreign =
+          run(
+              List.of("/bin/sh", bin.resolve("dataplane").toString(), "inspect", "--help"),
+              env,
+              120);
+      assertThat(foreign.exit()).as(foreign.out()).isZero();
+      assertThat(Files.readString(classes))
+          .as("another user's archive beside the jar is not mapped")
+          .doesNotContain("shared objects file (top)");
+      Files.setAttribute(archive, "unix:uid", 0);
+    }
+
     // TENSORCAST_CDS_DIR empty turns class-data sharing off, the image's archive included.
     Files.delete(classes);
     env.put("TENSORCAST_CDS_DIR", "");

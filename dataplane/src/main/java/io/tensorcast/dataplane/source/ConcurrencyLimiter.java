@@ -28,6 +28,14 @@ import java.util.function.LongSupplier;
  *       no hold, and the slow start goes on: they say the origin was refusing when the read arrived
  *       (the listing and header reads before it, or other clients, spent a request-rate budget),
  *       not which number in flight it serves.
+ *   <li>The first ceiling is <b>tentative</b>: one wave may say only what the origin's burst
+ *       allowance had left (an origin limiting requests per second refuses the slow start's burst
+ *       of new requests, not the number in flight it serves at its rate). After its hold the limit
+ *       steps above it one at a time, up to twice the ceiling, each step kept after its two windows
+ *       unless refused: the throughput does not judge these steps, as against a request-rate limit
+ *       a step's bytes come only as its requests start and end. A refusal after the hold confirms
+ *       the ceiling it sets (refusals within the hold are late answers of the wave that set it);
+ *       any refusal under a confirmed ceiling sets a confirmed one.
  *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
  *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
  *       probe that did not pay or the first throttling — never above {@code max} nor the ceiling.
@@ -81,6 +89,7 @@ public final class ConcurrencyLimiter {
   private int throttleFloor; // lowest limit the refusals of this window may set
   private int ceiling; // no probe above it; max when none
   private int ceilingWindows; // judged windows left before the ceiling is forgotten
+  private boolean tentative; // the ceiling was set by one refusal wave and not refused at since
   private int baseLimit; // the limit before the probe under judgement; 0 = none
   private double baseRate;
   private boolean settling; // the step under judgement is in its first judged window
@@ -304,7 +313,7 @@ public final class ConcurrencyLimiter {
           + limit
           + " of max "
           + max
-          + (ceiling < max ? " (ceiling " + ceiling + ")" : "")
+          + (ceiling < max ? " (ceiling " + ceiling + (tentative ? ", tentative)" : ")") : "")
           + " (peak "
           + peak
           + ", "
@@ -326,6 +335,9 @@ public final class ConcurrencyLimiter {
       baseLimit = 0;
       settling = false;
       if (measured) {
+        // A first ceiling is tentative; a refusal after its hold (not a late answer of the wave
+        // that set it) confirms the next one, as does any refusal under a confirmed ceiling.
+        tentative = ceiling >= max || tentative && hold > 0;
         slowStart = false;
         hold = HOLD_WINDOWS;
       }
@@ -358,6 +370,7 @@ public final class ConcurrencyLimiter {
     measured = true;
     if (ceiling < max && --ceilingWindows <= 0) {
       ceiling = max;
+      tentative = false;
     }
     if (baseLimit > 0) {
       double step = (double) (limit - baseLimit) / baseLimit;
@@ -366,6 +379,10 @@ public final class ConcurrencyLimiter {
       } else if (settling) {
         // The step's new requests spent part of the window waiting for their first bytes.
         settling = false;
+      } else if (tentative && baseLimit >= ceiling) {
+        // Above a tentative ceiling the origin's refusals judge a step, not the throughput: kept
+        // after its two windows without one, and the next one taken.
+        probe(rate);
       } else {
         limit = baseLimit;
         baseLimit = 0;
@@ -382,7 +399,7 @@ public final class ConcurrencyLimiter {
   }
 
   private void probe(double rate) {
-    int top = Math.min(max, ceiling);
+    int top = Math.min(max, tentative ? 2 * ceiling : ceiling);
     if (limit >= top || waiting == 0 && inFlight < limit) {
       // At the ceiling, or not using what it has: nothing to learn from more.
       baseLimit = 0;
@@ -390,7 +407,11 @@ public final class ConcurrencyLimiter {
     }
     baseLimit = limit;
     baseRate = rate;
-    limit = Math.min(top, limit + (slowStart ? limit : Math.max(1, limit / 4)));
+    int step = slowStart ? limit : Math.max(1, limit / 4);
+    if (tentative && limit + step > ceiling) {
+      step = Math.max(1, ceiling - limit + 1); // up to one above the tentative ceiling at a time
+    }
+    limit = Math.min(top, limit + step);
     settling = true;
     peak = Math.max(peak, limit);
     lock.notifyAll();

@@ -321,4 +321,21 @@ class AdaptiveConcurrencySimulationTest {
     assertThat(adaptive.refusals()).isLessThanOrEqualTo(20);
     assertThat(adaptive.refusals()).isLessThan(fixed16.refusals() / 10);
   }
+
+  @Test
+  void whateverTheMetadataReadsLeftOfTheBurstTheLimiterKeepsUpWithFixed16() {
+    // The bench's request-rate origin and its 0.5 GiB load (68 ranges of ~8 MiB), the ranged reads
+    // starting with 0 to 8 of the bucket's 8 tokens. With 4 left, the slow start's step to 8 was
+    // refused twice, and the old rules kept the 6 so reached as the ceiling for 30 s, the whole
+    // load: 0.64 x fixed 16 here, 0.72 x in the bench.
+    for (int tokens = 0; tokens <= 8; tokens++) {
+      Origin o = REQUEST_RATE.tokensAtStart(tokens).firstByteAfter(300);
+      Outcome fixed16 = fixed(o, 68, 16);
+      Outcome adaptive = load(o, 68, 16, adaptive(16), now);
+      assertThat(adaptive.mbps())
+          .as("%d tokens left: adaptive %s against fixed 16 %s", tokens, adaptive, fixed16)
+          .isGreaterThan(0.9 * fixed16.mbps());
+      assertThat(adaptive.refusals()).isLessThan(fixed16.refusals() / 4);
+    }
+  }
 }

@@ -169,32 +169,67 @@ class ConcurrencyLimiterTest {
       throws Exception {
     // 2 MB/s per connection, refused above 8 in flight: 8 is the origin's saturation point. The
     // old rules halved on each wave and probed back up, a wave every ~5 s (limit 5, 6, 7, 8, 10).
+    // Settling is the slow start's wave (16 → 8, a tentative ceiling) and, after its hold, the one
+    // refusal of the step to 9 that confirms it.
     ConcurrencyLimiter l = adaptive(4, 64);
-    drive(l, 50, 2 * MB, Long.MAX_VALUE, 8);
+    drive(l, 100, 2 * MB, Long.MAX_VALUE, 8);
+    assertThat(l.decreases()).as("the slow start's wave and the step above it").isEqualTo(2);
     long wavesToSettle = l.decreases();
     long refusedToSettle = l.throttleSignals();
     int atEight = 0;
-    for (int i = 0; i < 200; i++) { // 20 s, within the ceiling's 30 s
+    for (int i = 0; i < 200; i++) { // 20 s, within the confirmed ceiling's 30 s
       drive(l, 1, 2 * MB, Long.MAX_VALUE, 8);
       atEight += l.limit() == 8 ? 1 : 0;
     }
     assertThat(atEight).as("steps of 100 ms at the limit 8, of 200").isGreaterThanOrEqualTo(190);
     assertThat(l.decreases()).as("refusal waves after settling").isEqualTo(wavesToSettle);
     assertThat(l.throttleSignals()).isEqualTo(refusedToSettle);
-    assertThat(refusedToSettle).isBetween(1L, 16L);
+    assertThat(refusedToSettle).isBetween(2L, 17L);
+  }
+
+  @Test
+  void aFirstCeilingIsTriedAgainOneAtATimeAndConfirmedByARefusalAboveIt() throws Exception {
+    // The bench's request-rate origin: the metadata reads left 4 requests of the burst, and the
+    // slow start's step to 8 was refused twice. The old rule kept 6 as the ceiling for 30 s, the
+    // whole load: 0.64 x fixed 16 in AdaptiveConcurrencySimulationTest's model, 0.72 x in the
+    // bench.
+    ConcurrencyLimiter l = adaptive(8, 64);
+    for (int i = 0; i < 8; i++) {
+      assertThat(l.acquire()).isTrue();
+    }
+    measured(l, 24 * MB);
+    assertThat(l.limit()).as("the slow start's step").isEqualTo(16);
+    l.release(true);
+    l.release(true);
+    held = 6;
+    assertThat(l.limit()).isEqualTo(14);
+    assertThat(l.toString()).contains("ceiling 14, tentative");
+    // The origin now serves 2 MB/s per request, 24 MB/s in total (no more bytes above 12 in
+    // flight), and refuses above 16: only a refusal stops the steps above the tentative ceiling.
+    drive(l, 30, 2 * MB, 24 * MB, 16);
+    assertThat(l.limit()).as("the tentative ceiling's hold").isEqualTo(14);
+    drive(l, 50, 2 * MB, 24 * MB, 16);
+    assertThat(l.limit()).as("15 and 16 kept although they bring no more bytes").isEqualTo(16);
+    assertThat(l.toString()).contains("ceiling 16)");
+    long waves = l.decreases();
+    assertThat(waves).as("the slow start's and the step to 17's").isEqualTo(2);
+    drive(l, 200, 2 * MB, 24 * MB, 16);
+    assertThat(l.limit()).isEqualTo(16);
+    assertThat(l.decreases()).as("confirmed: no probe above it").isEqualTo(waves);
   }
 
   @Test
   void theCeilingIsForgottenAfterItsWindowsWithoutThrottling() throws Exception {
     ConcurrencyLimiter l = adaptive(4, 64);
-    drive(l, 50, 2 * MB, Long.MAX_VALUE, 8);
+    drive(l, 100, 2 * MB, Long.MAX_VALUE, 8);
     assertThat(l.ceiling()).isEqualTo(8);
+    assertThat(l.toString()).as("confirmed").contains("ceiling 8)");
     // The origin now takes any number: 30 s (CEILING_WINDOWS) after the refusals the limit grows
-    // again; 24 s later it has not.
-    drive(l, 240, 2 * MB, Long.MAX_VALUE, 64);
+    // again; 20 s later it has not.
+    drive(l, 200, 2 * MB, Long.MAX_VALUE, 64);
     assertThat(l.limit()).isEqualTo(8);
     assertThat(l.ceiling()).isEqualTo(8);
-    drive(l, 100, 2 * MB, Long.MAX_VALUE, 64);
+    drive(l, 150, 2 * MB, Long.MAX_VALUE, 64);
     assertThat(l.ceiling()).isEqualTo(64);
     assertThat(l.limit()).isGreaterThan(16);
   }

@@ -28,24 +28,28 @@ import java.util.function.LongSupplier;
  *       no hold, and the slow start goes on: they say the origin was refusing when the read arrived
  *       (the listing and header reads before it, or other clients, spent a request-rate budget),
  *       not which number in flight it serves.
- *   <li>The first ceiling is <b>tentative</b>: one wave may say only what the origin's burst
- *       allowance had left (an origin limiting requests per second refuses the slow start's burst
- *       of new requests, not the number in flight it serves at its rate). After its hold the limit
- *       steps above it one at a time, up to twice the ceiling, each step kept after its two windows
- *       unless refused: the throughput does not judge these steps, as against a request-rate limit
- *       a step's bytes come only as its requests start and end. A refusal after the hold confirms
- *       the ceiling it sets (refusals within the hold are late answers of the wave that set it);
- *       any refusal under a confirmed ceiling sets a confirmed one.
+ *   <li>The limiter's first ceiling is <b>tentative</b>: one wave may say only what the origin's
+ *       burst allowance had left (an origin limiting requests per second refuses the slow start's
+ *       burst of new requests, not the number in flight it serves at its rate). After its hold the
+ *       limit steps above it one at a time, up to twice the ceiling, each step kept when it pays or
+ *       else after its second window unless refused: the throughput does not undo these steps, as
+ *       against a request-rate limit a step's bytes come only as its requests start and end. A
+ *       refusal after the hold confirms the ceiling it sets (refusals within the hold are late
+ *       answers of the wave that set it). Once a ceiling has been confirmed, every later one is
+ *       confirmed at once, the one set after a confirmed ceiling was forgotten included. A climb
+ *       above a tentative ceiling that brought no more bytes is kept: the limit stays there, at
+ *       most twice the ceiling and never above {@code max}, until a refusal lowers it.
  *   <li><b>Probing</b>: after a window with no throttling in which every permit was taken, the
  *       limit grows — doubling at first (slow start), by {@code max(1, limit / 4)} after the first
- *       probe that did not pay or the first throttling — never above {@code max} nor the ceiling.
- *       The next window keeps the step when its throughput rose by at least half of the step's
- *       proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin whose
- *       single connections are slow scales about linearly and keeps growing; one that is saturated
- *       does not. A step that has not paid in that first window is judged again on the window after
- *       it (the step's new requests spend part of the first one waiting for their first bytes: ~300
- *       ms each on the bench's origins); when it has not paid there either, the limit steps back to
- *       where it was and holds for {@link #HOLD_WINDOWS} windows before the next probe.
+ *       probe that did not pay or the first throttling — never above {@code max} nor a confirmed
+ *       ceiling. The next window keeps the step when its throughput rose by at least half of the
+ *       step's proportion (from 8 to 16 in flight, +100 %, needs ≥ +50 % throughput): an origin
+ *       whose single connections are slow scales about linearly and keeps growing; one that is
+ *       saturated does not. A step that has not paid in that first window is judged again on the
+ *       window after it (the step's new requests spend part of the first one waiting for their
+ *       first bytes: ~300 ms each on the bench's origins); when it has not paid there either, the
+ *       limit steps back to where it was and holds for {@link #HOLD_WINDOWS} windows before the
+ *       next probe.
  *   <li>A window is not judged (no probe, no step back, no count towards a hold or the ceiling)
  *       when nothing was in flight and no permit was waited for (the read had run out of work), or
  *       when a permit holder waited out the origin's throttling pause in it ({@link #pausing} to
@@ -90,6 +94,7 @@ public final class ConcurrencyLimiter {
   private int ceiling; // no probe above it; max when none
   private int ceilingWindows; // judged windows left before the ceiling is forgotten
   private boolean tentative; // the ceiling was set by one refusal wave and not refused at since
+  private boolean confirmedOnce; // a ceiling has been confirmed: later ones are not tentative
   private int baseLimit; // the limit before the probe under judgement; 0 = none
   private double baseRate;
   private boolean settling; // the step under judgement is in its first judged window
@@ -335,9 +340,10 @@ public final class ConcurrencyLimiter {
       baseLimit = 0;
       settling = false;
       if (measured) {
-        // A first ceiling is tentative; a refusal after its hold (not a late answer of the wave
-        // that set it) confirms the next one, as does any refusal under a confirmed ceiling.
-        tentative = ceiling >= max || tentative && hold > 0;
+        // The first ceiling is tentative; a refusal after its hold (not a late answer of the wave
+        // that set it) confirms the next one, and from then on every ceiling is confirmed.
+        tentative = !confirmedOnce && (ceiling >= max || tentative && hold > 0);
+        confirmedOnce = !tentative;
         slowStart = false;
         hold = HOLD_WINDOWS;
       }
@@ -408,8 +414,8 @@ public final class ConcurrencyLimiter {
     baseLimit = limit;
     baseRate = rate;
     int step = slowStart ? limit : Math.max(1, limit / 4);
-    if (tentative && limit + step > ceiling) {
-      step = Math.max(1, ceiling - limit + 1); // up to one above the tentative ceiling at a time
+    if (tentative) {
+      step = 1; // above a tentative ceiling (a refusal leaves the limit at it): one at a time
     }
     limit = Math.min(top, limit + step);
     settling = true;

@@ -219,6 +219,19 @@ class ConcurrencyLimiterTest {
   }
 
   @Test
+  void aCeilingLearnedAgainAfterAConfirmedOneWasForgottenIsNotTentative() throws Exception {
+    // 2 MB/s per connection, refused above 8 in flight, for 3 minutes: each forgotten ceiling is
+    // learned again by the probe above it, one wave. Taking each new one as tentative again cost a
+    // second wave every 30 s (the step above it): 10 waves after settling where 6 are needed.
+    ConcurrencyLimiter l = adaptive(4, 64);
+    drive(l, 100, 2 * MB, Long.MAX_VALUE, 8);
+    long settled = l.decreases();
+    drive(l, 1800, 2 * MB, Long.MAX_VALUE, 8);
+    assertThat(l.decreases() - settled).as("one wave per forgotten ceiling").isLessThanOrEqualTo(6);
+    assertThat(l.toString()).doesNotContain("tentative");
+  }
+
+  @Test
   void theCeilingIsForgottenAfterItsWindowsWithoutThrottling() throws Exception {
     ConcurrencyLimiter l = adaptive(4, 64);
     drive(l, 100, 2 * MB, Long.MAX_VALUE, 8);

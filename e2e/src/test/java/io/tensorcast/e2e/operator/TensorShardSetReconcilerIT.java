@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -25,6 +26,7 @@ import io.tensorcast.operator.desired.PodPlan;
 import io.tensorcast.operator.desired.ShardSetPod;
 import io.tensorcast.operator.reconciler.TensorShardSetReconciler;
 import io.tensorcast.operator.trust.MasterKey;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
@@ -212,6 +214,37 @@ class TensorShardSetReconcilerIT extends ReconcilerITBase {
                 assertThat(pods())
                     .as("the set's pods are removed")
                     .allMatch(p -> p.getMetadata().getDeletionTimestamp() != null));
+    // And it stays so: the status keeps the sizes, so no resolver pod is started again (one was,
+    // every ~100 ms: created, resolved from the same report, failed, deleted).
+    await()
+        .during(Duration.ofSeconds(3))
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(pods())
+                    .as("no pod of the failed set is created again")
+                    .allMatch(p -> p.getMetadata().getDeletionTimestamp() != null));
+    assertThat(client.resource(created).get().getStatus().getRanks())
+        .extracting(r -> r.getFileBytes())
+        .containsOnly(3072 * MIB);
+
+    // Nodes grown to fit end the failure: the kept sizes place both blocks at once, each pod sized
+    // for its node's two rank files, and no resolver pod runs again.
+    for (String n : List.of(ns + "-a", ns + "-b")) {
+      Node node = client.nodes().withName(n).get();
+      node.getStatus().getAllocatable().put("memory", new Quantity("8Gi"));
+      node.getStatus().getCapacity().put("memory", new Quantity("8Gi"));
+      client.nodes().resource(node).updateStatus();
+    }
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(pods())
+                    .filteredOn(p -> p.getMetadata().getDeletionTimestamp() == null)
+                    .extracting(TensorShardSetReconcilerIT::memoryRequest)
+                    .containsExactly(2 * 3072 * MIB + 64 * MIB, 2 * 3072 * MIB + 64 * MIB));
+    awaitSet("huge", s -> s.getStatus().getPhase() != ArtifactPhase.Failed);
   }
 
   @Test

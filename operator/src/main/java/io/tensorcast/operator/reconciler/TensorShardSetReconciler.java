@@ -271,8 +271,15 @@ public class TensorShardSetReconciler
     if (resolution.isPresent()
         && placement.slots().isEmpty()
         && Reason.InsufficientMemory.equals(placement.reason())) {
+      // Keep the resolution in the status: without it the next pass would start a resolver pod
+      // again, read the same sizes, fail again and delete it (a loop every ~100 ms). With it, the
+      // set waits for its spec or its nodes to change.
       return fail(
-              set, context, own, new Failure(Reason.InsufficientMemory, placement.message(), false))
+              set,
+              context,
+              own,
+              new Failure(Reason.InsufficientMemory, placement.message(), false),
+              resolution)
           .rescheduleAfter(config.readyResync());
     }
     boolean readsCopies = set.getSpec().getArtifactRef() != null;
@@ -556,6 +563,17 @@ public class TensorShardSetReconciler
 
   private UpdateControl<TensorShardSet> fail(
       TensorShardSet set, Context<TensorShardSet> context, List<Pod> own, Failure failure) {
+    return fail(
+        set, context, own, failure, ShardSetStatusAggregator.resolution(set, List.of(), Map.of()));
+  }
+
+  /** Deletes the set's pods and records the failure, with the sizes resolved so far. */
+  private UpdateControl<TensorShardSet> fail(
+      TensorShardSet set,
+      Context<TensorShardSet> context,
+      List<Pod> own,
+      Failure failure,
+      Optional<Resolution> resolution) {
     apply(PodPlan.deleteAll(own), context.getClient());
     TensorShardSetStatus status =
         ShardSetStatusAggregator.aggregate(
@@ -564,7 +582,7 @@ public class TensorShardSetReconciler
                 List.of(),
                 Map.of(),
                 Set.of(),
-                ShardSetStatusAggregator.resolution(set, List.of(), Map.of()),
+                resolution,
                 null,
                 Optional.of(failure),
                 Optional.empty(),

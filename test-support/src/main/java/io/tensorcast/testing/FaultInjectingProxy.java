@@ -136,6 +136,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   volatile java.util.function.LongSupplier nanoClock = System::nanoTime;
 
   private final AtomicInteger cutsLeft = new AtomicInteger();
+  private volatile java.util.function.Predicate<RecordedRequest> cutWhere = r -> true;
   private final AtomicLong cutAfterBytes = new AtomicLong();
   private final AtomicInteger failuresLeft = new AtomicInteger();
   private final AtomicInteger failureStatus = new AtomicInteger();
@@ -189,6 +190,16 @@ public final class FaultInjectingProxy implements AutoCloseable {
 
   /** Cuts the body of the next {@code gets} GET responses after {@code bytes} body bytes. */
   public FaultInjectingProxy cutBodyAfter(long bytes, int gets) {
+    return cutBodyAfterWhere(bytes, gets, r -> true);
+  }
+
+  /**
+   * As {@link #cutBodyAfter}, but only GETs {@code which} accepts (it sees the method, target and
+   * {@code Range}) are cut (and counted); the others are forwarded whole.
+   */
+  public FaultInjectingProxy cutBodyAfterWhere(
+      long bytes, int gets, java.util.function.Predicate<RecordedRequest> which) {
+    cutWhere = which;
     cutAfterBytes.set(bytes);
     cutsLeft.set(gets);
     return this;
@@ -396,6 +407,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
   /** Clears faults, recorded requests and maxima. */
   public FaultInjectingProxy reset() {
     cutsLeft.set(0);
+    cutWhere = r -> true;
     failuresLeft.set(0);
     failWhich = (m, t) -> true;
     failWhere = r -> true;
@@ -622,7 +634,7 @@ public final class FaultInjectingProxy implements AutoCloseable {
       return;
     }
     boolean stripRange = isGet && ignoreRange;
-    long cut = isGet && takeOne(cutsLeft) ? cutAfterBytes.get() : -1;
+    long cut = isGet && cutWhere.test(recorded) && takeOne(cutsLeft) ? cutAfterBytes.get() : -1;
 
     try (Socket upstream = new Socket(upstreamHost, upstreamPort)) {
       upstream.setSoTimeout(30_000);

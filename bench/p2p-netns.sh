@@ -369,7 +369,8 @@ run() {
     run_pids+=($!)
     pids+=($!)
   done
-  # Wait for every node to be Ready (or one Failed), polling /readyz.
+  # Wait for every node to be Ready (or one Failed, or one's process gone: e.g. a flag of
+  # --serve-args that `serve` refuses), polling /readyz.
   local ready=0 deadline=$(( $(date +%s) + 1800 )) phase
   while [ "$ready" -lt "$n" ] && [ "$(date +%s)" -lt "$deadline" ]; do
     ready=0
@@ -380,6 +381,11 @@ run() {
         Ready*) ready=$((ready + 1)) ;;
         Failed*) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
                  keep_logs=true; exit 1 ;;
+        *) if ! kill -0 "${run_pids[$((k - 1))]}" 2>/dev/null; then
+             echo "p2p-netns: node n$k exited before it was Ready ($mode, N=$n):" >&2
+             grep -v "^Picked up" "$work/$mode-$n-n$k.log" | head -n 3 >&2
+             keep_logs=true; exit 1
+           fi ;;
       esac
     done
     [ "$ready" -lt "$n" ] && sleep 0.5

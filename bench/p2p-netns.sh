@@ -32,8 +32,10 @@
 #                           [--modes "source-only p2p bittorrent"] [--trace] [--serve-args "ARGS"]
 #                           [--java-args "ARGS"] [--class-data image|none]
 #
-# --trace writes, per run, $work/MODE-N-links.tsv: every second the origin's tx bytes and each
-# node's rx/tx bytes (link counters), to see when a link sat idle; implies --keep-logs.
+# --trace writes, per run (BitTorrent's too), $work/MODE-N-links.tsv: every second the origin's tx
+# bytes and each node's rx/tx bytes (link counters), to see when a link sat idle; implies
+# --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified; /readyz must
+# then say Ready), as a leecher is done at aria2c's completion hook: each tool's own event.
 # --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
 # settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
 # "-XX:TieredStopAtLevel=1"). After each run a line gives every node's CPU-seconds (user + system
@@ -250,6 +252,35 @@ secs() {  # HH:MM:SS.mmm -> seconds of the day
 
 origin_tx() { ip netns exec tcb-origin cat /sys/class/net/eth0/statistics/tx_bytes; }
 
+readyz() {  # K -> node nK's /readyz body (empty when it does not answer)
+  ip netns exec "tcb-n$1" curl -s -m 5 "http://10.231.0.$((10 + $1)):8471/readyz" 2>/dev/null || true
+}
+
+# start_tracer MODE N: every second a row of $work/MODE-N-links.tsv (the origin's tx bytes, each
+# node's rx and tx bytes) from the hub-side ends of the veth pairs (a hub end's tx is its node's
+# rx), sampled by one long-lived shell in the hub namespace with builtins only: the tracer must not
+# take the CPU the nodes share (2N + 1 `ip netns exec cat` a second did). Sets tracer to its PID.
+start_tracer() {
+  local mode=$1 n=$2 k header=$'t\torigin_tx'
+  for k in $(seq 1 "$n"); do header+=$'\t'"n${k}_rx"$'\t'"n${k}_tx"; done
+  echo "$header" >"$work/$mode-$n-links.tsv"
+  ip netns exec tcb-hub bash -c '
+    n=$1; out=$2
+    while true; do
+      read -r o </sys/class/net/h-origin/statistics/rx_bytes
+      line="$EPOCHREALTIME	$o"
+      for ((k = 1; k <= n; k++)); do
+        read -r rx </sys/class/net/h-n$k/statistics/tx_bytes
+        read -r tx </sys/class/net/h-n$k/statistics/rx_bytes
+        line+="	$rx	$tx"
+      done
+      echo "$line" >>"$out"
+      sleep 1
+    done' tracer "$n" "$work/$mode-$n-links.tsv" &
+  tracer=$!
+  pids+=("$tracer")
+}
+
 # --- one run ----------------------------------------------------------------------------------
 # run MODE N -> sets result="wall_seconds transfer_seconds source_status_bytes origin_tx_bytes"
 result=""
@@ -286,6 +317,8 @@ run_bittorrent() {
   sleep 2  # the tracker listening and the seeder announced, before the clock starts
   local tx0 start end
   tx0=$(origin_tx)
+  local tracer=""
+  $trace && start_tracer bittorrent "$n"
   start=$(date +%s.%N)
   for k in $(seq 1 "$n"); do
     mkdir -p "$store_base/n$k"
@@ -306,6 +339,7 @@ run_bittorrent() {
   done
   [ "$done_count" -ge "$n" ] || { echo "p2p-netns: timed out (bittorrent, N=$n)" >&2; keep_logs=true; exit 1; }
   end=$(cat "$work/bt-done"/* | sort -n | tail -1)
+  [ -n "$tracer" ] && { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
   local tx1
   tx1=$(origin_tx)
   cpu_seconds bittorrent "$n" "${run_pids[@]}"
@@ -325,23 +359,7 @@ run() {
   tx0=$(origin_tx)
   start=$(date +%s.%N)
   local tracer=""
-  if $trace; then
-    (
-      printf 't\torigin_tx' >"$work/$mode-$n-links.tsv"
-      for k in $(seq 1 "$n"); do printf '\tn%s_rx\tn%s_tx' "$k" "$k"; done >>"$work/$mode-$n-links.tsv"
-      echo >>"$work/$mode-$n-links.tsv"
-      while true; do
-        line="$(date +%s.%N)	$(origin_tx)"
-        for k in $(seq 1 "$n"); do
-          line+="	$(ip netns exec "tcb-n$k" cat /sys/class/net/eth0/statistics/rx_bytes)"
-          line+="	$(ip netns exec "tcb-n$k" cat /sys/class/net/eth0/statistics/tx_bytes)"
-        done
-        echo "$line" >>"$work/$mode-$n-links.tsv"
-        sleep 1
-      done
-    ) &
-    tracer=$!
-  fi
+  $trace && start_tracer "$mode" "$n"
   for k in $(seq 1 "$n"); do
     local args=(serve --uri s3://bench/model --endpoint "$origin" --path-style --region us-east-1
       --artifact-id bench --store-root "$store_base/n$k" --lock-policy BEST_EFFORT
@@ -370,29 +388,61 @@ run() {
     pids+=($!)
   done
   # Wait for every node to be Ready (or one Failed, or one's process gone: e.g. a flag of
-  # --serve-args that `serve` refuses), polling /readyz.
-  local ready=0 deadline=$(( $(date +%s) + 1800 )) phase
+  # --serve-args that `serve` refuses). A node's own log says when it is Ready (the loader's
+  # "ready" line, when its last byte is verified), as aria2c's completion hook does for the
+  # BitTorrent mode: the wall ends at the last node's line, not at a poll that sees it up to a
+  # poll round later, and the wait costs a grep per node, not N `ip netns exec curl` against the
+  # nodes' control endpoints twice a second on the CPUs the nodes share. /readyz is asked every 5 s
+  # (a Failed phase) and, at the end, must say Ready on every node.
+  local ready=0 deadline=$(( $(date +%s) + 1800 )) phase polls=0 ready_line='ArtifactLoader - artifact [^ ]* ready:'
+  local -a is_ready=()
   while [ "$ready" -lt "$n" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-    ready=0
+    polls=$((polls + 1))
     for k in $(seq 1 "$n"); do
-      phase=$(ip netns exec "tcb-n$k" curl -s -m 5 "http://10.231.0.$((10 + k)):8471/readyz" \
-        2>/dev/null || true)
-      case "$phase" in
-        Ready*) ready=$((ready + 1)) ;;
-        Failed*) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
-                 keep_logs=true; exit 1 ;;
-        *) if ! kill -0 "${run_pids[$((k - 1))]}" 2>/dev/null; then
-             echo "p2p-netns: node n$k exited before it was Ready ($mode, N=$n):" >&2
-             grep -v "^Picked up" "$work/$mode-$n-n$k.log" | head -n 3 >&2
-             keep_logs=true; exit 1
-           fi ;;
-      esac
+      [ -n "${is_ready[$k]:-}" ] && continue
+      if grep -q -m1 -- "$ready_line" "$work/$mode-$n-n$k.log"; then
+        is_ready[$k]=1; ready=$((ready + 1)); continue
+      fi
+      if ! kill -0 "${run_pids[$((k - 1))]}" 2>/dev/null; then
+        echo "p2p-netns: node n$k exited before it was Ready ($mode, N=$n):" >&2
+        grep -v "^Picked up" "$work/$mode-$n-n$k.log" | head -n 3 >&2
+        keep_logs=true; exit 1
+      fi
+      if [ $((polls % 10)) -eq 0 ]; then
+        phase=$(readyz "$k")
+        case "$phase" in
+          Failed*) echo "p2p-netns: node n$k failed ($mode, N=$n); see $work/$mode-$n-n$k.log" >&2
+                   keep_logs=true; exit 1 ;;
+        esac
+      fi
     done
     [ "$ready" -lt "$n" ] && sleep 0.5
   done
-  end=$(date +%s.%N)
+  local polled
+  polled=$(date +%s.%N)
   [ -n "$tracer" ] && { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
   [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
+  for k in $(seq 1 "$n"); do
+    phase=""
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      phase=$(readyz "$k")
+      case "$phase" in Ready*) break ;; esac
+      sleep 0.2
+    done
+    case "$phase" in
+      Ready*) ;;
+      *) echo "p2p-netns: node n$k logged its copy ready but /readyz says '$phase' ($mode, N=$n)" >&2
+         keep_logs=true; exit 1 ;;
+    esac
+  done
+  # The last "ready" line's time of day (UTC) on the clock's day of the launch.
+  local last_ready day
+  last_ready=$(grep -h -m1 -- "$ready_line" "$work/$mode-$n-"n*.log | stamp | sort | tail -1)
+  day=$(( ${start%.*} - ${start%.*} % 86400 ))
+  end=$(echo "$day + $(secs "$last_ready")" | bc -l)
+  if [ "$(echo "$end < $start" | bc)" = 1 ]; then end=$(echo "$end + 86400" | bc -l); fi
+  echo "[bench] $mode N=$n last node Ready $(printf '%.1f' "$(echo "$end - $start" | bc -l)") s after" \
+    "launch by its log, seen by the wait loop at $(printf '%.1f' "$(echo "$polled - $start" | bc -l)") s" >&2
   # The transfer window, from the data planes' own log timestamps (HH:MM:SS.mmm): the first node
   # that opened its store (listing and headers done) to the last node Ready (allocation + mlock,
   # every byte, verification). Polling cannot time this: with 8 JVMs on 2 cores one poll round

@@ -50,12 +50,13 @@ import java.util.function.LongSupplier;
  *       first, from both sides of the boundary) that the plan of the moment assigns to this member
  *       and no live peer holds or reads, plus the plan's next pieces in the same file up to the
  *       range size. At most {@link #sourceReadsInFlight} runs from the plan at once, and {@code
- *       concurrency} in all. With more live members than {@code concurrency}, only the first {@code
- *       concurrency} of them in id order with pieces left to read have their turn ({@link
- *       #readingTurn}): the swarm reads with one loader's concurrency. Nothing from the plan until
- *       every live member has sent its BITFIELD in this fill. Each piece of a run is announced with
- *       READING when the run starts (renewed every half peer timeout) and with HAVE the moment it
- *       is stored.
+ *       concurrency} in all; once only some members have pieces of their share left, the
+ *       concurrency is divided among those ({@link #sourceReadsInFlight(int, int, int, int)}). With
+ *       more live members than {@code concurrency}, only the first {@code concurrency} of them in
+ *       id order with pieces left to read have their turn ({@link #readingTurn}): the swarm reads
+ *       with one loader's concurrency. Nothing from the plan until every live member has sent its
+ *       BITFIELD in this fill. Each piece of a run is announced with READING when the run starts
+ *       (renewed every half peer timeout) and with HAVE the moment it is stored.
  *   <li><b>Last resort</b>: a piece no usable peer offers, whose plan owner is gone, that no live
  *       member holds usably or reads, is read from the source after it starved for the peer
  *       timeout.
@@ -107,7 +108,9 @@ import java.util.function.LongSupplier;
  *       member's (within the slow rule's margin) while its holdings grow slower than the others'
  *       (its ingress, not the origin, paces its reads) keeps {@value #OWN_READS_FIRST_DIVISOR}
  *       times fewer peer requests in flight, so its source reads get more of its ingress and its
- *       share keeps the swarm's pace.
+ *       share keeps the swarm's pace. So does each of the last readers: a member with pieces of its
+ *       share left when at most half the live members have any (outside reading turns), since every
+ *       member then waits for those shares.
  *   <li><b>Claims checked by the source's digest</b> ({@link #verifiable}): a piece whose reader is
  *       this member, not read yet, that every other live member claims with one hash (this member
  *       joined after the others held it), in a file the source publishes a digest for, is fetched
@@ -2428,7 +2431,9 @@ public final class SwarmPolicy<C> {
    * its source reads get a larger part of its ingress and its share keeps the swarm's pace, and the
    * peer fetches take the rest. A member that joined late or whose origin slice is small lags in
    * its share and in its holdings, but its holdings grow as fast as the others': it keeps its peer
-   * requests.
+   * requests. One of the last readers (pieces of its share left while at most half the live members
+   * have any, outside reading turns) reads first whatever its pace: every member waits for the last
+   * shares, and the pieces it defers come from peers whose shares are read.
    */
   private boolean ownReadsFirst(View view, long now) {
     Map<String, Integer> waitingBy = waitingByReader(view);
@@ -2436,8 +2441,14 @@ public final class SwarmPolicy<C> {
     if (waiting == 0
         || now - rateSince < timeout / 2
         || handedOverIds.contains(self)
-        || (readingTurn != null && !readingTurn.contains(self))
-        || !ingressSlow(view, now)) {
+        || (readingTurn != null && !readingTurn.contains(self))) {
+      ownFirst = false;
+      return false;
+    }
+    if (readingTurn == null && 2 * readersLeft(view) <= view.live().size()) {
+      return true; // one of the last readers: the swarm waits for its share
+    }
+    if (!ingressSlow(view, now)) {
       ownFirst = false;
       return false;
     }
@@ -2543,6 +2554,26 @@ public final class SwarmPolicy<C> {
       }
     }
     return turn;
+  }
+
+  /**
+   * The live members with pieces of their share that no live member holds yet ({@link
+   * #waitingByReader}); at least 1.
+   */
+  private int readersLeft(View view) {
+    return Math.max(1, readersLeftIds(view).size());
+  }
+
+  /** The live members with pieces of their share waiting ({@link #readersLeft}), in id order. */
+  private List<String> readersLeftIds(View view) {
+    List<String> out = new ArrayList<>();
+    for (Map.Entry<String, Integer> e : waitingByReader(view).entrySet()) {
+      if (e.getValue() > 0 && view.live().contains(e.getKey())) {
+        out.add(e.getKey());
+      }
+    }
+    out.sort(null);
+    return out;
   }
 
   /**
@@ -2815,8 +2846,16 @@ public final class SwarmPolicy<C> {
     // The plan of the last scheduling round; what changed since in the holdings and reads is
     // checked against the current state below.
     View v = lastView != null ? lastView : (lastView = view(now));
-    if (sourceRuns >= sourceReadsInFlight(concurrency, v.live().size())
-        || (readingTurn != null && !readingTurn.contains(self))) {
+    int cap = sourceReadsInFlight(concurrency, v.live().size());
+    if (sourceRuns >= cap && readingTurn == null && v.live().size() > 1) {
+      List<String> left = readersLeftIds(v);
+      cap =
+          Math.max(
+              cap,
+              sourceReadsInFlight(
+                  concurrency, v.live().size(), left.size(), Math.max(0, left.indexOf(self))));
+    }
+    if (sourceRuns >= cap || (readingTurn != null && !readingTurn.contains(self))) {
       return null;
     }
     // Nothing of the plan left for this member: no per-member checks (most members of a large
@@ -2904,6 +2943,28 @@ public final class SwarmPolicy<C> {
     int members = Math.max(1, liveMembers);
     int share = Math.max(1, (concurrency + members - 1) / members);
     return members == 1 ? share : Math.min(share, 2 * (members - 1));
+  }
+
+  /**
+   * Source reads (runs) a member with pieces of its share left may keep in flight once only {@code
+   * readersLeft} of the {@code liveMembers} have any ({@link #readersLeft}): the concurrency
+   * divided among those readers, ⌊concurrency / readersLeft⌋ each and one more for the first {@code
+   * concurrency mod readersLeft} of them in id order ({@code rank}), so together they read with one
+   * loader's concurrency and the runs of the members whose share is read are not left unused while
+   * the last readers read through an ingress they share with their peer fetches. At most two per
+   * peer, below {@code concurrency}, at least 1; {@link #sourceReadsInFlight(int, int)} while every
+   * live member has pieces left. A member keeps the larger of the two ({@link #nextSourceRun}).
+   */
+  public static int sourceReadsInFlight(
+      int concurrency, int liveMembers, int readersLeft, int rank) {
+    int base = sourceReadsInFlight(concurrency, liveMembers);
+    int members = Math.max(1, liveMembers);
+    int readers = Math.max(1, Math.min(readersLeft, members));
+    if (members == 1 || readers == members) {
+      return base;
+    }
+    int share = concurrency / readers + (rank < concurrency % readers ? 1 : 0);
+    return Math.max(1, Math.min(share, Math.min(2 * (members - 1), concurrency - 1)));
   }
 
   /**

@@ -27,6 +27,40 @@ class SwarmLimitsTest {
   }
 
   @Test
+  void theLastReadersShareTheConcurrencyOfTheMembersWhoseShareIsRead() {
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 4, 0)).isEqualTo(4); // every member reading
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 2, 1)).isEqualTo(6); // 8, three peers: 6
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 1, 0)).isEqualTo(6);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 4, 3)).isEqualTo(4); // was 2
+    // 16 among 3: 6, 5, 5 by rank (id order).
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 3, 0)).isEqualTo(6);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 3, 1)).isEqualTo(5);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 3, 2)).isEqualTo(5);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 1, 0)).isEqualTo(14); // seven peers: 14
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 12, 1, 0)).isEqualTo(15); // below concurrency
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 2, 1, 0)).isEqualTo(2); // one peer: 2
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 1, 1, 0)).isEqualTo(16); // alone: all of it
+    assertThat(SwarmPolicy.sourceReadsInFlight(2, 2, 1, 0)).isEqualTo(1);
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 0, 0)).isEqualTo(6); // none counted: as one
+    // Together the last readers read with at most one loader's concurrency (or one run each).
+    for (int c = 1; c <= 32; c++) {
+      for (int live = 2; live <= 20; live++) {
+        for (int readers = 1; readers < live; readers++) {
+          int sum = 0;
+          for (int rank = 0; rank < readers; rank++) {
+            int runs = SwarmPolicy.sourceReadsInFlight(c, live, readers, rank);
+            assertThat(runs).isPositive().isLessThanOrEqualTo(Math.max(1, 2 * (live - 1)));
+            sum += runs;
+          }
+          assertThat(sum)
+              .as("concurrency %d, %d live, %d readers left", c, live, readers)
+              .isLessThanOrEqualTo(Math.max(c, readers));
+        }
+      }
+    }
+  }
+
+  @Test
   void requestsPerPeerShrinkAsPeersShareTheMembersTotalButNotBelowTwo() {
     int total = SwarmPolicy.maxTotalInFlight(4);
     assertThat(total).isEqualTo(8);

@@ -552,6 +552,41 @@ class SwarmPolicyTest {
   }
 
   @Test
+  void theLastReaderTakesTheRunsOfTheMembersWhoseShareIsReadAndKeepsHalfItsPeerRequests() {
+    // 48 pieces, members a-d: a's block is 0-11; b, c and d hold their blocks, so only a has
+    // pieces of its share left.
+    PieceMap map = new PieceMap(List.of(new StoreFile("w", 48 * 1024)), 1024);
+    SwarmPolicy<String> a =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("a", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    a.applyMembership(membership("four", "a", "b", "c", "d"));
+    a.startFill(map, 8, 1024);
+    a.transportStarted();
+    a.drain();
+    String[] peers = {"b", "c", "d"};
+    for (int k = 0; k < peers.length; k++) {
+      String id = peers[k];
+      a.onConnected(("c-" + id).intern(), id);
+      BitSet have = new BitSet();
+      byte[][] h = new byte[map.size()][];
+      for (int i = 12 * (k + 1); i < 12 * (k + 2); i++) {
+        have.set(i);
+        h[i] = trueHash(i);
+      }
+      a.onFrame(("c-" + id).intern(), id, new Frame.Bitfield(map.size(), have, h));
+    }
+    a.drain();
+    advance(T / 2); // past the fill's first half peer timeout, when no member's pace is known
+
+    List<Decision<String>> ds = tick(a);
+
+    // The swarm's concurrency of 8 is a's alone: 6 runs (two per peer), not its quarter of 2.
+    assertThat(runs(ds)).hasSize(SwarmPolicy.sourceReadsInFlight(8, 4, 1, 0)).hasSize(6);
+    // Its source reads go first on its ingress: half of its 8 peer requests, not 2 at each peer.
+    assertThat(requests(ds)).hasSize(SwarmPolicy.maxTotalInFlight(4) / 2).hasSize(4);
+  }
+
+  @Test
   void runsAreConsecutivePiecesOfOneFileUpToTheRangeSizeAndEachPieceIsAnnouncedWhenStored() {
     SwarmPolicy<String> x =
         new SwarmPolicy<>(new SwarmPolicy.Config("x", TIMEOUT, 4, Duration.ZERO), () -> now);

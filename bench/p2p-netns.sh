@@ -447,10 +447,8 @@ run() {
   # that opened its store (listing and headers done) to the last node Ready (allocation + mlock,
   # every byte, verification). Polling cannot time this: with 8 JVMs on 2 cores one poll round
   # takes seconds.
-  local t0 t1
+  local t0
   t0=$(grep -h -m1 'PinnedStore - store ' "$work/$mode-$n-"n*.log | stamp | sort | head -1)
-  t1=$(grep -h -m1 'ArtifactLoader - artifact .* ready' "$work/$mode-$n-"n*.log | stamp \
-    | sort | tail -1)
   # The swarm window (p2p): the LAST member's peer transport up (store allocated and mlocked) to
   # the last node Ready. N JVMs allocating and mlocking N copies on this VM's 2 cores come up
   # seconds apart (up to ~20 s at N = 8), and the plan starts only when every member is up; on a
@@ -459,7 +457,7 @@ run() {
   tu=$( (grep -h -m1 'peer transport of' "$work/$mode-$n-"n*.log || true) | stamp | sort | tail -1)
   local first_byte all_loaded
   first_byte=$(secs "$t0")
-  all_loaded=$(secs "$t1")
+  all_loaded=$(secs "$last_ready")
   [ -n "$tu" ] && swarm=$(echo "$all_loaded - $(secs "$tu")" | bc -l)
   local src=0 b
   for k in $(seq 1 "$n"); do

@@ -26,8 +26,9 @@ import java.util.Optional;
 /**
  * Decides, from an artifact's status and the node's store, whether a volume can be published now:
  * the copy of the artifact's <em>current</em> generation must be reported {@code Ready} on this
- * node ({@code status.observedGeneration == metadata.generation} and the node's {@code
- * status.nodes[]} entry {@code Ready}), and the store must hold it complete: the state file {@code
+ * node ({@code status.observedGeneration == metadata.generation}, the node's {@code status.nodes[]}
+ * entry {@code Ready} and the node in {@code status.readyNodes}, which leaves out a pod being
+ * replaced), and the store must hold it complete: the state file {@code
  * <storeRoot>/<ns>.<name>/.tensorcast/<artifactId>.json} lists every file with its SHA-256 (the
  * data plane writes a file's hash only once the file is complete and verified), and each file is a
  * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. The artifact id
@@ -152,6 +153,20 @@ public final class CopyLocator {
               + (entry.getMessage() == null || entry.getMessage().isEmpty()
                   ? ""
                   : "; " + entry.getMessage()));
+    }
+    // The entry of a pod the operator is replacing (the resolving pod, a pod of a changed spec)
+    // can say Ready while the pod is being deleted, and its copy is removed with it: only the
+    // nodes the operator counts (status.readyNodes, the nodes it labels) serve mounts.
+    if (status.getReadyNodes() == null || !status.getReadyNodes().contains(nodeName)) {
+      return new Waiting(
+          ref
+              + " is not Ready on node "
+              + nodeName
+              + ": the copy of pod "
+              + entry.getPod()
+              + " there is being replaced (the node is not in status.readyNodes; artifact phase "
+              + phase(status)
+              + ")");
     }
     long copyGeneration =
         status.getCopyGeneration() == null ? generation : status.getCopyGeneration();

@@ -335,6 +335,39 @@ class NodeServiceIT {
   }
 
   /**
+   * The resolving pod of a small artifact can finish its load before the operator replaces it (it
+   * asked for the overhead only): its {@code status.nodes[]} entry says Ready while the pod is
+   * deleted, and its copy with it. The operator leaves such a pod out of {@code status.readyNodes};
+   * a mount of it would be emptied under the consumer.
+   */
+  @Test
+  void neverMountsTheCopyOfAPodBeingReplaced() throws Exception {
+    load(1);
+    ModelArtifact replacing = artifact(1, ArtifactPhase.Loading, ArtifactPhase.Ready);
+    replacing.getStatus().setReadyNodes(List.of());
+    artifacts.put(replacing);
+    Map<String, String> attrs = attrs(NAME);
+    attrs.put("readyTimeout", "0s");
+    Path target = target("pod-replaced");
+    assertThatThrownBy(() -> node.nodePublishVolume(publish("vol-r", target, attrs)))
+        .satisfies(
+            e ->
+                assertStatus(
+                    e,
+                    Status.Code.FAILED_PRECONDITION,
+                    "ModelArtifact team-a/llama is not Ready on node n1: the copy of pod llama-n1"
+                        + " there is being replaced (the node is not in status.readyNodes;"
+                        + " artifact phase Loading)"));
+    assertThat(target).doesNotExist();
+
+    artifacts.put(ready(1)); // the replacement pod reported Ready
+    node.nodePublishVolume(publish("vol-r", target, attrs));
+    assertThat(Files.readAllBytes(target.resolve("model.safetensors")))
+        .isEqualTo(files.get("model.safetensors"));
+    node.nodeUnpublishVolume(unpublish("vol-r", target));
+  }
+
+  /**
    * A generation that changed only the replicas keeps its copy generation ({@code
    * status.copyGeneration}): the copy loaded for generation 1 is what generation 3 mounts.
    */

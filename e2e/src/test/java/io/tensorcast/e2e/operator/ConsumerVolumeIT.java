@@ -41,6 +41,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -119,9 +120,7 @@ class ConsumerVolumeIT extends OperatorTestBase {
                 () -> get("tiny"),
                 a -> a.getStatus() != null && a.getStatus().getPhase() == ArtifactPhase.Ready);
     Instant readyAt = Instant.parse(ready.getStatus().getNodes().get(0).getReadyTime());
-    await()
-        .atMost(Duration.ofSeconds(60))
-        .until(() -> log(ns, "first").contains("verified 36 tensors in 6 files"));
+    awaitLog(ns, "first", "verified 36 tensors in 6 files", Duration.ofSeconds(60));
     // The container's output can come before the kubelet's next status sync posts Running.
     Pod running =
         await()
@@ -445,6 +444,44 @@ class ConsumerVolumeIT extends OperatorTestBase {
   private String log(String namespace, String pod) throws IOException {
     Path p = env.cluster.kubelet().podLog(namespace, pod);
     return Files.exists(p) ? Files.readString(p, StandardCharsets.UTF_8) : "";
+  }
+
+  /**
+   * Waits until the pod's log holds {@code text}; fails at once when the verifier printed a
+   * failure, and on timeout with what the pod, its events and its log show.
+   */
+  private void awaitLog(String namespace, String pod, String text, Duration atMost)
+      throws IOException {
+    try {
+      await()
+          .atMost(atMost)
+          .until(
+              () -> {
+                String log = log(namespace, pod);
+                assertThat(log).as("log of pod " + namespace + "/" + pod).doesNotContain("FAILED");
+                return log.contains(text);
+              });
+    } catch (ConditionTimeoutException e) {
+      Pod p = client.pods().inNamespace(namespace).withName(pod).get();
+      throw new AssertionError(
+          "pod "
+              + namespace
+              + "/"
+              + pod
+              + " did not log \""
+              + text
+              + "\" within "
+              + atMost
+              + "\nstatus: "
+              + (p == null ? "gone" : p.getStatus())
+              + "\nevents: "
+              + events(namespace, pod).stream()
+                  .map(ev -> ev.getReason() + " x" + ev.getCount() + ": " + ev.getMessage())
+                  .toList()
+              + "\nlog:\n"
+              + log(namespace, pod),
+          e);
+    }
   }
 
   private String kubectl(String namespace, String... args)

@@ -121,6 +121,9 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
   private final byte[] helloDigest;
   private final int salt;
 
+  /** Per piece, the requests that passed it over at the front of the tie window (SwarmPlan). */
+  private final byte[] passedOver;
+
   // ---- guarded by this
   private final BitSet present;
   private final BitSet wanted;
@@ -206,6 +209,7 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
     this.settings = Objects.requireNonNull(settings, "settings");
     this.self = settings.peerId();
     this.salt = self.hashCode();
+    this.passedOver = new byte[map.size()];
     this.registry = Objects.requireNonNull(registry, "registry");
     this.tags = Tags.of("artifact", metricsTag);
     this.bytesSent =
@@ -555,7 +559,9 @@ public final class OriginSwarm implements PeerTransport.Listener, AutoCloseable 
         if (p.inFlight.size() >= perPeer) {
           continue;
         }
-        int piece = SwarmPlan.rarest(candidates.get(p), holders, salt + p.inFlight.size() * 7919);
+        int piece =
+            SwarmPlan.rarest(
+                candidates.get(p), holders, salt + p.inFlight.size() * 7919, passedOver);
         if (piece < 0) {
           continue;
         }

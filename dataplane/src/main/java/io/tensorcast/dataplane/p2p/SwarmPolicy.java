@@ -375,6 +375,10 @@ public final class SwarmPolicy<C> {
   private boolean transportUp;
 
   private PieceMap map;
+
+  /** Per piece, the requests that passed it over at the front of the tie window (SwarmPlan). */
+  private byte[] passedOver;
+
   private BitSet present;
   private BitSet inProgress;
   private byte[][] hashes;
@@ -875,6 +879,7 @@ public final class SwarmPolicy<C> {
     this.timesSent = new int[pm.size()];
     this.sendingNow = new int[pm.size()];
     this.usableHasCount = new int[pm.size()];
+    this.passedOver = new byte[pm.size()];
     this.viewHasCount = new int[pm.size()];
     this.liveHasCount = new int[pm.size()];
     classifyStale = true;
@@ -1936,7 +1941,9 @@ public final class SwarmPolicy<C> {
               || (!p.has.intersects(askable) && (!claiming || p.claims.isEmpty()))) {
             continue;
           }
-          int piece = SwarmPlan.rarest(candidates(p, want, claiming), holders, salt + load * 7919);
+          int piece =
+              SwarmPlan.rarest(
+                  candidates(p, want, claiming), holders, salt + load * 7919, passedOver);
           if (piece < 0) {
             continue;
           }

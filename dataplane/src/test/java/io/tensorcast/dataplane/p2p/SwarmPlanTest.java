@@ -203,6 +203,37 @@ class SwarmPlanTest {
   }
 
   @Test
+  void aMembersPicksTakeTheWindowsFrontAfterFrontPatiencePassesWhateverTheSalt() {
+    // One peer's pieces 0-299, one holder each; the member asks at load levels 0-3 in turn.
+    int starved = 0;
+    for (int salt : new int[] {0, 7, 123_456, "n2".hashCode(), "member-3".hashCode(), -99}) {
+      for (boolean bounded : new boolean[] {false, true}) {
+        BitSet c = new BitSet();
+        c.set(0, 300);
+        int[] holders = new int[300];
+        java.util.Arrays.fill(holders, 1);
+        byte[] passedOver = bounded ? new byte[300] : null;
+        int longest = 0;
+        for (int k = 0, waited = 0; k < 300; k++) {
+          int front = c.nextSetBit(0);
+          int piece = SwarmPlan.rarest(c, holders, salt + (k % 4) * 7919, passedOver);
+          waited = piece == front ? 0 : waited + 1;
+          longest = Math.max(longest, waited);
+          c.clear(piece);
+        }
+        if (bounded) {
+          assertThat(longest).as("salt %d", salt).isLessThanOrEqualTo(SwarmPlan.FRONT_PATIENCE);
+        } else if (longest > 100) {
+          starved++;
+        }
+      }
+    }
+    assertThat(starved)
+        .as("salts whose unbounded picks leave the front for 100+ picks")
+        .isPositive();
+  }
+
+  @Test
   void aRarerPieceBeyondTheWindowComesBeforeTheWindowsTies() {
     BitSet c = new BitSet();
     c.set(0, 50);

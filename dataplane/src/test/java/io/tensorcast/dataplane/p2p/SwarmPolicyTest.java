@@ -1755,4 +1755,69 @@ class SwarmPolicyTest {
         .singleElement()
         .satisfies(f -> assertThat(f.first()).isEqualTo(8));
   }
+
+  /**
+   * One peer holds a 96-piece file and delivers one piece per round to a member that keeps four
+   * requests in flight: every piece counts one holder, so each request picks among the first {@link
+   * SwarmPlan#TIE_WINDOW} missing pieces by the member's salt. Salts that never land on the
+   * window's front (member "a" here: piece 50 was passed over for pieces up to 88) left the lowest
+   * missing piece to the end, and the file's digest waited for it after the last byte; now no front
+   * is passed over more than {@link SwarmPlan#FRONT_PATIENCE} times.
+   */
+  @Test
+  void theLowestMissingPieceIsAskedForWithinFrontPatienceRequestsWhateverTheMembersId() {
+    int n = 96;
+    PieceMap map = new PieceMap(List.of(new StoreFile("w", n * 1024L)), 1024);
+    BitSet all = new BitSet();
+    all.set(0, n);
+    byte[][] hashes = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      hashes[i] = trueHash(i);
+    }
+    for (String self : List.of("a", "m1", "m2", "n1", "n2", "n3", "n4", "node-7", "zz")) {
+      SwarmPolicy<String> p =
+          new SwarmPolicy<>(
+              new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+      p.applyMembership(membership("e-" + self, self, "s"));
+      p.startFill(map, 4, 1024);
+      p.transportStarted();
+      p.onConnected("c-s", "s");
+      p.onFrame("c-s", "s", new Frame.Bitfield(n, all, hashes));
+      p.drain();
+      BitSet asked = new BitSet(n);
+      int[] passes = new int[n];
+      java.util.ArrayDeque<Integer> inFlight = new java.util.ArrayDeque<>();
+      for (int round = 0; round < 4 * n && asked.cardinality() < n; round++) {
+        List<Decision<String>> ds = tick(p);
+        // Source reads (the member's own reads of the front) count as asked and end at once.
+        for (Run run : runs(ds)) {
+          for (int i = run.first(); i < run.first() + run.count(); i++) {
+            asked.set(i);
+            p.onPieceStored(null, i, trueHash(i));
+          }
+          p.onSourceRunEnded(run, true);
+        }
+        for (String r : requests(ds)) {
+          int piece = Integer.parseInt(r.substring(r.indexOf(':') + 1));
+          int front = asked.nextClearBit(0);
+          if (piece != front) {
+            passes[front]++;
+            assertThat(passes[front])
+                .as("%s: piece %d passed over at the front (request for %d)", self, front, piece)
+                .isLessThanOrEqualTo(SwarmPlan.FRONT_PATIENCE);
+          }
+          asked.set(piece);
+          inFlight.add(piece);
+        }
+        Integer next = inFlight.poll();
+        if (next != null) {
+          assertThat(p.onPieceArrived("c-s", "s", next)).isTrue();
+          p.onPieceStored("s", next, trueHash(next));
+          p.drain();
+        }
+        advance(1_000_000);
+      }
+      assertThat(asked.cardinality()).as("%s asked for every piece", self).isEqualTo(n);
+    }
+  }
 }

@@ -33,8 +33,9 @@
 #                           [--java-args "ARGS"] [--class-data image|none]
 #
 # --trace writes, per run (BitTorrent's too), $work/MODE-N-links.tsv: every second the origin's tx
-# bytes and each node's rx/tx bytes (link counters), to see when a link sat idle; implies
-# --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified; /readyz must
+# bytes and each node's rx/tx bytes (link counters), to see when a link sat idle, and for p2p
+# each node's bytes from the source by its /status (nK_src: how the origin is split among the
+# members); implies --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified; /readyz must
 # then say Ready), as a leecher is done at aria2c's completion hook: each tool's own event.
 # --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
 # settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
@@ -164,6 +165,8 @@ shape() {  # namespace dev rate
 ip netns add tcb-hub
 ip netns exec tcb-hub ip link add br0 type bridge
 ip netns exec tcb-hub ip link set br0 up
+# The bridge's own address: the tracer asks the nodes' control endpoints from the hub (--trace).
+ip netns exec tcb-hub ip addr add 10.231.0.254/24 dev br0
 ip netns exec tcb-hub ip link set lo up
 attach() {  # namespace address hub-side-name rate
   local ns=$1 addr=$2 hub=$3 r=$4
@@ -259,13 +262,30 @@ readyz() {  # K -> node nK's /readyz body (empty when it does not answer)
 # start_tracer MODE N: every second a row of $work/MODE-N-links.tsv (the origin's tx bytes, each
 # node's rx and tx bytes) from the hub-side ends of the veth pairs (a hub end's tx is its node's
 # rx), sampled by one long-lived shell in the hub namespace with builtins only: the tracer must not
-# take the CPU the nodes share (2N + 1 `ip netns exec cat` a second did). Sets tracer to its PID.
+# take the CPU the nodes share (2N + 1 `ip netns exec cat` a second did). A p2p run's rows also
+# carry each node's bytesFromSource from its /status (nK_src; empty until its control endpoint
+# answers), read over bash's /dev/tcp: how the origin's link is split among the members, which
+# the link counters cannot tell apart from peer traffic. Sets tracer to its PID.
 start_tracer() {
-  local mode=$1 n=$2 k header=$'t\torigin_tx'
+  local mode=$1 n=$2 k header=$'t\torigin_tx' status=0
   for k in $(seq 1 "$n"); do header+=$'\t'"n${k}_rx"$'\t'"n${k}_tx"; done
+  if [ "$mode" = p2p ]; then
+    status=1
+    for k in $(seq 1 "$n"); do header+=$'\t'"n${k}_src"; done
+  fi
   echo "$header" >"$work/$mode-$n-links.tsv"
   ip netns exec tcb-hub bash -c '
-    n=$1; out=$2
+    n=$1; out=$2; status=$3; token=$4
+    # bytesFromSource of node K from its /status, or empty
+    src() {
+      local body="" l
+      { exec 3<>"/dev/tcp/10.231.0.$((10 + $1))/8471"; } 2>/dev/null || return 0
+      printf "GET /status HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n" "$token" >&3
+      # the body ends without a newline: its last read fails with the line in l
+      while IFS= read -r -t 2 l <&3 || [ -n "$l" ]; do body+=$l; l=""; done
+      exec 3<&-
+      [[ $body =~ \"bytesFromSource\":([0-9]+) ]] && printf %s "${BASH_REMATCH[1]}"
+    }
     while true; do
       read -r o </sys/class/net/h-origin/statistics/rx_bytes
       line="$EPOCHREALTIME	$o"
@@ -274,9 +294,12 @@ start_tracer() {
         read -r tx </sys/class/net/h-n$k/statistics/rx_bytes
         line+="	$rx	$tx"
       done
+      if ((status)); then
+        for ((k = 1; k <= n; k++)); do line+="	$(src "$k")"; done
+      fi
       echo "$line" >>"$out"
       sleep 1
-    done' tracer "$n" "$work/$mode-$n-links.tsv" &
+    done' tracer "$n" "$work/$mode-$n-links.tsv" "$status" "$read_token" &
   tracer=$!
   pids+=("$tracer")
 }

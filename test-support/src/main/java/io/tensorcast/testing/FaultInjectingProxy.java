@@ -35,6 +35,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * <ul>
  *   <li>{@link #cutBodyAfter}: the next K GET responses are cut after N body bytes (the socket is
  *       closed, so the client sees a body shorter than its {@code Content-Length});
+ *   <li>{@link #stallBodyAfterWhere}: the next K matching GET responses stop after N body bytes
+ *       with the connection left open (a stream the origin stopped feeding), until the client
+ *       closes it or the proxy's 30 s socket timeout ends it ({@link #stalls()} records which);
  *   <li>{@link #failRequests}: the next K requests are answered by the proxy with a status (500,
  *       503 ...) and an S3-style XML error, optionally with {@code Retry-After};
  *   <li>{@link #ignoreRange}: GETs are forwarded without their {@code Range} header, so the
@@ -138,6 +141,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
   private final AtomicInteger cutsLeft = new AtomicInteger();
   private volatile java.util.function.Predicate<RecordedRequest> cutWhere = r -> true;
   private final AtomicLong cutAfterBytes = new AtomicLong();
+  private volatile boolean cutStalls;
+  private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private final AtomicInteger failuresLeft = new AtomicInteger();
   private final AtomicInteger failureStatus = new AtomicInteger();
   private final AtomicReference<Duration> failureRetryAfter = new AtomicReference<>();
@@ -203,6 +208,35 @@ public final class FaultInjectingProxy implements AutoCloseable {
     cutAfterBytes.set(bytes);
     cutsLeft.set(gets);
     return this;
+  }
+
+  /**
+   * As {@link #cutBodyAfterWhere}, but the matching responses stall instead of being cut: after
+   * {@code bytes} body bytes nothing more is sent and the connection stays open until the client
+   * closes it (or 30 s without a byte from the client pass). Each stall is recorded ({@link
+   * #stalls()}).
+   */
+  public FaultInjectingProxy stallBodyAfterWhere(
+      long bytes, int gets, java.util.function.Predicate<RecordedRequest> which) {
+    cutBodyAfterWhere(bytes, gets, which);
+    cutStalls = true;
+    return this;
+  }
+
+  /**
+   * A response body that stalled ({@link #stallBodyAfterWhere}).
+   *
+   * @param stalledNanos {@link System#nanoTime()} when its last byte was sent
+   * @param endedNanos {@link System#nanoTime()} when its connection ended
+   * @param closedByClient true when the client closed the connection, false when the proxy's socket
+   *     timeout ended it
+   */
+  public record Stall(
+      RecordedRequest request, long stalledNanos, long endedNanos, boolean closedByClient) {}
+
+  /** The stalls so far, in the order they ended. */
+  public List<Stall> stalls() {
+    return List.copyOf(stalls);
   }
 
   /**
@@ -408,6 +442,8 @@ public final class FaultInjectingProxy implements AutoCloseable {
   public FaultInjectingProxy reset() {
     cutsLeft.set(0);
     cutWhere = r -> true;
+    cutStalls = false;
+    stalls.clear();
     failuresLeft.set(0);
     failWhich = (m, t) -> true;
     failWhere = r -> true;
@@ -696,6 +732,9 @@ public final class FaultInjectingProxy implements AutoCloseable {
         if (cut >= 0) {
           if (sent >= cut) {
             out.flush();
+            if (cutStalls) {
+              stall(recorded, in);
+            }
             return; // closing the client socket cuts the body here
           }
           want = (int) Math.min(want, cut - sent);
@@ -731,6 +770,20 @@ public final class FaultInjectingProxy implements AutoCloseable {
       }
       out.flush();
     }
+  }
+
+  /** Sends nothing more and waits for the client to close (or the socket timeout). */
+  private void stall(RecordedRequest recorded, InputStream in) {
+    long at = System.nanoTime();
+    boolean byClient;
+    try {
+      byClient = in.read() < 0;
+    } catch (java.net.SocketTimeoutException e) {
+      byClient = false;
+    } catch (IOException e) {
+      byClient = true;
+    }
+    stalls.add(new Stall(recorded, at, System.nanoTime(), byClient));
   }
 
   private static void pause(long nanos) throws IOException {

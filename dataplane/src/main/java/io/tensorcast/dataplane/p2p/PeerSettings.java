@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param membershipWait how long to wait for a membership before loading everything from the source
  *     alone ({@code --membership-wait})
  * @param peerTimeout a requested piece not received within this is requested elsewhere; a
- *     connection silent this long is closed; a member disconnected this long is lost ({@code
+ *     connection silent this long is closed; a member disconnected this long is lost; a source
+ *     response of the swarm whose body brings no byte for half of it is cut and resumed ({@code
  *     --peer-timeout})
  * @param maxInFlight most piece requests outstanding per peer
  * @param secret the artifact's peer secret ({@code --peer-secret-file}); null: the peer transport

@@ -42,7 +42,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -83,9 +85,17 @@ import org.slf4j.LoggerFactory;
  *       lists again and meets the others on the new version.
  * </ul>
  *
+ * <p>Stalled source reads: a source run whose response body has brought no byte for half the peer
+ * timeout ({@link PeerSettings#peerTimeout()}) is cut by the fill's thread and resumed at its first
+ * missing byte, like a response cut by the source. Its pieces are the ones the other members wait
+ * for, so a stream the origin stopped feeding with the connection left open must not hold the swarm
+ * until the source's read timeout; a whole origin that has gone quiet costs one new request per run
+ * and back-off.
+ *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
  * tensorcast_dataplane_peer_bytes_sent_total}, {@code tensorcast_dataplane_pieces_rejected_total},
  * {@code tensorcast_dataplane_peers}, {@code tensorcast_dataplane_peers_dropped_total}, {@code
+ * tensorcast_dataplane_source_stalls_total}, {@code
  * tensorcast_dataplane_peer_connections_refused_total} (tag {@code reason}).
  */
 public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, AutoCloseable {
@@ -106,6 +116,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private final Counter bytesSent;
   private final Counter piecesRejected;
   private final Counter peersDropped;
+  private final Counter sourceStalls;
   private final MeterRegistry registry;
   private final Tags tags;
 
@@ -139,6 +150,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private byte[] preparedDigest;
 
   private ExecutorService sources;
+
+  /**
+   * The response bodies of the source runs being read, watched for stalls ({@link #cutStalled}).
+   */
+  private final Set<BodyWatch> bodies = ConcurrentHashMap.newKeySet();
+
   private volatile ConcurrencyLimiter sourceLimiter = ConcurrencyLimiter.fixed(1);
   private ExecutorService verifier;
   private ExecutorService adopting;
@@ -175,6 +192,13 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             .tags(tags)
             .description(
                 "Members dropped for announcing a piece hash that differs from its reader's")
+            .register(registry);
+    this.sourceStalls =
+        Counter.builder("tensorcast.dataplane.source.stalls")
+            .tags(tags)
+            .description(
+                "Source responses of the swarm's runs cut because their body brought no byte for"
+                    + " half the peer timeout, and resumed")
             .register(registry);
     Gauge.builder("tensorcast.dataplane.peers", this, PeerSwarm::connectedPeers)
         .tags(tags)
@@ -437,6 +461,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             throw new LoadFailure(Reason.Interrupted, "the peer swarm was closed");
           }
           reportPieceProgress();
+          cutStalled();
           policy.tick();
           act();
           if (!dirty) {
@@ -854,13 +879,17 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         Thread.currentThread().interrupt();
         return false;
       }
+      BodyWatch watch = null;
       try (InputStream in = source.openRange(file, runOffset + received, runLength - received)) {
         throttle.admitted();
+        watch = new BodyWatch(in, System.nanoTime());
+        bodies.add(watch);
         while (received < runLength) {
           int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
           if (n < 0) {
             break;
           }
+          watch.lastByteNanos = System.nanoTime();
           target.put(staging, 0, n);
           received += n;
           limiter.delivered(n);
@@ -888,8 +917,19 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         if (Thread.currentThread().isInterrupted()) {
           return false;
         }
-        cause = e;
+        cause =
+            watch != null && watch.cut
+                ? new IOException(
+                    "the response body brought no byte for "
+                        + stallTimeout().toMillis()
+                        + " ms (stalled); cut to resume at byte "
+                        + (runOffset + received),
+                    e)
+                : e;
       } finally {
+        if (watch != null) {
+          bodies.remove(watch);
+        }
         limiter.release(throttled);
       }
       Duration retryAfter =
@@ -948,6 +988,47 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       } catch (InterruptedException e) {
         return false;
       }
+    }
+  }
+
+  /** How long a source run's response body may bring no byte before it is cut and resumed. */
+  private Duration stallTimeout() {
+    return settings.peerTimeout().dividedBy(2);
+  }
+
+  /**
+   * Cuts the response bodies of source runs that brought no byte for {@link #stallTimeout()}: the
+   * blocked read fails and its run resumes at its first missing byte. Closing a response from
+   * another thread is how every source's stream is aborted (S3: the connection is dropped).
+   */
+  private void cutStalled() {
+    if (bodies.isEmpty()) {
+      return;
+    }
+    long now = System.nanoTime();
+    long stall = stallTimeout().toNanos();
+    for (BodyWatch w : bodies) {
+      if (!w.cut && now - w.lastByteNanos > stall) {
+        w.cut = true;
+        sourceStalls.increment();
+        try {
+          w.in.close();
+        } catch (IOException | RuntimeException e) {
+          log.debug("closing a stalled source response: {}", e.toString());
+        }
+      }
+    }
+  }
+
+  /** A source run's response body and when it last brought a byte. */
+  private static final class BodyWatch {
+    final InputStream in;
+    volatile long lastByteNanos;
+    volatile boolean cut;
+
+    BodyWatch(InputStream in, long openedNanos) {
+      this.in = in;
+      this.lastByteNanos = openedNanos;
     }
   }
 

@@ -14,9 +14,10 @@
 # store opened to last node Ready, from the data planes' log timestamps: allocation + mlock, every
 # byte, verification) and its ratio to the bound S/B + (N-1)*piece/B; for p2p the swarm window (the
 # last member's peer transport up to the last node Ready: without the seconds N JVMs on a small VM
-# take to allocate and mlock N copies one after another) and its ratio to the bound; and source bytes / S, counted twice: by the nodes' /status
-# bytesFromSourceOnWire (every byte received from the source, re-reads included) and by the origin
-# link's tx byte counter (includes HTTP/TCP overhead).
+# take to allocate and mlock N copies one after another) and its ratio to the bound; and source
+# bytes / S, counted twice: by the nodes' /status bytesFromSourceOnWire (every byte received from
+# the source, re-reads included) and by the origin link's tx byte counter (includes HTTP/TCP
+# overhead).
 #
 # Mode bittorrent (the baseline of a BitTorrent swarm on the same links): mktorrent builds a
 # torrent of the same files (piece length = --piece-size), opentracker runs in the origin namespace
@@ -35,8 +36,10 @@
 # --trace writes, per run (BitTorrent's too), $work/MODE-N-links.tsv: every second the origin's tx
 # bytes and each node's rx/tx bytes (link counters), to see when a link sat idle, and for p2p
 # each node's bytes from the source by its /status (nK_src: how the origin is split among the
-# members); implies --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified; /readyz must
-# then say Ready), as a leecher is done at aria2c's completion hook: each tool's own event.
+# members), and after each run every namespace's TCP retransmissions (SYNs, segments, timeouts);
+# implies --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified;
+# /readyz must then say Ready), as a leecher is done at aria2c's completion hook: each tool's own
+# event.
 # --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
 # settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
 # "-XX:TieredStopAtLevel=1"). After each run a line gives every node's CPU-seconds (user + system
@@ -262,7 +265,7 @@ readyz() {  # K -> node nK's /readyz body (empty when it does not answer)
 # start_tracer MODE N: every second a row of $work/MODE-N-links.tsv (the origin's tx bytes, each
 # node's rx and tx bytes) from the hub-side ends of the veth pairs (a hub end's tx is its node's
 # rx), sampled by one long-lived shell in the hub namespace with builtins only: the tracer must not
-# take the CPU the nodes share (2N + 1 `ip netns exec cat` a second did). A p2p run's rows also
+# take the CPU the nodes share (2N + 1 `ip netns exec cat` a second did; no fork a second). A p2p run's rows also
 # carry each node's bytesFromSource from its /status (nK_src; empty until its control endpoint
 # answers), read over bash's /dev/tcp: how the origin's link is split among the members, which
 # the link counters cannot tell apart from peer traffic. Sets tracer to its PID.
@@ -276,16 +279,20 @@ start_tracer() {
   echo "$header" >"$work/$mode-$n-links.tsv"
   ip netns exec tcb-hub bash -c '
     n=$1; out=$2; status=$3; token=$4
-    # bytesFromSource of node K from its /status, or empty
+    # sets got to the bytesFromSource of node K from its /status, or empty (no subshell)
     src() {
       local body="" l
+      got=""
       { exec 3<>"/dev/tcp/10.231.0.$((10 + $1))/8471"; } 2>/dev/null || return 0
       printf "GET /status HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n" "$token" >&3
       # the body ends without a newline: its last read fails with the line in l
       while IFS= read -r -t 2 l <&3 || [ -n "$l" ]; do body+=$l; l=""; done
       exec 3<&-
-      [[ $body =~ \"bytesFromSource\":([0-9]+) ]] && printf %s "${BASH_REMATCH[1]}"
+      [[ $body =~ \"bytesFromSource\":([0-9]+) ]] && got=${BASH_REMATCH[1]}
+      return 0
     }
+    # sleeps by a read that times out on a pipe nobody writes: no process a second
+    exec {pause}<> <(:)
     while true; do
       read -r o </sys/class/net/h-origin/statistics/rx_bytes
       line="$EPOCHREALTIME	$o"
@@ -295,10 +302,10 @@ start_tracer() {
         line+="	$rx	$tx"
       done
       if ((status)); then
-        for ((k = 1; k <= n; k++)); do line+="	$(src "$k")"; done
+        for ((k = 1; k <= n; k++)); do src "$k"; line+="	$got"; done
       fi
       echo "$line" >>"$out"
-      sleep 1
+      read -r -t 1 -u "$pause" || true
     done' tracer "$n" "$work/$mode-$n-links.tsv" "$status" "$read_token" &
   tracer=$!
   pids+=("$tracer")
@@ -324,6 +331,21 @@ cpu_seconds() {
     fi
   done
   echo "[bench] $mode N=$n CPU s per node:$line" >&2
+}
+
+# tcp_counters MODE N -> prints, with --trace, each namespace's TCP retransmissions so far (SYNs
+# retransmitted, segments retransmitted, retransmission timeouts; counted since the namespaces were
+# made, so a later run's numbers include the earlier runs'): new connections on a saturated link.
+tcp_counters() {
+  [ "$trace" = true ] || return 0
+  local mode=$1 n=$2 line="" ns
+  for ns in tcb-origin $(for k in $(seq 1 "$n"); do echo "tcb-n$k"; done); do
+    line+=" ${ns#tcb-} $(ip netns exec "$ns" nstat -az TcpExtTCPSynRetrans TcpRetransSegs \
+      TcpExtTCPTimeouts 2>/dev/null | awk '
+        $1 == "TcpExtTCPSynRetrans" { syn = $2 } $1 == "TcpRetransSegs" { seg = $2 }
+        $1 == "TcpExtTCPTimeouts" { rto = $2 } END { printf "%d/%d/%d", syn, seg, rto }')"
+  done
+  echo "[bench] $mode N=$n TCP retransmitted SYNs/segments/timeouts:$line" >&2
 }
 
 # run_bittorrent N -> sets result like run (transfer = wall; no status bytes, no swarm window)
@@ -366,6 +388,7 @@ run_bittorrent() {
   local tx1
   tx1=$(origin_tx)
   cpu_seconds bittorrent "$n" "${run_pids[@]}"
+  tcp_counters bittorrent "$n"
   for p in "${run_pids[@]}" "${bt_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}" "${bt_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   local wall
@@ -491,6 +514,7 @@ run() {
   local tx1
   tx1=$(origin_tx)
   cpu_seconds "$mode" "$n" "${run_pids[@]}"
+  tcp_counters "$mode" "$n"
   for p in "${run_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${run_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   result="$(echo "$end - $start" | bc -l) $(echo "$all_loaded - $first_byte" | bc -l) $src $(( tx1 - tx0 )) $swarm"

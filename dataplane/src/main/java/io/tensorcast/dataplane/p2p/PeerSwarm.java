@@ -882,7 +882,7 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       BodyWatch watch = null;
       try (InputStream in = source.openRange(file, runOffset + received, runLength - received)) {
         throttle.admitted();
-        watch = new BodyWatch(in, System.nanoTime());
+        watch = new BodyWatch(in, System.nanoTime(), run);
         bodies.add(watch);
         while (received < runLength) {
           int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
@@ -1011,6 +1011,10 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
       if (!w.cut && now - w.lastByteNanos > stall) {
         w.cut = true;
         sourceStalls.increment();
+        log.warn(
+            "source read of {}: no byte for {} ms; cut, to resume at its first missing byte",
+            describe(w.run),
+            TimeUnit.NANOSECONDS.toMillis(now - w.lastByteNanos));
         try {
           w.in.close();
         } catch (IOException | RuntimeException e) {
@@ -1023,12 +1027,14 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   /** A source run's response body and when it last brought a byte. */
   private static final class BodyWatch {
     final InputStream in;
+    final Run run;
     volatile long lastByteNanos;
     volatile boolean cut;
 
-    BodyWatch(InputStream in, long openedNanos) {
+    BodyWatch(InputStream in, long openedNanos, Run run) {
       this.in = in;
       this.lastByteNanos = openedNanos;
+      this.run = run;
     }
   }
 

@@ -133,7 +133,7 @@ final class ServeCommand implements Callable<Integer> {
           "A requested piece not received within this, from a peer that sent no piece bytes"
               + " meanwhile, is asked elsewhere; a silent connection is closed; a member"
               + " disconnected this long is lost; a source response whose body brings no byte"
-              + " for half of it is cut and resumed (default ${DEFAULT-VALUE}).")
+              + " for half of it (at least 5 s) is cut and resumed (default ${DEFAULT-VALUE}).")
   String peerTimeout;
 
   @Option(

@@ -16,8 +16,8 @@ import java.util.Objects;
  *     alone ({@code --membership-wait})
  * @param peerTimeout a requested piece not received within this is requested elsewhere; a
  *     connection silent this long is closed; a member disconnected this long is lost; a source
- *     response of the swarm whose body brings no byte for half of it is cut and resumed ({@code
- *     --peer-timeout})
+ *     response of the swarm whose body brings no byte for half of it (at least 5 s) is cut and
+ *     resumed ({@code --peer-timeout})
  * @param maxInFlight most piece requests outstanding per peer
  * @param secret the artifact's peer secret ({@code --peer-secret-file}); null: the peer transport
  *     is not started and the member loads from the source alone (a peer port without a secret would

@@ -86,11 +86,11 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Stalled source reads: a source run whose response body has brought no byte for half the peer
- * timeout ({@link PeerSettings#peerTimeout()}) is cut by the fill's thread and resumed at its first
- * missing byte, like a response cut by the source. Its pieces are the ones the other members wait
- * for, so a stream the origin stopped feeding with the connection left open must not hold the swarm
- * until the source's read timeout; a whole origin that has gone quiet costs one new request per run
- * and back-off.
+ * timeout ({@link PeerSettings#peerTimeout()}, at least {@link #MIN_STALL_TIMEOUT}) is cut by the
+ * fill's thread and resumed at its first missing byte, like a response cut by the source. Its
+ * pieces are the ones the other members wait for, so a stream the origin stopped feeding with the
+ * connection left open must not hold the swarm until the source's read timeout; a whole origin that
+ * has gone quiet costs one new request per run and back-off.
  *
  * <p>Metrics (tag {@code artifact}): {@code tensorcast_dataplane_peer_bytes_received_total}, {@code
  * tensorcast_dataplane_peer_bytes_sent_total}, {@code tensorcast_dataplane_pieces_rejected_total},
@@ -102,6 +102,12 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
   private static final Logger log = LoggerFactory.getLogger(PeerSwarm.class);
 
   private static final long TICK_MS = 50;
+
+  /**
+   * The least time a source run's response body may bring no byte before it is cut: half the peer
+   * timeout, but never less (a short peer timeout spots dead peers, not slow origins).
+   */
+  static final Duration MIN_STALL_TIMEOUT = Duration.ofSeconds(5);
 
   /**
    * Least time between two checks of the source prompted by members that listed otherwise ({@link
@@ -885,6 +891,8 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
         watch = new BodyWatch(in, System.nanoTime(), run);
         bodies.add(watch);
         while (received < runLength) {
+          // Only the time blocked in read counts towards a stall, not hashing or storing a piece.
+          watch.lastByteNanos = System.nanoTime();
           int n = in.read(staging, 0, Math.min(staging.length, target.remaining()));
           if (n < 0) {
             break;
@@ -993,13 +1001,15 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
 
   /** How long a source run's response body may bring no byte before it is cut and resumed. */
   private Duration stallTimeout() {
-    return settings.peerTimeout().dividedBy(2);
+    Duration half = settings.peerTimeout().dividedBy(2);
+    return half.compareTo(MIN_STALL_TIMEOUT) < 0 ? MIN_STALL_TIMEOUT : half;
   }
 
   /**
-   * Cuts the response bodies of source runs that brought no byte for {@link #stallTimeout()}: the
-   * blocked read fails and its run resumes at its first missing byte. Closing a response from
-   * another thread is how every source's stream is aborted (S3: the connection is dropped).
+   * Cuts the response bodies of source runs whose read has been blocked without a byte for {@link
+   * #stallTimeout()}: the blocked read fails and its run resumes at its first missing byte (a cut
+   * uses up one of the run's attempts, as a read timeout does). Closing a response from another
+   * thread is how every source's stream is aborted (S3: the connection is dropped).
    */
   private void cutStalled() {
     if (bodies.isEmpty()) {
@@ -1015,11 +1025,20 @@ public final class PeerSwarm implements StoreFiller, PeerTransport.Listener, Aut
             "source read of {}: no byte for {} ms; cut, to resume at its first missing byte",
             describe(w.run),
             TimeUnit.NANOSECONDS.toMillis(now - w.lastByteNanos));
-        try {
-          w.in.close();
-        } catch (IOException | RuntimeException e) {
-          log.debug("closing a stalled source response: {}", e.toString());
-        }
+        // Closed off this thread: the fill thread holds the swarm's lock, and closing a stream
+        // can wait for its blocked read (a file on a hung mount); a rare event, one thread each.
+        Thread closer =
+            new Thread(
+                () -> {
+                  try {
+                    w.in.close();
+                  } catch (IOException | RuntimeException e) {
+                    log.debug("closing a stalled source response: {}", e.toString());
+                  }
+                },
+                "p2p-stall-cut");
+        closer.setDaemon(true);
+        closer.start();
       }
     }
   }

@@ -33,8 +33,9 @@ import org.junit.jupiter.api.Timeout;
  * request outlives its async timeout; proxies and overloaded origins do it too): two {@code serve}
  * members on loopback load a corpus artifact from S3Mock, each through a proxy of its own; the
  * first piece read of one member stalls after {@value #STALL_AFTER} bytes. Its member cuts that
- * response after half the peer timeout without a byte and resumes the run at its first missing
- * byte, instead of holding the pieces both members wait for until the source's 30 s read timeout.
+ * response after half the peer timeout (at least 5 s) without a byte and resumes the run at its
+ * first missing byte, instead of holding the pieces both members wait for until the source's 30 s
+ * read timeout (which the proxy's own 30 s socket timeout matches).
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class StalledSourceIT {
@@ -42,7 +43,14 @@ class StalledSourceIT {
   private static final String PREFIX = "model/";
   private static final String ID = "stalled";
   private static final Duration READY = Duration.ofSeconds(120);
-  private static final Duration PEER_TIMEOUT = Duration.ofSeconds(4);
+  private static final Duration PEER_TIMEOUT = Duration.ofSeconds(10);
+
+  /** Half the peer timeout (and the floor). */
+  private static final Duration STALL = PeerSwarm.MIN_STALL_TIMEOUT;
+
+  /** Well under the 30 s after which the member's read timeout or the proxy would end it. */
+  private static final Duration HELD_AT_MOST = Duration.ofSeconds(15);
+
   private static final long STALL_AFTER = 100_000;
   private static final byte[] SECRET = new SecureRandom().generateSeed(32);
 
@@ -78,7 +86,7 @@ class StalledSourceIT {
   }
 
   @Test
-  void aSourceResponseThatStopsMidBodyIsCutAfterHalfThePeerTimeoutAndResumedWhereItStopped()
+  void aSourceResponseThatStopsMidBodyIsCutAfterTheStallTimeoutAndResumedWhereItStopped()
       throws Exception {
     List<String> ids = List.of("m0", "m1");
     Map<String, InetSocketAddress> addresses = addresses(ids, 241);
@@ -111,15 +119,11 @@ class StalledSourceIT {
     List<Stall> stalls = stalling.stalls();
     assertThat(stalls).as("responses that stalled").hasSize(1);
     Stall stall = stalls.get(0);
-    assertThat(stall.closedByClient())
-        .as("the member closed the stalled response (not the proxy's 30 s socket timeout)")
-        .isTrue();
+    assertThat(stall.closedByClient()).as("the member closed the stalled response").isTrue();
     long heldMillis = TimeUnit.NANOSECONDS.toMillis(stall.endedNanos() - stall.stalledNanos());
     assertThat(heldMillis)
-        .as(
-            "how long the stalled response was held open (half the peer timeout = %d ms)",
-            PEER_TIMEOUT.toMillis() / 2)
-        .isBetween(PEER_TIMEOUT.toMillis() / 2 - 200, PEER_TIMEOUT.toMillis() * 2);
+        .as("how long the stalled response was held open (stall timeout %s)", STALL)
+        .isBetween(STALL.toMillis() - 200, HELD_AT_MOST.toMillis());
 
     RecordedRequest stalled = stall.request();
     long resumeAt = stalled.rangeStart().orElseThrow() + STALL_AFTER;
@@ -140,7 +144,8 @@ class StalledSourceIT {
         PrometheusText.sample(
             members.get(servers.get(0).address().getPort(), "/metrics").body(),
             "tensorcast_dataplane_source_stalls_total");
-    assertThat(cut).as("tensorcast_dataplane_source_stalls_total of m0").isEqualTo(1.0);
+    // At least the one: a GC pause on a loaded machine may stall another response of m0.
+    assertThat(cut).as("tensorcast_dataplane_source_stalls_total of m0").isGreaterThanOrEqualTo(1);
   }
 
   /** A ranged GET of pieces (not a header read) longer than the bytes sent before the stall. */

@@ -646,11 +646,16 @@ class ModelArtifactIT extends OperatorTestBase {
     assertThat(condition(waited, "Stalled").getReason()).isEqualTo("AllReplicasReady");
     assertStoreHolds(n, waited, files);
 
-    // Events: one per phase change with the condition's reason and message, each once.
+    // Events: one per phase change with the condition's reason and message, each once. The
+    // operator writes a phase's events after its status: the Ready one may come a moment later.
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () ->
+                assertThat(events("waits"))
+                    .extracting(e -> e.getType() + " " + e.getReason())
+                    .contains("Warning BucketNotFound", "Normal AllReplicasReady"));
     Map<String, Integer> seen = eventCounts("waits");
-    assertThat(events("waits"))
-        .extracting(e -> e.getType() + " " + e.getReason())
-        .contains("Warning BucketNotFound", "Normal AllReplicasReady");
     assertThat(events("waits"))
         .filteredOn(e -> "BucketNotFound".equals(e.getReason()))
         .singleElement()

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.testing.PrometheusText;
-import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.FaultInjectingProxy.RecordedRequest;
 import io.tensorcast.testing.FaultInjectingProxy.Stall;
@@ -64,13 +63,7 @@ class StalledSourceIT {
   @BeforeAll
   static void seed() throws Exception {
     swarm = ServeMembers.Swarm.write("stalled-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    // 1.9 MB, 31 pieces of 64 KiB.
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
+    files.putAll(SwarmArtifacts.twoMnist());
     s3 = S3MockServer.shared();
     SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, null);
   }

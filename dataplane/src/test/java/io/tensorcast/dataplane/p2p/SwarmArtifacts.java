@@ -48,6 +48,21 @@ final class SwarmArtifacts {
   }
 
   /**
+   * Two small MNIST safetensors files, written by burn and by tinygrad: 1.9 MB, 31 pieces of 64
+   * KiB; a new, mutable map so that a test can add files of its own.
+   */
+  static Map<String, Path> twoMnist() {
+    Path corpus = Corpus.dir();
+    Map<String, Path> files = new TreeMap<>();
+    files.put(
+        "a/mnist.safetensors",
+        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put(
+        "b/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
+    return files;
+  }
+
+  /**
    * Files with small safetensors headers (each member reads every header from the source, so a
    * bound on source bytes is about pieces): 4.3 MB, 70 pieces of 64 KiB.
    */

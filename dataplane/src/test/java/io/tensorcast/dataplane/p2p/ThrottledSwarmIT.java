@@ -59,14 +59,8 @@ class ThrottledSwarmIT {
   @BeforeAll
   static void seed() throws Exception {
     swarm = ServeMembers.Swarm.write("throttled-it", ID, "s3://" + BUCKET + "/" + PREFIX, SECRET);
-    Path corpus = Corpus.dir();
-    // 1.9 MB, 31 pieces of 64 KiB.
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
-    files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
+    files.putAll(SwarmArtifacts.twoMnist());
+    files.put("config.json", Corpus.dir().resolve("index/falcon-180b-chat/config.json"));
     s3 = S3MockServer.shared();
     total = SwarmArtifacts.upload(s3, BUCKET, PREFIX, files, null);
   }

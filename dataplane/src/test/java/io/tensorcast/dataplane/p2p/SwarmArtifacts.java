@@ -20,6 +20,13 @@ import java.util.stream.Stream;
  */
 final class SwarmArtifacts {
 
+  /** The MNIST weights burn wrote (1.5 MB), under the corpus. */
+  private static final String BURN_MNIST =
+      "safetensors/burn__examples_import-model-weights_mnist.safetensors";
+
+  /** The MNIST weights tinygrad wrote (0.4 MB), under the corpus. */
+  private static final String TINYGRAD_MNIST = "safetensors/mnist-tinygrad__model.safetensors";
+
   private SwarmArtifacts() {}
 
   /**
@@ -29,9 +36,7 @@ final class SwarmArtifacts {
   static Map<String, Path> mixed() throws IOException {
     Path corpus = Corpus.dir();
     Map<String, Path> files = new TreeMap<>();
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put("a/mnist.safetensors", corpus.resolve(BURN_MNIST));
     files.put(
         "b/pokemon.safetensors",
         corpus.resolve("safetensors/pokemon-diffusers__pytorch_lora_weights.safetensors"));
@@ -54,11 +59,8 @@ final class SwarmArtifacts {
   static Map<String, Path> twoMnist() {
     Path corpus = Corpus.dir();
     Map<String, Path> files = new TreeMap<>();
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
-    files.put(
-        "b/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
+    files.put("a/mnist.safetensors", corpus.resolve(BURN_MNIST));
+    files.put("b/tinygrad.safetensors", corpus.resolve(TINYGRAD_MNIST));
     return files;
   }
 
@@ -69,16 +71,13 @@ final class SwarmArtifacts {
   static Map<String, Path> smallHeaders() {
     Path corpus = Corpus.dir();
     Map<String, Path> files = new TreeMap<>();
-    files.put(
-        "a/mnist.safetensors",
-        corpus.resolve("safetensors/burn__examples_import-model-weights_mnist.safetensors"));
+    files.put("a/mnist.safetensors", corpus.resolve(BURN_MNIST));
     files.put(
         "b/peft.safetensors", corpus.resolve("safetensors/peft-gpt2__adapter_model.safetensors"));
     files.put(
         "c/mlx.safetensors",
         corpus.resolve("safetensors/mlx-examples__0000100_adapters.safetensors"));
-    files.put(
-        "d/tinygrad.safetensors", corpus.resolve("safetensors/mnist-tinygrad__model.safetensors"));
+    files.put("d/tinygrad.safetensors", corpus.resolve(TINYGRAD_MNIST));
     files.put("config.json", corpus.resolve("index/falcon-180b-chat/config.json"));
     return files;
   }

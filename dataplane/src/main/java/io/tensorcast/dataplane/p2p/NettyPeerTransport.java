@@ -10,6 +10,11 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultFileRegion;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollChannelOption;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
@@ -66,6 +71,26 @@ import org.slf4j.LoggerFactory;
  * </ul>
  */
 public final class NettyPeerTransport implements PeerTransport {
+
+  /**
+   * Netty's native epoll transport is used where it loads (Linux): only it sets {@link
+   * #NOTSENT_LOWAT}. Elsewhere the NIO transport carries the same protocol without that cap.
+   */
+  static final boolean EPOLL = Epoll.isAvailable();
+
+  /**
+   * Bytes a peer socket takes from this member beyond what is already on the wire
+   * (TCP_NOTSENT_LOWAT). One connection carries both directions: this member's REQUESTs and HAVEs
+   * to a peer queue behind the pieces it is sending that peer. Without the cap the kernel takes
+   * megabytes of piece data (the send buffer grows with the congestion window), so a REQUEST waited
+   * half a second at 100 Mbit/s and four pieces in flight could not keep the peer's uplink busy;
+   * the member receiving less of the origin then also received less from its peer (bench/README.md,
+   * "Unsent bytes capped on the peer sockets"). With the cap a frame waits behind at most the rest
+   * of the piece being written and this many bytes; the wire stays full, since the kernel asks for
+   * more once the unsent bytes fall below it (about 2 ms of a 1 Gbit/s link).
+   */
+  static final long NOTSENT_LOWAT = 256 * 1024;
+
   private static final Logger log = LoggerFactory.getLogger(NettyPeerTransport.class);
   private static final long BACKOFF_MIN_MS = 100;
   private static final long BACKOFF_MAX_MS = 5_000;
@@ -149,15 +174,16 @@ public final class NettyPeerTransport implements PeerTransport {
         Duration.ofMillis(Math.max(1_000, Math.min(10_000, idleTimeout.toMillis())));
     this.listener = listener;
     this.group = group;
-    this.server =
+    ServerBootstrap sb =
         new ServerBootstrap()
             .group(group)
-            .channel(NioServerSocketChannel.class)
+            .channel(EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
             .childOption(ChannelOption.TCP_NODELAY, true)
-            .childHandler(initializer(null))
-            .bind(listen)
-            .sync()
-            .channel();
+            .childHandler(initializer(null));
+    if (EPOLL) {
+      sb.childOption(EpollChannelOption.TCP_NOTSENT_LOWAT, NOTSENT_LOWAT);
+    }
+    this.server = sb.bind(listen).sync().channel();
   }
 
   /**
@@ -195,7 +221,7 @@ public final class NettyPeerTransport implements PeerTransport {
       Auth auth,
       boolean held)
       throws InterruptedException {
-    EventLoopGroup group = new NioEventLoopGroup(2);
+    EventLoopGroup group = EPOLL ? new EpollEventLoopGroup(2) : new NioEventLoopGroup(2);
     try {
       NettyPeerTransport t =
           new NettyPeerTransport(
@@ -208,9 +234,12 @@ public final class NettyPeerTransport implements PeerTransport {
               listen,
               held);
       log.info(
-          "peer transport of {} listening on {} (peer secret fingerprint {})",
+          "peer transport of {} listening on {} ({}; peer secret fingerprint {})",
           local.peerId(),
           t.listenAddress(),
+          EPOLL
+              ? "epoll, unsent bytes per socket capped at " + NOTSENT_LOWAT / 1024 + " KiB"
+              : "NIO",
           auth.secret().fingerprint());
       return t;
     } catch (InterruptedException | RuntimeException e) {
@@ -267,10 +296,13 @@ public final class NettyPeerTransport implements PeerTransport {
     Bootstrap b =
         new Bootstrap()
             .group(group)
-            .channel(NioSocketChannel.class)
+            .channel(EPOLL ? EpollSocketChannel.class : NioSocketChannel.class)
             .option(ChannelOption.TCP_NODELAY, true)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
             .handler(initializer(d));
+    if (EPOLL) {
+      b.option(EpollChannelOption.TCP_NOTSENT_LOWAT, NOTSENT_LOWAT);
+    }
     InetSocketAddress from = publishedSelf();
     if (from != null) {
       b.localAddress(from);
@@ -419,7 +451,7 @@ public final class NettyPeerTransport implements PeerTransport {
    * lagged behind the source reads (bench/p2p-netns.sh). The socket still never runs dry: the next
    * piece is written while the kernel's send buffer drains the last one.
    */
-  private static final class Connection implements PeerConnection {
+  static final class Connection implements PeerConnection {
     final String peerId;
     final Channel channel;
     final FrameCodec.Decoder decoder;
@@ -441,6 +473,13 @@ public final class NettyPeerTransport implements PeerTransport {
     @Override
     public long pieceProgressAt() {
       return decoder.pieceProgressAt();
+    }
+
+    /** The socket's TCP_NOTSENT_LOWAT as the kernel reports it; -1 on the NIO transport. */
+    long unsentLowWatermark() {
+      return channel instanceof EpollSocketChannel e
+          ? e.config().getOption(EpollChannelOption.TCP_NOTSENT_LOWAT)
+          : -1;
     }
 
     @Override

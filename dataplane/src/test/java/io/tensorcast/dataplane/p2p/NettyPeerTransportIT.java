@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.p2p;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.epoll.Epoll;
 import io.tensorcast.api.wire.Membership;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -85,6 +86,7 @@ class NettyPeerTransportIT {
         assertThat(s.finishHandshake()).as("handshake").isEqualTo("ok");
         PeerTransport.PeerConnection c = connected.poll(10, TimeUnit.SECONDS);
         assertThat(c).as("handshake").isNotNull();
+        assertUnsentBytesCapped(c, "a dialled connection");
 
         // The receiver reads nothing yet, so the first piece cannot leave whole (its 16 MiB are
         // more than loopback buffers take from a socket nobody reads) while the rest are asked
@@ -142,6 +144,7 @@ class NettyPeerTransportIT {
     byte[] digest = new byte[32];
     InetAddress loopback = InetAddress.getLoopbackAddress();
     BlockingQueue<String> events = new LinkedBlockingQueue<>();
+    BlockingQueue<PeerTransport.PeerConnection> accepted = new LinkedBlockingQueue<>();
     byte[] secret = new byte[32];
     new Random(8).nextBytes(secret);
     java.util.concurrent.atomic.AtomicReference<Membership> membership =
@@ -155,6 +158,7 @@ class NettyPeerTransportIT {
                 new PeerTransport.Listener() {
                   @Override
                   public void connected(PeerTransport.PeerConnection c) {
+                    accepted.add(c);
                     events.add("connected " + c.peerId());
                   }
 
@@ -195,6 +199,7 @@ class NettyPeerTransportIT {
 
         held.open();
         assertThat(events.poll(10, TimeUnit.SECONDS)).isEqualTo("connected peer");
+        assertUnsentBytesCapped(accepted.poll(), "an accepted connection");
         assertThat(events.poll(10, TimeUnit.SECONDS))
             .as("the frame held meanwhile")
             .isEqualTo("HAVE");
@@ -202,6 +207,23 @@ class NettyPeerTransportIT {
         assertThat(events.poll(10, TimeUnit.SECONDS)).as("frames after open()").isEqualTo("HAVE");
       }
     }
+  }
+
+  /**
+   * On Linux the peer sockets run on Netty's epoll transport with TCP_NOTSENT_LOWAT set, read back
+   * from the kernel: a REQUEST or HAVE then waits behind at most that many unsent bytes, not behind
+   * a send buffer of pieces (bench/README.md, "Unsent bytes capped on the peer sockets").
+   */
+  private static void assertUnsentBytesCapped(PeerTransport.PeerConnection c, String which) {
+    if (!System.getProperty("os.name").startsWith("Linux")) {
+      return; // the NIO transport, without the cap
+    }
+    assertThat(NettyPeerTransport.EPOLL)
+        .as("Netty's native epoll transport loads here: %s", Epoll.unavailabilityCause())
+        .isTrue();
+    assertThat(((NettyPeerTransport.Connection) c).unsentLowWatermark())
+        .as("TCP_NOTSENT_LOWAT of %s", which)
+        .isEqualTo(NettyPeerTransport.NOTSENT_LOWAT);
   }
 
   private static Frame.Hello hello(String id, byte[] digest) {

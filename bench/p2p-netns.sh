@@ -30,7 +30,8 @@
 #
 #   sudo bench/p2p-netns.sh [--nodes "2 4 8"] [--rate 1gbit] [--origin-rate 1gbit]
 #                           [--preset medium-llama] [--piece-size 1Mi] [--reps 1] [--keep-logs]
-#                           [--modes "source-only p2p bittorrent"] [--trace] [--serve-args "ARGS"]
+#                           [--modes "source-only p2p bittorrent"] [--trace] [--trace-sockets]
+#                           [--serve-args "ARGS"]
 #                           [--java-args "ARGS"] [--class-data image|none]
 #
 # --trace writes, per run (BitTorrent's too), $work/MODE-N-links.tsv: every second the origin's tx
@@ -40,6 +41,10 @@
 # implies --keep-logs. A p2p node is Ready at its own log's "ready" line (its copy verified;
 # /readyz must then say Ready), as a leecher is done at aria2c's completion hook: each tool's own
 # event.
+# --trace-sockets (implies --trace) also writes, per p2p run, $work/p2p-N-sockets-nK.log: once a
+# second `ss -tin` of node K's peer connections (port 8472): congestion window, round trip, and the
+# bytes the kernel holds unsent (notsent), which is how a REQUEST queued behind a peer's pieces was
+# found. It forks `ip netns exec ss` once a second per node, on the CPUs the nodes share.
 # --serve-args adds flags to every node's `dataplane serve` (e.g. "--concurrency 4"), for trying
 # settings; the header line prints them. --java-args adds JVM flags to every node's java (e.g.
 # "-XX:TieredStopAtLevel=1"). After each run a line gives every node's CPU-seconds (user + system
@@ -61,6 +66,7 @@ reps=1
 keep_logs=false
 modes="source-only p2p"
 trace=false
+trace_sockets=false
 serve_args=""
 java_args=""
 class_data=image
@@ -75,6 +81,7 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --keep-logs) keep_logs=true; shift ;;
     --trace) trace=true; keep_logs=true; shift ;;
+    --trace-sockets) trace_sockets=true; trace=true; keep_logs=true; shift ;;
     --serve-args) serve_args=$2; shift 2 ;;
     --java-args) java_args=$2; shift 2 ;;
     --class-data) class_data=$2; shift 2 ;;
@@ -406,6 +413,18 @@ run() {
   start=$(date +%s.%N)
   local tracer=""
   $trace && start_tracer "$mode" "$n"
+  local sockets=()
+  if $trace_sockets; then
+    for k in $(seq 1 "$n"); do
+      (while true; do
+        echo "T $(date +%s.%N)"
+        ip netns exec "tcb-n$k" ss -tinH state established '( sport = :8472 or dport = :8472 )'
+        sleep 1
+      done >"$work/$mode-$n-sockets-n$k.log" 2>&1) &
+      sockets+=($!)
+      pids+=($!)
+    done
+  fi
   for k in $(seq 1 "$n"); do
     local args=(serve --uri s3://bench/model --endpoint "$origin" --path-style --region us-east-1
       --artifact-id bench --store-root "$store_base/n$k" --lock-policy BEST_EFFORT
@@ -467,6 +486,7 @@ run() {
   local polled
   polled=$(date +%s.%N)
   [ -n "$tracer" ] && { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
+  for p in "${sockets[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   [ "$ready" -eq "$n" ] || { echo "p2p-netns: timed out ($mode, N=$n)" >&2; keep_logs=true; exit 1; }
   for k in $(seq 1 "$n"); do
     phase=""

@@ -2942,14 +2942,16 @@ public final class SwarmPolicy<C> {
    * Source reads (runs) one member keeps in flight for its plan: the swarm as a whole reads with
    * the concurrency of one loader, so each of {@code liveMembers} takes ⌈concurrency /
    * liveMembers⌉, at least 1 (with more members than {@code concurrency}, {@link #readingTurn}
-   * keeps the swarm's total at {@code concurrency}), and with peers at most two per peer (its
+   * keeps the swarm's total at {@code concurrency}), and with peers at most one per peer: its
    * ingress link carries its own source reads and one connection from each peer, shared about per
-   * flow). Last resorts are not capped by this. Measurements behind both caps: docs/DECISIONS.md.
+   * flow, and it needs its share (1 / liveMembers of the bytes) from the source and the rest from
+   * its peers, so one flow for each of those is its due. Last resorts are not capped by this.
+   * Measurements behind both caps: docs/DECISIONS.md.
    */
   public static int sourceReadsInFlight(int concurrency, int liveMembers) {
     int members = Math.max(1, liveMembers);
     int share = Math.max(1, (concurrency + members - 1) / members);
-    return members == 1 ? share : Math.min(share, 2 * (members - 1));
+    return members == 1 ? share : Math.min(share, members - 1);
   }
 
   /**

@@ -14,12 +14,13 @@ import org.junit.jupiter.api.Test;
 class SwarmLimitsTest {
 
   @Test
-  void theSwarmTogetherReadsWithOneLoadersConcurrencyAndAtMostTwoReadsPerPeer() {
+  void theSwarmTogetherReadsWithOneLoadersConcurrencyAndAtMostOneReadPerPeer() {
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 1)).isEqualTo(16); // alone: the loader's own
     assertThat(SwarmPolicy.sourceReadsInFlight(8, 0)).isEqualTo(8); // alone
-    assertThat(SwarmPolicy.sourceReadsInFlight(16, 2)).isEqualTo(2); // share 8, one peer: 2
-    assertThat(SwarmPolicy.sourceReadsInFlight(16, 3)).isEqualTo(4); // share 6, two peers: 4
-    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4)).isEqualTo(4); // share 4 under the cap of 6
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 2)).isEqualTo(1); // share 8, one peer: 1
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 3)).isEqualTo(2); // share 6, two peers: 2
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4)).isEqualTo(3); // share 4, three peers: 3
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 5)).isEqualTo(4); // share 4 under the cap of 4
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 8)).isEqualTo(2);
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 40)).isEqualTo(1); // never 0
     assertThat(SwarmPolicy.sourceReadsInFlight(1, 4)).isEqualTo(1);
@@ -28,7 +29,7 @@ class SwarmLimitsTest {
 
   @Test
   void theLastReadersShareTheConcurrencyOfTheMembersWhoseShareIsRead() {
-    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 4, 0)).isEqualTo(4); // every member reading
+    assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 4, 0)).isEqualTo(3); // every member reading
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 2, 1)).isEqualTo(6); // 8, three peers: 6
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 4, 1, 0)).isEqualTo(6);
     assertThat(SwarmPolicy.sourceReadsInFlight(16, 8, 4, 3)).isEqualTo(4); // was 2

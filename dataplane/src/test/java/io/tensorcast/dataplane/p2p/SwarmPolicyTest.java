@@ -529,7 +529,17 @@ class SwarmPolicyTest {
           peer,
           new Frame.Bitfield(map.size(), new BitSet(), new byte[map.size()][]));
       p.drain();
-      runs.add(runs(tick(p)));
+      // One run at a time with one peer (sourceReadsInFlight): the second comes once the first
+      // is stored.
+      List<Run> mine = new ArrayList<>(runs(tick(p)));
+      assertThat(mine).hasSize(1);
+      Run first = mine.get(0);
+      for (int i = first.first(); i < first.first() + first.count(); i++) {
+        p.onPieceStored(null, i, trueHash(i));
+      }
+      p.onSourceRunEnded(first, true);
+      mine.addAll(runs(tick(p)));
+      runs.add(mine);
     }
 
     assertThat(runs.get(0)).containsExactly(new Run(4, 2), new Run(0, 4));
@@ -788,12 +798,15 @@ class SwarmPolicyTest {
       a.onFrame("c-b", "b", new Frame.Reading(i));
     }
     advance(T / 2 + 1);
-    assertThat(runs(tick(a))).extracting(Run::first).containsExactly(0, 1);
+    assertThat(runs(tick(a))).extracting(Run::first).containsExactly(0);
     // Marks after its BITFIELD from a member that is not the pieces' reader are ignored.
-    for (int i = 2; i < 6; i++) {
+    for (int i = 1; i < 6; i++) {
       a.onFrame("c-b", "b", new Frame.Reading(i));
     }
-    assertThat(runs(tick(a))).isEmpty(); // a reads at most two runs at once
+    assertThat(runs(tick(a))).isEmpty(); // a reads one run at a time with one peer
+    a.onPieceStored(null, 0, trueHash(0));
+    a.onSourceRunEnded(new Run(0, 1), true);
+    assertThat(runs(tick(a))).extracting(Run::first).containsExactly(1);
   }
 
   @Test
@@ -1146,6 +1159,10 @@ class SwarmPolicyTest {
   void aHandoverFromAPeerReSplitsTheMembersShareAtOnceWithoutWaitingForThePeerTimeout() {
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
     assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
+    for (int i = 4; i < 8; i++) {
+      b.onPieceStored(null, i, trueHash(i));
+    }
+    b.onSourceRunEnded(new Run(4, 4), true);
     // a's load failed for good: it tells everyone before it closes its port.
     b.onFrame("c-a", "a", new Frame.Handover("a", "its load failed for good: AccessDenied"));
     List<Decision<String>> ds = tick(b);
@@ -1510,7 +1527,11 @@ class SwarmPolicyTest {
     List<Decision<String>> next = tick(b);
     assertThat(b.expectedHash(2)).isEqualTo(trueHash(2));
     assertThat(requests(next)).contains("c:2");
-    assertThat(runs(next)).extracting(Run::first).contains(0, 1);
+    // With two live members, one run at a time (sourceReadsInFlight): 0, then 1.
+    assertThat(runs(next)).extracting(Run::first).containsExactly(0);
+    b.onPieceStored(null, 0, trueHash(0));
+    b.onSourceRunEnded(new Run(0, 1), true);
+    assertThat(runs(tick(b))).extracting(Run::first).containsExactly(1);
     assertThat(b.dropped()).extracting(d -> d.id()).containsExactly("a");
   }
 

@@ -448,8 +448,10 @@ public final class NettyPeerTransport implements PeerTransport {
    * and the rest wait here. A HAVE, READING or REQUEST frame therefore waits behind at most one
    * piece, not behind every piece a peer asked for: with 2-4 requested 4 MiB pieces queued on each
    * connection, announcements and requests arrived seconds late at 100 Mbit/s and the swarm's relay
-   * lagged behind the source reads (bench/p2p-netns.sh). The socket still never runs dry: the next
-   * piece is written while the kernel's send buffer drains the last one.
+   * lagged behind the source reads (bench/p2p-netns.sh). Besides that piece, it waits only behind
+   * the bytes the kernel holds unsent, which {@link #NOTSENT_LOWAT} caps on the epoll transport.
+   * The socket still never runs dry: the next piece is written while the kernel's send buffer
+   * drains the last one.
    */
   static final class Connection implements PeerConnection {
     final String peerId;

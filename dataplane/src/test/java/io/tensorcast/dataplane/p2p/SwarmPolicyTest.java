@@ -533,11 +533,7 @@ class SwarmPolicyTest {
       // is stored.
       List<Run> mine = new ArrayList<>(runs(tick(p)));
       assertThat(mine).hasSize(1);
-      Run first = mine.get(0);
-      for (int i = first.first(); i < first.first() + first.count(); i++) {
-        p.onPieceStored(null, i, trueHash(i));
-      }
-      p.onSourceRunEnded(first, true);
+      readRun(p, mine.get(0));
       mine.addAll(runs(tick(p)));
       runs.add(mine);
     }
@@ -804,8 +800,7 @@ class SwarmPolicyTest {
       a.onFrame("c-b", "b", new Frame.Reading(i));
     }
     assertThat(runs(tick(a))).isEmpty(); // a reads one run at a time with one peer
-    a.onPieceStored(null, 0, trueHash(0));
-    a.onSourceRunEnded(new Run(0, 1), true);
+    readRun(a, new Run(0, 1));
     assertThat(runs(tick(a))).extracting(Run::first).containsExactly(1);
   }
 
@@ -1120,6 +1115,14 @@ class SwarmPolicyTest {
     return b;
   }
 
+  /** {@code run}, read from the source by {@code p}: each piece stored, then the run ended. */
+  private static void readRun(SwarmPolicy<String> p, Run run) {
+    for (int i = run.first(); i < run.first() + run.count(); i++) {
+      p.onPieceStored(null, i, trueHash(i));
+    }
+    p.onSourceRunEnded(run, true);
+  }
+
   /** Pieces 8-11, asked of c, arrive from it and are stored (c's block, which it holds). */
   private void fetchFromC(SwarmPolicy<String> b) {
     for (int round = 0; round < 3; round++) {
@@ -1159,10 +1162,7 @@ class SwarmPolicyTest {
   void aHandoverFromAPeerReSplitsTheMembersShareAtOnceWithoutWaitingForThePeerTimeout() {
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
     assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
-    for (int i = 4; i < 8; i++) {
-      b.onPieceStored(null, i, trueHash(i));
-    }
-    b.onSourceRunEnded(new Run(4, 4), true);
+    readRun(b, new Run(4, 4));
     // a's load failed for good: it tells everyone before it closes its port.
     b.onFrame("c-a", "a", new Frame.Handover("a", "its load failed for good: AccessDenied"));
     List<Decision<String>> ds = tick(b);
@@ -1188,10 +1188,7 @@ class SwarmPolicyTest {
     // c holds its block; a stays connected (keep-alives only) and never reads its block 0-3.
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
     assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
-    for (int i = 4; i < 8; i++) {
-      b.onPieceStored(null, i, trueHash(i));
-    }
-    b.onSourceRunEnded(new Run(4, 4), true);
+    readRun(b, new Run(4, 4));
     fetchFromC(b);
     advance(SwarmPolicy.SHARE_STALL_TIMEOUTS * T - 1);
     List<Decision<String>> before = tick(b);
@@ -1215,10 +1212,7 @@ class SwarmPolicyTest {
     // handed over, c's part of it is new work, not a share c sat on for three peer timeouts.
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
     tick(b);
-    for (int i = 4; i < 8; i++) {
-      b.onPieceStored(null, i, trueHash(i));
-    }
-    b.onSourceRunEnded(new Run(4, 4), true);
+    readRun(b, new Run(4, 4));
     fetchFromC(b);
     advance(SwarmPolicy.SHARE_STALL_TIMEOUTS * T + 1);
     assertThat(handovers(tick(b), "c-c")).containsExactly("a");
@@ -1233,10 +1227,7 @@ class SwarmPolicyTest {
   void aMemberThatAnnouncesAPieceOfItsShareWithinTheStallTimeoutKeepsIt() {
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], range(8, 12), 4 * 1024);
     tick(b);
-    for (int i = 4; i < 8; i++) {
-      b.onPieceStored(null, i, trueHash(i));
-    }
-    b.onSourceRunEnded(new Run(4, 4), true);
+    readRun(b, new Run(4, 4));
     fetchFromC(b);
     advance(2 * T);
     b.onFrame("c-a", "a", new Frame.Have(0, trueHash(0)));
@@ -1270,10 +1261,7 @@ class SwarmPolicyTest {
   private SwarmPolicy<String> bWhileCLags() {
     SwarmPolicy<String> b = bWithPeersHolding(new int[0], new int[0], 4 * 1024);
     assertThat(runs(tick(b))).containsExactly(new Run(4, 4));
-    for (int i = 4; i < 8; i++) {
-      b.onPieceStored(null, i, trueHash(i));
-    }
-    b.onSourceRunEnded(new Run(4, 4), true);
+    readRun(b, new Run(4, 4));
     for (int i = 0; i < 4; i++) {
       b.onFrame("c-a", "a", new Frame.Have(i, trueHash(i)));
     }
@@ -1361,10 +1349,7 @@ class SwarmPolicyTest {
     assertThat(runs(tick(c))).containsExactly(new Run(32, 8));
     advance(T / 2);
     assertThat(requests(tick(c))).isEmpty(); // the window starts: nobody holds anything
-    for (int i = 32; i < 40; i++) {
-      c.onPieceStored(null, i, trueHash(i));
-    }
-    c.onSourceRunEnded(new Run(32, 8), true);
+    readRun(c, new Run(32, 8));
     for (int i = 0; i < 10; i++) {
       for (String x : List.of("a", "b")) {
         c.onFrame(("c-" + x).intern(), x, new Frame.Have(i, trueHash(i)));
@@ -1433,10 +1418,7 @@ class SwarmPolicyTest {
     a.onFrame("c-b", "b", bitfield(range(4, 8)));
     a.onFrame("c-c", "c", bitfield(8));
     assertThat(runs(tick(a))).containsExactly(new Run(0, 4));
-    for (int i = 0; i < 4; i++) {
-      a.onPieceStored(null, i, trueHash(i));
-    }
-    a.onSourceRunEnded(new Run(0, 4), true);
+    readRun(a, new Run(0, 4));
     a.onFrame("c-c", "c", new Frame.Reading(9));
     a.onFrame("c-b", "b", new Frame.Handover("c", "slow"));
     a.drain();
@@ -1529,8 +1511,7 @@ class SwarmPolicyTest {
     assertThat(requests(next)).contains("c:2");
     // With two live members, one run at a time (sourceReadsInFlight): 0, then 1.
     assertThat(runs(next)).extracting(Run::first).containsExactly(0);
-    b.onPieceStored(null, 0, trueHash(0));
-    b.onSourceRunEnded(new Run(0, 1), true);
+    readRun(b, new Run(0, 1));
     assertThat(runs(tick(b))).extracting(Run::first).containsExactly(1);
     assertThat(b.dropped()).extracting(d -> d.id()).containsExactly("a");
   }

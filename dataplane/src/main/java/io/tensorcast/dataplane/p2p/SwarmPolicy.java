@@ -201,8 +201,8 @@ public final class SwarmPolicy<C> {
 
   /**
    * Pieces by which a member's share must lag the lower median live member's before it keeps one
-   * source read more in flight ({@link #shareLags}): one range of the default 8 MiB of 1 MiB
-   * pieces, well beyond the pieces a run in flight leaves uneven.
+   * source read more in flight ({@link #shareLags}): one run of the default 8 MiB range in 1 MiB
+   * pieces. Measured at that value only (docs/DECISIONS.md, 2026-12-04).
    */
   public static final int EXTRA_RUN_LAG = 8;
 
@@ -2478,27 +2478,27 @@ public final class SwarmPolicy<C> {
   /**
    * Whether this member's share lags the others' by {@link #EXTRA_RUN_LAG} pieces or more and it
    * keeps one source read in flight more than its cap ({@link #nextSourceRun}): the pieces of its
-   * share nobody holds yet outnumber the lower median live reader's by that many. Two source flows
+   * share nobody holds yet outnumber the lower median live member's by that many. Two source flows
    * through one origin uplink do not share it evenly for long (on the netns bench one member's flow
-   * got 4.7 MB/s and the other's 7.0 for the whole of an N = 2 run), so without it the member whose
-   * flow gets less is left to read the rest of its share alone at the end, through an ingress its
-   * source bytes then fill, while every other member waits for those pieces. The extra flow takes a
-   * larger part of the origin's uplink until the shares are even again. Only while more than half
-   * the live members have pieces of their share left (after that the last readers' rule divides the
-   * concurrency), with 3 live members or more (a pair measured no faster with it) and only where
-   * every live member could keep one more and the swarm still read with at most one loader's
-   * concurrency (live members × (cap + 1) ≤ concurrency: N = 3 and 4 at the default 16), outside
-   * reading turns, for a member not handed over and whose ingress keeps up ({@link #ingressSlow},
-   * judged on a whole window of holdings counts: one whose link is slow reads first instead, {@link
-   * #ownReadsFirst}). O(members) once the round's counts are made.
+   * got 4.7 MB/s and the other's 7.0 over the 14 s before the faster share was read), so without it
+   * the member whose flow gets less is left to read the rest of its share alone at the end, through
+   * an ingress its source bytes then fill, while every other member waits for those pieces. The
+   * extra flow takes a larger part of the origin's uplink until the lag is below {@link
+   * #EXTRA_RUN_LAG} again. Only while every live member has pieces of its share left (once some
+   * share is read the last readers' rule divides the concurrency, and the two never add up), with 3
+   * live members or more (a pair measured no faster with it), and only where every live member
+   * could keep one more and the swarm still read with at most one loader's concurrency (live
+   * members × (cap + 1) ≤ concurrency: N = 3 and 4 at the default 16), for a member whose ingress
+   * keeps up ({@link #ingressSlow}, judged on a whole window of holdings counts: one whose link is
+   * slow reads first instead, {@link #ownReadsFirst}). O(members) once the round's counts are made.
    */
   private boolean shareLags(View view, long now) {
-    if (readingTurn != null || view.live().size() < 3 || handedOverIds.contains(self)) {
+    if (view.live().size() < 3) {
       return false;
     }
     Map<String, Integer> waitingBy = waitingByReader(view);
     int mine = waitingBy.getOrDefault(self, 0);
-    if (mine < EXTRA_RUN_LAG || 2 * readersLeft(view) <= view.live().size()) {
+    if (mine < EXTRA_RUN_LAG || readersLeft(view) < view.live().size()) {
       return false;
     }
     List<Integer> counts = new ArrayList<>(view.live().size());

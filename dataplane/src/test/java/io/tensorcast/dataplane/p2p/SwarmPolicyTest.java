@@ -597,30 +597,36 @@ class SwarmPolicyTest {
     // Of {a, b, c}, b and c are 8 pieces of their shares ahead, then 16; a's holdings grow as fast
     // as theirs. The first round starts a's cap of 2 only: no whole window of holdings counts yet.
     // The second, one more.
-    assertThat(runsStartedOverAWindow(3, 16, 8, 8, 8))
+    assertThat(runsStartedOverAWindow(3, 16, 8, 8, 8, 8))
         .as("lag 16 >= %d, ingress keeps up", SwarmPolicy.EXTRA_RUN_LAG)
         .containsExactly(2, 1);
+    // Lag exactly 8 in both rounds (b and c gain nothing in the window, a gains 8): one more.
+    assertThat(runsStartedOverAWindow(3, 16, 8, 8, 0, 8)).as("lag 8").containsExactly(2, 1);
   }
 
   @Test
-  void aShareLaggingByLessThanARangeOrThroughASlowIngressOrInAPairKeepsItsCap() {
-    assertThat(runsStartedOverAWindow(3, 16, 0, 7, 7)).as("lag 7").containsExactly(2, 0);
+  void aShareLaggingByLessThanARangeOrThroughASlowIngressOrInAPairOrAtTheEndKeepsItsCap() {
+    assertThat(runsStartedOverAWindow(3, 16, 0, 0, 7, 7)).as("lag 7").containsExactly(2, 0);
     // Lag 16, but a gained nothing while b and c gained 8: its ingress paces it (own reads first).
-    assertThat(runsStartedOverAWindow(3, 16, 8, 8, 0)).as("slow ingress").containsExactly(2, 0);
+    assertThat(runsStartedOverAWindow(3, 16, 8, 8, 8, 0)).as("slow ingress").containsExactly(2, 0);
     // Concurrency 8: one more each would be 9 reads in flight, beyond one loader's 8.
-    assertThat(runsStartedOverAWindow(3, 8, 8, 8, 8)).as("concurrency 8").containsExactly(2, 0);
+    assertThat(runsStartedOverAWindow(3, 8, 8, 8, 8, 8)).as("concurrency 8").containsExactly(2, 0);
     // Two members: a pair measured no faster with it (docs/DECISIONS.md).
-    assertThat(runsStartedOverAWindow(2, 16, 8, 8, 8)).as("a pair").containsExactly(1, 0);
+    assertThat(runsStartedOverAWindow(2, 16, 8, 8, 8, 8)).as("a pair").containsExactly(1, 0);
+    // c's share is read: a and b are the last readers, whose rule gives a 16 / 2 = 8, at most 2
+    // per peer: 4 runs, and no more on top.
+    assertThat(runsStartedOverAWindow(3, 16, 8, 32, 8, 8)).as("last readers").containsExactly(4, 0);
   }
 
   /**
    * Member a of {@code members} (a, b, c) on 32 pieces each (a's block 0-31, b's 32-63, c's 64-95),
-   * one piece a run. Every other member announces the first {@code bRead} pieces of its share; a
-   * starts its runs; in the next half peer timeout every other member announces {@code bGain} more
-   * and a stores {@code aGain} of b's pieces. The runs a started in each of the two rounds.
+   * one piece a run. b announces the first {@code bRead} pieces of its share and c the first {@code
+   * cRead} of its; a starts its runs; in the next half peer timeout b and c each announce {@code
+   * gain} more (c not beyond its block) and a stores {@code aGain} of b's pieces. The runs a
+   * started in each of the two rounds.
    */
   private int[] runsStartedOverAWindow(
-      int members, int concurrency, int bRead, int bGain, int aGain) {
+      int members, int concurrency, int bRead, int cRead, int gain, int aGain) {
     List<String> ids = List.of("a", "b", "c").subList(0, members);
     PieceMap map = new PieceMap(List.of(new StoreFile("w", members * 32 * 1024)), 1024);
     SwarmPolicy<String> a =
@@ -630,12 +636,13 @@ class SwarmPolicyTest {
     a.startFill(map, concurrency, 1024);
     a.transportStarted();
     a.drain();
+    int[] read = {0, bRead, cRead};
     for (int k = 1; k < members; k++) {
       String id = ids.get(k);
       a.onConnected(("c-" + id).intern(), id);
       BitSet have = new BitSet();
       byte[][] h = new byte[map.size()][];
-      for (int i = 32 * k; i < 32 * k + bRead; i++) {
+      for (int i = 32 * k; i < 32 * k + read[k]; i++) {
         have.set(i);
         h[i] = trueHash(i);
       }
@@ -646,7 +653,7 @@ class SwarmPolicyTest {
     int started = runs(tick(a)).size();
     for (int k = 1; k < members; k++) {
       String id = ids.get(k);
-      for (int i = 32 * k + bRead; i < 32 * k + bRead + bGain; i++) {
+      for (int i = 32 * k + read[k]; i < Math.min(32 * (k + 1), 32 * k + read[k] + gain); i++) {
         a.onFrame(("c-" + id).intern(), id, new Frame.Have(i, trueHash(i)));
       }
     }

@@ -542,7 +542,8 @@ public final class ArtifactLoader implements Loader {
     }
     try {
       ReadResult r =
-          new ParallelRangeReader(options.read()).readRanges(source, ranges, sink, state, gate);
+          new ParallelRangeReader(options.read())
+              .readRanges(source, ranges, sink, state, gate, true);
       log.info(
           "read {} bytes in {} ranges with {} requests ({} retries) in {}",
           r.bytes(),

@@ -42,6 +42,15 @@ import java.util.concurrent.atomic.LongAdder;
  *       file order then offset order by a fixed pool of {@code min(concurrency, ranges)} workers;
  *       each worker has at most one request open. Zero-length files need no request and are not
  *       shown to the sink.
+ *   <li>A read that may merge ranges ({@link #readRanges(ArtifactSource, List, RangeSink,
+ *       ReadProgressListener, ThrottleGate, boolean)}: the loader's, whose sink takes any range)
+ *       asks for the ranges after the one a worker takes in the same request while they follow it
+ *       in the same file, the request stays within {@link ReadOptions#maxRangeSize()} and within
+ *       what one connection delivered in {@link #MERGED_REQUEST_NANOS} at the rate its requests
+ *       have shown so far, and more ranges than workers are left after it. Each request costs the
+ *       client and the origin some CPU of its own: against a fast origin fewer, larger requests;
+ *       against one whose connections are slow the ranges stay as planned, and so does the last
+ *       wave of every read, so the last requests still end close together.
  *   <li>Bytes pass from the response stream through the worker's staging buffer ({@link
  *       ReadOptions#stagingBufferSize()}) into the sink's buffer, or into the sink's {@link
  *       RangeSink.Writer} when it has one (the data plane's store: positional writes to the file);
@@ -76,6 +85,15 @@ import java.util.concurrent.atomic.LongAdder;
  * reader may serve concurrent reads.
  */
 public final class ParallelRangeReader {
+  /**
+   * The longest a merged request should take at the rate one connection has shown: a request is
+   * merged from planned ranges only up to what that rate delivers in this time.
+   */
+  static final long MERGED_REQUEST_NANOS = 500_000_000L;
+
+  /** Only requests of at least this many bytes (or a planned range) measure a connection's rate. */
+  private static final long RATE_SAMPLE_MIN_BYTES = 1 << 20;
+
   /** How long a finished or cancelled read waits for its workers to stop. */
   private static final long WORKER_STOP_TIMEOUT_SECONDS = 10;
 
@@ -127,7 +145,7 @@ public final class ParallelRangeReader {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(sink, "sink");
     Objects.requireNonNull(listener, "listener");
-    return new Run(source, plan(files), sink, listener, gate).execute();
+    return new Run(source, plan(files), sink, listener, gate, false).execute();
   }
 
   /**
@@ -180,6 +198,23 @@ public final class ParallelRangeReader {
       ReadProgressListener listener,
       ThrottleGate gate)
       throws RangeReadException, InterruptedException {
+    return readRanges(source, ranges, sink, listener, gate, false);
+  }
+
+  /**
+   * {@link #readRanges(ArtifactSource, List, RangeSink, ReadProgressListener, ThrottleGate)} that,
+   * with {@code mergeAdjacent}, may ask for adjacent ranges of a file in one request (see the class
+   * comment): the sink then gets one writer or buffer, and one completion, per request rather than
+   * per planned range. Only for a sink that takes any range of a file, not just the planned ones.
+   */
+  public ReadResult readRanges(
+      ArtifactSource source,
+      List<FileRange> ranges,
+      RangeSink sink,
+      ReadProgressListener listener,
+      ThrottleGate gate,
+      boolean mergeAdjacent)
+      throws RangeReadException, InterruptedException {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(sink, "sink");
     Objects.requireNonNull(listener, "listener");
@@ -191,7 +226,7 @@ public final class ParallelRangeReader {
       long i = seen.merge(r.file().path(), 1L, Long::sum) - 1;
       planned.add(new Range(r.file(), r.offset(), r.length(), i, counts.get(r.file().path())));
     }
-    return new Run(source, planned, sink, listener, gate).execute();
+    return new Run(source, planned, sink, listener, gate, mergeAdjacent).execute();
   }
 
   /** Where a worker puts a range's bytes: the sink's buffer or its writer. */
@@ -199,8 +234,13 @@ public final class ParallelRangeReader {
     void write(byte[] b, int off, int len);
   }
 
-  /** One range to read. */
-  private record Range(SourceFile file, long offset, int length, long index, long count) {
+  /** One range to read: the file's planned range {@code index} and the {@code merged} after it. */
+  private record Range(
+      SourceFile file, long offset, int length, long index, long count, long merged) {
+    Range(SourceFile file, long offset, int length, long index, long count) {
+      this(file, offset, length, index, count, 0);
+    }
+
     String describe() {
       return "bytes ["
           + offset
@@ -212,6 +252,7 @@ public final class ParallelRangeReader {
           + file.size()
           + " bytes; range "
           + (index + 1)
+          + (merged > 0 ? "–" + (index + 1 + merged) : "")
           + " of "
           + count
           + ")";
@@ -242,7 +283,9 @@ public final class ParallelRangeReader {
     private final List<Range> ranges;
     private final RangeSink sink;
     private final ReadProgressListener listener;
-    private final AtomicInteger next = new AtomicInteger();
+    private final boolean mergeAdjacent;
+    private int next; // the next planned range to take; guarded by this
+    private volatile double connectionRate; // bytes/s of one connection's requests, 0 before one
     private final AtomicReference<RangeReadException> failure = new AtomicReference<>();
     private final CountDownLatch cancelled = new CountDownLatch(1);
     private final List<Worker> workers = new ArrayList<>();
@@ -257,7 +300,9 @@ public final class ParallelRangeReader {
         List<Range> ranges,
         RangeSink sink,
         ReadProgressListener listener,
-        ThrottleGate gate) {
+        ThrottleGate gate,
+        boolean mergeAdjacent) {
+      this.mergeAdjacent = mergeAdjacent;
       this.gate = gate != null ? gate : new ThrottleGate(backoff, options.throttleBudget());
       this.source = source;
       this.ranges = ranges;
@@ -322,6 +367,49 @@ public final class ParallelRangeReader {
       return cancelled.getCount() == 0;
     }
 
+    /**
+     * The next planned range, merged with the ones after it where the class comment allows; null
+     * when every range was taken.
+     */
+    synchronized Range take() {
+      int i = next;
+      if (i >= ranges.size()) {
+        return null;
+      }
+      Range first = ranges.get(i);
+      int j = i;
+      long length = first.length();
+      if (mergeAdjacent) {
+        long limit =
+            Math.min(options.maxRangeSize(), (long) (connectionRate * MERGED_REQUEST_NANOS / 1e9));
+        while (j + 1 < ranges.size() - workers.size()) {
+          Range n = ranges.get(j + 1);
+          if (!n.file().path().equals(first.file().path())
+              || n.offset() != first.offset() + length
+              || length + n.length() > limit) {
+            break;
+          }
+          j++;
+          length += n.length();
+        }
+      }
+      next = j + 1;
+      return j == i
+          ? first
+          : new Range(
+              first.file(), first.offset(), (int) length, first.index(), first.count(), j - i);
+    }
+
+    /** One request delivered {@code bytes} in {@code nanos}: the connections' rate follows it. */
+    void measured(long bytes, long nanos) {
+      if (bytes < Math.min(RATE_SAMPLE_MIN_BYTES, options.rangeSize()) || nanos <= 0) {
+        return;
+      }
+      double rate = bytes * 1e9 / nanos;
+      double before = connectionRate;
+      connectionRate = before == 0 ? rate : (before + rate) / 2; // racy: an estimate
+    }
+
     /** Records the first failure and stops everything else. */
     void fail(RangeReadException e) {
       if (failure.compareAndSet(null, e)) {
@@ -349,11 +437,10 @@ public final class ParallelRangeReader {
       void run() {
         try {
           while (!isCancelled()) {
-            int i = next.getAndIncrement();
-            if (i >= ranges.size()) {
+            Range range = take();
+            if (range == null) {
               return;
             }
-            Range range = ranges.get(i);
             try {
               read(range);
             } catch (RuntimeException | Error e) {
@@ -495,6 +582,8 @@ public final class ParallelRangeReader {
               return false;
             }
             requests.increment();
+            long requested = System.nanoTime();
+            long receivedBefore = received;
             in = source.openRange(r.file(), r.offset() + received, r.length() - received);
             gate.admitted();
             if (!open(in)) {
@@ -539,6 +628,7 @@ public final class ParallelRangeReader {
               listener.bytesDelivered(r.file(), at, n);
             }
             if (received == r.length()) {
+              measured(received - receivedBefore, System.nanoTime() - requested);
               break;
             }
             cause =

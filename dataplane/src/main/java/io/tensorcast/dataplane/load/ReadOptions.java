@@ -10,8 +10,13 @@ import java.util.Objects;
  * stagingBufferSize ≤ stagingBudget}) is checked when a reader is constructed, so the fields can be
  * changed one at a time with the {@code with…} methods.
  *
- * @param rangeSize bytes per ranged request (the last range of a file may be shorter); 1 B – 1 GiB;
- *     default 8 MiB
+ * @param rangeSize bytes per planned ranged request (the last range of a file may be shorter); 1 B
+ *     – 1 GiB; default 8 MiB. A member of a peer swarm reads its source runs in ranges of this size
+ *     (their pieces go out to its peers as they land)
+ * @param maxRangeSize the largest request a load that reads the source alone makes by asking for
+ *     adjacent planned ranges at once, where the origin is fast enough ({@link
+ *     ParallelRangeReader}); ≥ rangeSize, ≤ 1 GiB; default 32 MiB ({@link #withRangeSize} sets
+ *     both: then every request is one planned range)
  * @param concurrency most requests in flight at once (worker threads); 1–1024; default 16
  * @param maxAttempts most requests made for one range, the first one and every retry or resume
  *     included; 1–100; default 6
@@ -35,6 +40,7 @@ import java.util.Objects;
  */
 public record ReadOptions(
     int rangeSize,
+    int maxRangeSize,
     int concurrency,
     int maxAttempts,
     Duration backoffBase,
@@ -52,7 +58,16 @@ public record ReadOptions(
   /** The defaults listed above. */
   public static final ReadOptions DEFAULTS =
       new ReadOptions(
-          8 * MIB, 16, 6, Duration.ofMillis(200), Duration.ofSeconds(10), 256 * 1024, 64L * MIB);
+          8 * MIB,
+          32 * MIB,
+          16,
+          6,
+          Duration.ofMillis(200),
+          Duration.ofSeconds(10),
+          256 * 1024,
+          64L * MIB,
+          true,
+          DEFAULT_THROTTLE_BUDGET);
 
   /** The options with the default throttling budget. */
   public ReadOptions(
@@ -65,6 +80,7 @@ public record ReadOptions(
       long stagingBudget,
       boolean adaptiveConcurrency) {
     this(
+        rangeSize,
         rangeSize,
         concurrency,
         maxAttempts,
@@ -100,6 +116,13 @@ public record ReadOptions(
     if (rangeSize < 1 || rangeSize > 1024 * MIB) {
       throw new IllegalArgumentException(
           "rangeSize must be between 1 byte and 1 GiB, got " + rangeSize);
+    }
+    if (maxRangeSize < rangeSize || maxRangeSize > 1024 * MIB) {
+      throw new IllegalArgumentException(
+          "maxRangeSize must be between rangeSize ("
+              + rangeSize
+              + ") and 1 GiB, got "
+              + maxRangeSize);
     }
     if (concurrency < 1 || concurrency > 1024) {
       throw new IllegalArgumentException(
@@ -156,8 +179,25 @@ public record ReadOptions(
     }
   }
 
+  /** The same options with requests of a load that reads alone merged up to {@code v} bytes. */
+  public ReadOptions withMaxRangeSize(int v) {
+    return new ReadOptions(
+        rangeSize,
+        v,
+        concurrency,
+        maxAttempts,
+        backoffBase,
+        backoffCap,
+        stagingBufferSize,
+        stagingBudget,
+        adaptiveConcurrency,
+        throttleBudget);
+  }
+
+  /** The same options with exactly {@code v} bytes per ranged request: none merged. */
   public ReadOptions withRangeSize(int v) {
     return new ReadOptions(
+        v,
         v,
         concurrency,
         maxAttempts,
@@ -172,6 +212,7 @@ public record ReadOptions(
   public ReadOptions withConcurrency(int v) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         v,
         maxAttempts,
         backoffBase,
@@ -185,6 +226,7 @@ public record ReadOptions(
   public ReadOptions withMaxAttempts(int v) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         concurrency,
         v,
         backoffBase,
@@ -198,6 +240,7 @@ public record ReadOptions(
   public ReadOptions withBackoff(Duration base, Duration cap) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         concurrency,
         maxAttempts,
         base,
@@ -211,6 +254,7 @@ public record ReadOptions(
   public ReadOptions withStagingBufferSize(int v) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         concurrency,
         maxAttempts,
         backoffBase,
@@ -225,6 +269,7 @@ public record ReadOptions(
   public ReadOptions withAdaptiveConcurrency(boolean v) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         concurrency,
         maxAttempts,
         backoffBase,
@@ -243,6 +288,7 @@ public record ReadOptions(
   public ReadOptions withThrottleBudget(Duration v) {
     return new ReadOptions(
         rangeSize,
+        maxRangeSize,
         concurrency,
         maxAttempts,
         backoffBase,

@@ -33,7 +33,7 @@ class DataplaneCliTest {
   @CsvSource({
     "--concurrency, 0, '--concurrency must be between 1 and 1024, got 0'",
     "--max-attempts, 0, '--max-attempts must be between 1 and 100, got 0'",
-    "--range-size, 0, '--range-size must be between 1 byte and 1Gi, got 0'",
+    "--range-size, 0, '--range-size must be auto or between 1 byte and 1Gi, got 0'",
     "--range-size, abc, '--range-size: ''abc'' is not a byte quantity'",
     "--throttle-budget, 0s, '--throttle-budget must be positive, got 0s'",
     "--throttle-budget, soon, '--throttle-budget: ''soon'' is not a duration such as 500ms, 10s or 2m'"

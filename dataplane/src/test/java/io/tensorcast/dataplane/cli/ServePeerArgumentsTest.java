@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.tensorcast.api.wire.Membership;
 import io.tensorcast.dataplane.http.ControlAuth;
+import io.tensorcast.dataplane.load.ReadOptions;
 import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.pod.ServeSettings;
 import java.net.InetSocketAddress;
@@ -26,6 +27,18 @@ class ServePeerArgumentsTest {
         new ArrayList<>(List.of("serve", "--artifact-id", "a", "--uri", "s3://b/p/"));
     args.addAll(List.of(extra));
     return ServeArguments.parse(args, env);
+  }
+
+  @Test
+  void rangeSizeAutoPlans8MiRangesAndLetsALoadAloneMergeThemUpTo32MiWhileAGivenSizeIsExact() {
+    ReadOptions auto = parse(Map.of("POD_IP", "10.1.2.3")).read();
+    assertThat(auto.rangeSize()).isEqualTo(8 << 20);
+    assertThat(auto.maxRangeSize()).isEqualTo(32 << 20);
+    assertThat(parse(Map.of("POD_IP", "10.1.2.3"), "--range-size", "auto").read()).isEqualTo(auto);
+
+    ReadOptions given = parse(Map.of("POD_IP", "10.1.2.3"), "--range-size", "16Mi").read();
+    assertThat(given.rangeSize()).isEqualTo(16 << 20);
+    assertThat(given.maxRangeSize()).isEqualTo(16 << 20);
   }
 
   @Test

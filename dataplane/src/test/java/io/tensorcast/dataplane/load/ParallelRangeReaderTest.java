@@ -72,6 +72,95 @@ class ParallelRangeReaderTest {
   }
 
   @Test
+  void aFastSourceGetsAdjacentRangesInOneRequestUpToTheLargestButTheLastWaveAsPlanned()
+      throws Exception {
+    byte[] content = new byte[8 << 20];
+    new java.util.Random(7).nextBytes(content);
+    Files.write(tmp.resolve("w.bin"), content);
+    ReadOptions options =
+        FAST.withRangeSize(256 << 10).withMaxRangeSize(1 << 20).withConcurrency(2);
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      SourceFile file = source.list().get(0);
+      List<ParallelRangeReader.FileRange> planned = planned(file, 256 << 10);
+      assertThat(planned).hasSize(32);
+
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult merged =
+          new ParallelRangeReader(options)
+              .readRanges(source, planned, sink, ReadProgressListener.NONE, null, true);
+
+      assertThat(sink.bytes("w.bin")).isEqualTo(content);
+      assertThat(merged.ranges()).isEqualTo(32);
+      assertThat(merged.requests()).isLessThan(32).isEqualTo(source.opened.size());
+      assertThat(source.opened)
+          .allSatisfy(o -> assertThat(length(o)).isBetween(256L << 10, 1L << 20))
+          .anySatisfy(o -> assertThat(length(o)).isEqualTo(1L << 20));
+      // the last wave (one range per worker) is asked for as planned
+      assertThat(source.opened)
+          .contains("w.bin@" + (31L << 18) + "+" + (256 << 10))
+          .contains("w.bin@" + (30L << 18) + "+" + (256 << 10));
+      assertThat(sink.completedBytes()).isEqualTo(content.length);
+
+      source.opened.clear();
+      HeapRangeSink exact = new HeapRangeSink();
+      ReadResult asPlanned =
+          new ParallelRangeReader(options)
+              .readRanges(source, planned, exact, ReadProgressListener.NONE, null);
+      assertThat(exact.bytes("w.bin")).isEqualTo(content);
+      assertThat(asPlanned.requests()).isEqualTo(32);
+      assertThat(exact.completed()).hasSize(32);
+    }
+  }
+
+  @Test
+  void aSourceWhoseConnectionsAreSlowGetsTheRangesAsPlanned() throws Exception {
+    byte[] content = new byte[2 << 20];
+    new java.util.Random(8).nextBytes(content);
+    Files.write(tmp.resolve("s.bin"), content);
+    ReadOptions options =
+        FAST.withRangeSize(256 << 10).withMaxRangeSize(1 << 20).withConcurrency(2);
+    // Each request waits 400 ms before its first byte: one connection delivers ~0.6 MB/s, so half
+    // a second of it is less than two ranges.
+    try (ArtifactSource slow =
+            new ForwardingArtifactSource(FileSource.open(tmp, PathFilter.all())) {
+              @Override
+              public InputStream openRange(SourceFile file, long offset, long length)
+                  throws SourceException {
+                try {
+                  Thread.sleep(400);
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+                return delegate().openRange(file, offset, length);
+              }
+            };
+        Scripted source = new Scripted(slow)) {
+      SourceFile file = source.list().get(0);
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult r =
+          new ParallelRangeReader(options)
+              .readRanges(
+                  source, planned(file, 256 << 10), sink, ReadProgressListener.NONE, null, true);
+      assertThat(sink.bytes("s.bin")).isEqualTo(content);
+      assertThat(r.requests()).isEqualTo(8);
+      assertThat(source.opened).allSatisfy(o -> assertThat(length(o)).isEqualTo(256L << 10));
+    }
+  }
+
+  private static List<ParallelRangeReader.FileRange> planned(SourceFile file, int size) {
+    List<ParallelRangeReader.FileRange> out = new java.util.ArrayList<>();
+    for (long at = 0; at < file.size(); at += size) {
+      out.add(new ParallelRangeReader.FileRange(file, at, (int) Math.min(size, file.size() - at)));
+    }
+    return out;
+  }
+
+  /** The length of a request recorded by {@link Scripted} as {@code path@offset+length}. */
+  private static long length(String opened) {
+    return Long.parseLong(opened.substring(opened.indexOf('+') + 1));
+  }
+
+  @Test
   void zeroLengthFilesProduceNoRequests() throws Exception {
     Files.write(tmp.resolve("empty.safetensors"), new byte[0]);
     Files.write(tmp.resolve("one.bin"), new byte[] {42});

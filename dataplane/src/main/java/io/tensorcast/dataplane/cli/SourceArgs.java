@@ -129,7 +129,7 @@ final class SourceArgs {
       throw new IllegalArgumentException(
           "--throttle-budget must be positive, got " + throttleBudget);
     }
-    if (!AUTO_RANGE_SIZE.equals(rangeSize)) {
+    if (!AUTO_RANGE_SIZE.equalsIgnoreCase(rangeSize)) {
       long range = Quantities.bytes(rangeSize, "--range-size");
       if (range < 1 || range > 1L << 30) {
         throw new IllegalArgumentException(
@@ -193,7 +193,7 @@ final class SourceArgs {
   ReadOptions readOptions() {
     validate();
     ReadOptions read = ReadOptions.DEFAULTS;
-    if (!AUTO_RANGE_SIZE.equals(rangeSize)) {
+    if (!AUTO_RANGE_SIZE.equalsIgnoreCase(rangeSize)) {
       read = read.withRangeSize(Math.toIntExact(Quantities.bytes(rangeSize, "--range-size")));
     }
     return read.withConcurrency(concurrency)

@@ -1403,7 +1403,7 @@ public final class ArtifactLoader implements Loader {
         long at = 0;
         for (long[] r : stored.storedRanges(f.path(), version)) {
           addMissing(missing, f, at, r[0]);
-          digester.stored(f, r[0], r[1] - r[0]);
+          digester.kept(f, r[0], r[1] - r[0]);
           kept += r[1] - r[0];
           at = r[1];
         }

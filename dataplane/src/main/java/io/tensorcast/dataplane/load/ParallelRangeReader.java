@@ -47,10 +47,12 @@ import java.util.concurrent.atomic.LongAdder;
  *       asks for the ranges after the one a worker takes in the same request while they follow it
  *       in the same file, the request stays within {@link ReadOptions#maxRangeSize()} and within
  *       what one connection delivered in {@link #MERGED_REQUEST_NANOS} at the rate its requests
- *       have shown so far, and more ranges than workers are left after it. Each request costs the
- *       client and the origin some CPU of its own: against a fast origin fewer, larger requests;
- *       against one whose connections are slow the ranges stay as planned, and so does the last
- *       wave of every read, so the last requests still end close together.
+ *       have shown so far, and at least as many planned ranges as workers are left after it. Each
+ *       request costs the client and the origin some CPU of its own: against a fast origin fewer,
+ *       larger requests; against one whose connections are slow the ranges stay as planned, and so
+ *       does the last wave of every read, so the last requests end within about half a second of
+ *       one another. A merged request that fails after a planned range's bytes starts the rest with
+ *       a fresh count of {@link ReadOptions#maxAttempts()}, as that range's successor would.
  *   <li>Bytes pass from the response stream through the worker's staging buffer ({@link
  *       ReadOptions#stagingBufferSize()}) into the sink's buffer, or into the sink's {@link
  *       RangeSink.Writer} when it has one (the data plane's store: positional writes to the file);
@@ -252,7 +254,7 @@ public final class ParallelRangeReader {
           + file.size()
           + " bytes; range "
           + (index + 1)
-          + (merged > 0 ? "–" + (index + 1 + merged) : "")
+          + (merged > 0 ? " to " + (index + 1 + merged) : "")
           + " of "
           + count
           + ")";
@@ -576,6 +578,7 @@ public final class ParallelRangeReader {
           Throwable cause;
           InputStream in = null;
           boolean throttled = false;
+          long receivedBefore = received;
           try {
             // Holding the permit: no request of this read goes out while throttling pauses it.
             if (!gate.await(cancelled, limiter)) {
@@ -583,7 +586,6 @@ public final class ParallelRangeReader {
             }
             requests.increment();
             long requested = System.nanoTime();
-            long receivedBefore = received;
             in = source.openRange(r.file(), r.offset() + received, r.length() - received);
             gate.admitted();
             if (!open(in)) {
@@ -666,6 +668,11 @@ public final class ParallelRangeReader {
               throw failure(r, Reason.Throttled, gate.exhausted(), attempt, received, false, cause);
             }
           } else {
+            if (r.merged() > 0 && received - receivedBefore >= options.rangeSize()) {
+              // A merged request that brought a planned range's bytes before it failed: that range
+              // would have completed on its own, so the rest starts with its own attempts.
+              failures = 0;
+            }
             failures++;
             if (failures >= options.maxAttempts() || !backoff.honours(retryAfter)) {
               Reason reason =

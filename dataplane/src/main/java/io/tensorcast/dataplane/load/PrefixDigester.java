@@ -37,11 +37,13 @@ import org.slf4j.LoggerFactory;
  * byte, {@code onDigested} gets the file and its digests, on the pool thread.
  *
  * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are read back
- * from the store's file, in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's
- * read lock, through one 1 MiB buffer per hashing thread ({@link StoredArtifact#consumeFromFile}:
- * {@code pread}, not the mapping, whose pages this process would otherwise fault in one by one). A
- * restarted or resumed load can feed the ranges that are already in the store to a new digester,
- * which hashes them again from the store.
+ * from the store in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's read lock,
+ * through the store's mapping ({@link StoredArtifact#consume}): bytes stored by this process were
+ * written after their pages were reserved, which maps them here, so hashing them takes neither a
+ * page fault nor a copy (libcrypto hashes the mapping in place). A restarted or resumed load feeds
+ * the ranges already in the store, written by an earlier process and not mapped in this one, as
+ * {@link #kept}: those are read through the file ({@link StoredArtifact#consumeFromFile}, {@code
+ * pread} into one 1 MiB buffer per hashing thread) rather than faulted in page by page.
  *
  * <p>Thread-safe. {@link #close()} stops hashing and waits for the pool: afterwards no task reads
  * the store, so the artifact may be unloaded.
@@ -58,11 +60,11 @@ final class PrefixDigester implements AutoCloseable {
   }
 
   /**
-   * Each hashing thread's buffer: the bytes are read from the store's file into it ({@link
-   * StoredArtifact#consumeFromFile}), not through the mapping. Direct when SHA-256 is native
-   * (libcrypto hashes it in place; a heap buffer would cost the JDK's copy through a temporary
-   * direct buffer on each {@code pread}), else heap (what {@code MessageDigest} takes without a
-   * copy).
+   * Each hashing thread's buffer for {@link #kept} bytes, read from the store's file into it
+   * ({@link StoredArtifact#consumeFromFile}), not through the mapping. Direct when SHA-256 is
+   * native (libcrypto hashes it in place; a heap buffer would cost the JDK's copy through a
+   * temporary direct buffer on each {@code pread}), else heap (what {@code MessageDigest} takes
+   * without a copy).
    */
   private static final ThreadLocal<java.nio.ByteBuffer> CHUNK =
       ThreadLocal.withInitial(
@@ -168,6 +170,23 @@ final class PrefixDigester implements AutoCloseable {
     }
   }
 
+  /**
+   * Like {@link #stored}, for bytes an earlier process stored (a resumed load): they are hashed
+   * through the store's file, not its mapping, where this process has not mapped their pages.
+   */
+  void kept(SourceFile file, long offset, long length) {
+    Track t;
+    synchronized (tracks) {
+      t = tracks.get(file.path());
+    }
+    if (t != null) {
+      synchronized (t) {
+        t.keptEnd = Math.max(t.keptEnd, offset + length);
+      }
+    }
+    stored(file, offset, length);
+  }
+
   /** Bytes of {@code file} in the contiguous prefix of its stored bytes. */
   long contiguous(SourceFile file) {
     Track t;
@@ -208,9 +227,11 @@ final class PrefixDigester implements AutoCloseable {
       while (!closed) {
         long from;
         long to;
+        long keptEnd;
         synchronized (t) {
           from = lane.hashed;
           to = t.contiguous;
+          keptEnd = t.keptEnd;
           if (from >= to) {
             lane.running = false;
             return;
@@ -218,7 +239,11 @@ final class PrefixDigester implements AutoCloseable {
         }
         for (long off = from; off < to && !closed; off += SourceDigests.WINDOW) {
           int n = (int) Math.min(SourceDigests.WINDOW, to - off);
-          stored.consumeFromFile(file.path(), off, n, CHUNK.get(), lane.hasher::update);
+          if (off < keptEnd) {
+            stored.consumeFromFile(file.path(), off, n, CHUNK.get(), lane.hasher::update);
+          } else {
+            stored.consume(file.path(), off, n, lane.hasher::update);
+          }
           if (lane.algorithm == Algorithm.SHA256) {
             hashedSha256.addAndGet(n);
           }
@@ -282,6 +307,9 @@ final class PrefixDigester implements AutoCloseable {
     final TreeMap<Long, Long> ahead = new TreeMap<>();
 
     long contiguous;
+
+    /** Windows that start below this offset are read through the file ({@link #kept}). */
+    long keptEnd;
 
     Track(SourceFile file, Set<Algorithm> algorithms) {
       this.file = file;

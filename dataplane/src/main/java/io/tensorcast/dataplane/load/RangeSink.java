@@ -8,7 +8,10 @@ import java.nio.ByteBuffer;
  * page-locked mapping of the file in the store; a heap array in tests.
  *
  * <p>Called concurrently from the reader's workers, for distinct ranges: implementations must be
- * thread-safe. The reader never asks twice for the same range within one read.
+ * thread-safe. The reader never asks twice for the same range within one read. A "range" is what
+ * one request reads: a planned range, or several adjacent ones in a read that merges them ({@link
+ * ParallelRangeReader#readRanges(io.tensorcast.dataplane.source.ArtifactSource, java.util.List,
+ * RangeSink, ReadProgressListener, ThrottleGate, boolean)}).
  */
 public interface RangeSink {
 
@@ -19,7 +22,9 @@ public interface RangeSink {
    * written by anyone else until {@link #rangeCompleted} or the read fails.
    *
    * @param offset byte offset in the file, ≥ 0
-   * @param length bytes in the range, 1 ≤ length ≤ {@link ReadOptions#rangeSize()}
+   * @param length bytes in the range, 1 ≤ length ≤ {@link ReadOptions#rangeSize()}; up to {@link
+   *     ReadOptions#maxRangeSize()} in a read that merges adjacent ranges, whose sink then gets one
+   *     buffer (or writer) and one completion per request instead of per planned range
    */
   ByteBuffer target(SourceFile file, long offset, int length);
 

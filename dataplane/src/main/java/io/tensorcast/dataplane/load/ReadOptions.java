@@ -69,7 +69,9 @@ public record ReadOptions(
           true,
           DEFAULT_THROTTLE_BUDGET);
 
-  /** The options with the default throttling budget. */
+  /**
+   * The options with the default throttling budget; no request merges ranges (see maxRangeSize).
+   */
   public ReadOptions(
       int rangeSize,
       int concurrency,
@@ -92,7 +94,7 @@ public record ReadOptions(
         DEFAULT_THROTTLE_BUDGET);
   }
 
-  /** The options with an adaptive concurrency (the default). */
+  /** The options with an adaptive concurrency; no request merges ranges (see maxRangeSize). */
   public ReadOptions(
       int rangeSize,
       int concurrency,

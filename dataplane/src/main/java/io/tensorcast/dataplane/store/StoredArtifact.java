@@ -935,8 +935,10 @@ public final class StoredArtifact {
    * a buffer of the caller (direct: one copy, by the kernel; heap: the JDK copies through a
    * temporary direct buffer), and handed to {@code reader} one chunk at a time (each a view of
    * {@code chunk}, position 0); the artifact's read lock is held throughout. For hashing bytes that
-   * were written by a {@link RangeWriter}: reading them through the file takes no page faults in
-   * this process.
+   * an earlier process stored: reading them through the file takes no page faults in this one,
+   * whose mapping does not have their pages yet (bytes written here after {@link #openRange} or
+   * {@link #writable} reserved their pages are mapped already, and {@link #consume} reads them
+   * without a copy).
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file

@@ -35,6 +35,7 @@ class ServePeerArgumentsTest {
     assertThat(auto.rangeSize()).isEqualTo(8 << 20);
     assertThat(auto.maxRangeSize()).isEqualTo(32 << 20);
     assertThat(parse(Map.of("POD_IP", "10.1.2.3"), "--range-size", "auto").read()).isEqualTo(auto);
+    assertThat(parse(Map.of("POD_IP", "10.1.2.3"), "--range-size", "Auto").read()).isEqualTo(auto);
 
     ReadOptions given = parse(Map.of("POD_IP", "10.1.2.3"), "--range-size", "16Mi").read();
     assertThat(given.rangeSize()).isEqualTo(16 << 20);

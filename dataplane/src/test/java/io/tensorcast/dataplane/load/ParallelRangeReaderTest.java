@@ -147,6 +147,72 @@ class ParallelRangeReaderTest {
     }
   }
 
+  @Test
+  void aMergedRequestCutAfterEachRangesWorthGoesOnWithTheAttemptsEachRangeWouldHave()
+      throws Exception {
+    byte[] content = new byte[8 << 20];
+    new java.util.Random(9).nextBytes(content);
+    Files.write(tmp.resolve("c.bin"), content);
+    // Two attempts per range; every response ends after 300 KiB: a planned 256 KiB range still
+    // completes in one, and a merged one brings more than a range's bytes with each attempt.
+    ReadOptions options =
+        FAST.withRangeSize(256 << 10)
+            .withMaxRangeSize(1 << 20)
+            .withConcurrency(2)
+            .withMaxAttempts(2);
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      SourceFile file = source.list().get(0);
+      source.cutFirstStreamsAfter(Integer.MAX_VALUE, 300 << 10);
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult r =
+          new ParallelRangeReader(options)
+              .readRanges(
+                  source, planned(file, 256 << 10), sink, ReadProgressListener.NONE, null, true);
+
+      assertThat(sink.bytes("c.bin")).isEqualTo(content);
+      assertThat(source.opened).anySatisfy(o -> assertThat(length(o)).isGreaterThan(300L << 10));
+      assertThat(r.retries()).isPositive();
+    }
+  }
+
+  @Test
+  void mergingStopsAtTheEndOfAFileAndAtARangeNotPlanned() throws Exception {
+    byte[] a = new byte[4 << 20];
+    byte[] b = new byte[4 << 20];
+    new java.util.Random(10).nextBytes(a);
+    new java.util.Random(11).nextBytes(b);
+    Files.write(tmp.resolve("a.bin"), a);
+    Files.write(tmp.resolve("b.bin"), b);
+    int range = 256 << 10;
+    long gap = 5L * range; // a's sixth range is not asked for (an earlier load kept it)
+    try (Scripted source = new Scripted(FileSource.open(tmp, PathFilter.all()))) {
+      List<SourceFile> files = source.list();
+      List<ParallelRangeReader.FileRange> ranges = new java.util.ArrayList<>();
+      for (SourceFile f : files) {
+        planned(f, range).stream()
+            .filter(x -> !(f.path().equals("a.bin") && x.offset() == gap))
+            .forEach(ranges::add);
+      }
+      HeapRangeSink sink = new HeapRangeSink();
+      ReadResult r =
+          new ParallelRangeReader(
+                  FAST.withRangeSize(range).withMaxRangeSize(4 * range).withConcurrency(2))
+              .readRanges(source, ranges, sink, ReadProgressListener.NONE, null, true);
+
+      assertThat(r.requests()).isLessThan(ranges.size());
+      for (String o : source.opened) {
+        String path = o.substring(0, o.indexOf('@'));
+        long offset = Long.parseLong(o.substring(o.indexOf('@') + 1, o.indexOf('+')));
+        long end = offset + length(o);
+        assertThat(end).as(o).isLessThanOrEqualTo(4L << 20);
+        if (path.equals("a.bin")) {
+          assertThat(offset >= gap + range || end <= gap).as(o).isTrue();
+        }
+      }
+      assertThat(sink.completedBytes()).isEqualTo(8L * (1 << 20) - range);
+    }
+  }
+
   private static List<ParallelRangeReader.FileRange> planned(SourceFile file, int size) {
     List<ParallelRangeReader.FileRange> out = new java.util.ArrayList<>();
     for (long at = 0; at < file.size(); at += size) {

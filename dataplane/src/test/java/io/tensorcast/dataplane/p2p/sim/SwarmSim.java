@@ -46,8 +46,10 @@ import java.util.TreeMap;
  *   <li>A node runs its policy's scheduling round after every batch of events, at most once per
  *       {@link Scenario#tickGap} (the round's own CPU time), and at least every 50 ms. Bytes of a
  *       piece arriving are reported as progress at each round.
- *   <li>A node is Ready {@link Scenario#verifyBytesPerSecond} after its last piece (the whole-copy
- *       verification at the end of a load).
+ *   <li>A node is Ready once its digests have taken in what was left of the hashing backlog when
+ *       its last piece was stored (below), at {@link Scenario#verifyBytesPerSecond}: as the
+ *       loader's, whose files are checked as their prefixes complete, with no pass over the whole
+ *       copy after the last byte.
  *   <li>Each node's file digests follow the files' contiguous prefixes, as the loader's: every
  *       stored piece that extends a prefix adds the newly contiguous bytes to one hashing backlog
  *       drained at {@link Scenario#verifyBytesPerSecond} (at once when 0). What is left of it when
@@ -91,8 +93,8 @@ final class SwarmSim {
    * @param peerTimeout {@code --peer-timeout}
    * @param tickGap shortest interval between two scheduling rounds of one node, nanoseconds
    * @param quantum shortest interval between two rate recomputations, nanoseconds
-   * @param verifyBytesPerSecond hashing rate of the verification after the last piece, and of the
-   *     digests that follow the files' prefixes (0: none, instant)
+   * @param verifyBytesPerSecond hashing rate of the digests that follow the files' prefixes, during
+   *     the transfer and after the last piece (0: none, instant)
    * @param membershipDelay from a node's death to the membership without it, nanoseconds
    * @param redialAfter the retry interval of a dial that found no listener, nanoseconds
    * @param limit virtual time after which the run gives up, nanoseconds
@@ -124,6 +126,7 @@ final class SwarmSim {
   record NodeResult(
       String id,
       long startAt,
+      long completeAt,
       long readyAt,
       boolean left,
       double downBps,
@@ -441,6 +444,7 @@ final class SwarmSim {
           new NodeResult(
               n.id,
               n.startAt,
+              n.completeAt,
               n.readyAt,
               n.left,
               n.spec.downBps(),
@@ -663,7 +667,7 @@ final class SwarmSim {
       n.hashedAfterLast = Math.round(drain(n));
       long verify =
           sc.verifyBytesPerSecond() > 0
-              ? (long) (sc.totalBytes() / sc.verifyBytesPerSecond() * 1e9)
+              ? (long) (n.hashedAfterLast / sc.verifyBytesPerSecond() * 1e9)
               : 0;
       n.readyAt = n.completeAt + verify;
       if (TRACE) {

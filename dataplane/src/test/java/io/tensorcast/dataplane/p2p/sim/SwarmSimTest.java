@@ -630,6 +630,48 @@ class SwarmSimTest {
   }
 
   /**
+   * A node is Ready once its digests have taken in the backlog left at its last piece, as the
+   * loader's: no pass over the whole copy after the last byte. Hashing at a fifth of the link rate
+   * leaves most of the artifact to hash after the last piece, so the two models differ.
+   */
+  @Test
+  void aNodeIsReadyWhenItsDigestsHaveTakenInTheBacklogLeftAtItsLastPiece() {
+    long[] files = {30L * PIECE + 7, 50L * PIECE + 11, 20L * PIECE + 3, 28L * PIECE + 5};
+    double hashing = 2e6;
+    Scenario base = scenario(files, uniform(2, 10e6), 10e6);
+    Scenario sc =
+        new Scenario(
+            base.fileSizes(),
+            base.pieceSize(),
+            base.nodes(),
+            base.originUpBps(),
+            base.originRequestsPerSecond(),
+            base.latency(),
+            base.concurrency(),
+            base.rangeSize(),
+            base.maxInFlight(),
+            base.peerTimeout(),
+            base.tickGap(),
+            base.quantum(),
+            hashing,
+            base.membershipDelay(),
+            base.redialAfter(),
+            base.limit());
+    Result r = new SwarmSim(sc).run();
+
+    assertThat(r.finished()).isTrue();
+    for (NodeResult node : r.nodes()) {
+      assertThat(node.hashedAfterLast())
+          .as("%s: bytes left to hash at the last piece", node.id())
+          .isPositive()
+          .isLessThan(sc.totalBytes());
+      assertThat((double) (node.readyAt() - node.completeAt()))
+          .as("%s: last piece to Ready, ns", node.id())
+          .isCloseTo(node.hashedAfterLast() / hashing * 1e9, within(1.0));
+    }
+  }
+
+  /**
    * Files of 30, 50, 20 and 28 pieces (plus a few bytes each) at N = 2 and 4: the 50-piece file
    * straddles the first block boundary (and at N = 4 spans three blocks), the 20-piece one the
    * last. Each member reads the straddling files' parts first, so at every node the files'

@@ -103,7 +103,9 @@ import java.util.function.LongSupplier;
  *       flight stay its own while it is connected and its share progresses within the stall
  *       timeout. The handed-over set only grows during a fill and is sent on every new connection,
  *       so the members converge on it; a handed-over member still holds, serves and fetches pieces,
- *       and one that learns it was handed over reads nothing more for the plan.
+ *       and one that learns it was handed over reads nothing more for the plan. While the swarm
+ *       reads in turns, a member whose link is far slower than the others' when its turn comes,
+ *       before it read any of its share, hands its own share over ({@link #handOverOwnSlowShare}).
  *   <li><b>Own reads first</b> ({@link #ownReadsFirst}): a member whose share lags the median
  *       member's (within the slow rule's margin) while its holdings grow slower than the others'
  *       (its ingress, not the origin, paces its reads) keeps {@value #OWN_READS_FIRST_DIVISOR}
@@ -137,7 +139,8 @@ import java.util.function.LongSupplier;
  *       HAVE of the piece withdraws its waiting request. A piece only a slow member holds thus
  *       reaches a few peers fast instead of every peer slowly. While the swarm reads in turns, at
  *       most {@value #SEND_SLOTS} copies of all pieces together go out at once (old requests
- *       excepted).
+ *       excepted); from a member whose link is far slower than the others' ({@link #linkFarSlower})
+ *       one copy at a time, and two of one piece with old requests.
  *   <li><b>Asking again</b>: a request older than a quarter of the peer timeout at a peer that
  *       delivered no piece bytes in that time is withdrawn there, without a fault, when another
  *       usable peer offers the piece, and asked of the least-loaded such peer; the first peer is
@@ -198,6 +201,23 @@ public final class SwarmPolicy<C> {
    * (docs/DECISIONS.md, 2026-12-03).
    */
   public static final int OWN_READS_FIRST_DIVISOR = 2;
+
+  /**
+   * A member's link is far slower than the others' ({@link #linkFarSlower}: it hands over its own
+   * share when its reading turn comes and sends one copy at a time) only if its holdings grew by at
+   * most this fraction of the median member's: far slower than {@link #SLOW_FRACTION}, since while
+   * the origin paces the swarm the members late in id order gain pieces slower for a while (at N =
+   * 64 on equal links a third to two thirds of the median).
+   */
+  public static final double OWN_HANDOVER_FRACTION = 1.0 / 3;
+
+  /**
+   * Pieces by which a member's holdings must also trail the median member's gain in the window for
+   * {@link #OWN_HANDOVER_FRACTION} to count ({@link #linkFarSlower}): while the origin paces a
+   * large swarm every member gains a few pieces per window (5-6 at N = 256 on 128 MiB), and a gain
+   * of 1 against 5 says nothing about a member's link.
+   */
+  public static final int OWN_HANDOVER_GAP = 4 * LAG_PIECES;
 
   /**
    * Pieces by which a member's share must lag the lower median live member's before it keeps one
@@ -507,6 +527,14 @@ public final class SwarmPolicy<C> {
    * claimed.
    */
   private BitSet spread = new BitSet();
+
+  /**
+   * This member's link is far slower than the others' ({@link #linkFarSlower}), judged each round
+   * while the swarm reads in turns: one copy goes out at a time, each at the whole uplink, and the
+   * receivers pass it on ({@link #unchoke}); its own share is handed over if its turn has not yet
+   * begun ({@link #handOverOwnSlowShare}).
+   */
+  private boolean slowLink;
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
@@ -1616,7 +1644,9 @@ public final class SwarmPolicy<C> {
    * once while the first copies could be passed on), then the piece this member sent least often in
    * this fill, so its pieces spread before any goes out many times (the receivers pass them on);
    * ties to the oldest request, then by peer id. A requester that got the piece elsewhere meanwhile
-   * says so with its HAVE, which withdraws its request.
+   * says so with its HAVE, which withdraws its request. From a member whose link is far slower than
+   * the others' ({@link #slowLink}) one copy at a time, two of one piece with old requests: four at
+   * once would each take four times as long to reach a peer that could pass it on.
    */
   private void unchoke() {
     long now = now();
@@ -1640,8 +1670,9 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          if (sendingNow[piece] >= (old ? 2 * UPLOAD_SLOTS : UPLOAD_SLOTS)
-              || (!old && readingTurn != null && sendingTotal >= SEND_SLOTS)) {
+          int slots = slowLink ? 1 : UPLOAD_SLOTS;
+          if (sendingNow[piece] >= (old ? 2 * slots : slots)
+              || (!old && readingTurn != null && sendingTotal >= (slowLink ? 1 : SEND_SLOTS))) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1773,6 +1804,12 @@ public final class SwarmPolicy<C> {
     }
     lastView = view;
     readingTurn = readingTurn(view, now);
+    slowLink = readingTurn != null && linkFarSlower(view, now);
+    if (handOverOwnSlowShare(view, now)) {
+      view = view(now);
+      lastView = view;
+      readingTurn = readingTurn(view, now);
+    }
     if (!resumed.isEmpty()) {
       confirmOwnReads(view.plan());
     }
@@ -2512,6 +2549,53 @@ public final class SwarmPolicy<C> {
         && !ingressSlow(view, now)
         && heldGrowth >= 0
         && growthMedian >= 0;
+  }
+
+  /**
+   * Hands over this member's own share when its reading turn ({@link #readingTurn}) comes while its
+   * link is far slower than the others' ({@link #linkFarSlower}) and it has read none of its share
+   * yet: with more live members than the concurrency the turns go in id order, so a member late in
+   * that order knows its ingress by the time its turn comes. Reading then would put its share
+   * behind its own slow ingress, shared per flow with its peer fetches, and every member would wait
+   * for those pieces (and for its slow uplink to pass them on); a share not started yet is read at
+   * once by the others instead. The others hand over a slow member only once it announced some of
+   * its share ({@link #handOverSlow}), which a share of one run never gives them the time to see.
+   * Never without reading turns (too early to know any rate when the turns begin), with a source
+   * read of its own in flight, or once it read a piece of its share.
+   *
+   * @return whether the share was handed over (the view is stale then)
+   */
+  private boolean handOverOwnSlowShare(View view, long now) {
+    // slowLink: linkFarSlower, counted every round in reading turns so that the holdings windows
+    // are whole when the turn comes.
+    if (!slowLink
+        || !readingTurn.contains(self)
+        || handedOverIds.contains(self)
+        || ownShareReads > 0
+        || !sourceReading.isEmpty()
+        || waitingByReader(view).getOrDefault(self, 0) == 0) {
+      return false;
+    }
+    handOver(
+        self,
+        "its ingress is slow (its holdings grew by "
+            + heldGrowth
+            + " pieces in the last half peer timeout, the median member's by "
+            + growthMedian
+            + ") and its reading turn came before it read any of its share",
+        self);
+    return true;
+  }
+
+  /**
+   * Whether this member's holdings grew far slower than the median member's in the last window
+   * ({@link #ingressSlow}, at most {@link #OWN_HANDOVER_FRACTION} of it and {@link
+   * #OWN_HANDOVER_GAP} pieces less): its link, not the origin or its peers, paces it.
+   */
+  private boolean linkFarSlower(View view, long now) {
+    return ingressSlow(view, now)
+        && heldGrowth <= OWN_HANDOVER_FRACTION * growthMedian
+        && growthMedian - heldGrowth >= OWN_HANDOVER_GAP;
   }
 
   /**

@@ -1467,6 +1467,104 @@ class SwarmPolicyTest {
     assertThat(requests(ds)).hasSize(8);
   }
 
+  /**
+   * {@code d} of {a, b, c, d} on {@link #MAP48} (blocks a 0-11, b 12-23, c 24-35, d 36-47) with a
+   * concurrency of 2: the swarm reads in turns, a and b first. Over half a peer timeout a and b
+   * read their shares and fetch each other's, c fetches both (each gains 24 pieces), and d stores
+   * {@code fromPeers} of them. Then a's and b's shares are held and the turn is c's and d's.
+   */
+  private List<Decision<String>> dWhenItsTurnComes(SwarmPolicy<String> d, int fromPeers) {
+    d.applyMembership(membership("abcd", "a", "b", "c", "d"));
+    d.startFill(MAP48, 2, 4 * 1024);
+    d.transportStarted();
+    for (String x : List.of("a", "b", "c")) {
+      String conn = ("c-" + x).intern();
+      d.onConnected(conn, x);
+      d.onFrame(conn, x, none48());
+    }
+    d.drain();
+    assertThat(runs(tick(d))).as("not d's turn yet").isEmpty();
+    for (int i = 0; i < 24; i++) {
+      for (String x : List.of("a", "b", "c")) {
+        d.onFrame(("c-" + x).intern(), x, new Frame.Have(i, trueHash(i)));
+      }
+    }
+    for (int i = 0; i < fromPeers; i++) {
+      d.onPieceStored(i < 12 ? "a" : "b", i, trueHash(i));
+    }
+    d.drain();
+    advance(T / 2);
+    return tick(d);
+  }
+
+  /**
+   * A member whose holdings grew by at most a third of the median member's when its reading turn
+   * comes, before it read any of its share, hands its share over: read behind its slow ingress,
+   * every member would wait for those pieces. The others read them (the HANDOVER makes them
+   * re-plan).
+   */
+  @Test
+  void aMemberWhoseIngressIsFarSlowerWhenItsReadingTurnComesHandsOverItsShareUnread() {
+    SwarmPolicy<String> d =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    List<Decision<String>> ds = dWhenItsTurnComes(d, 2); // 2 pieces gained against the others' 24
+    assertThat(runs(ds)).as("nothing read behind its ingress").isEmpty();
+    assertThat(d.handedOver()).containsOnlyKeys("d");
+    assertThat(d.handedOver().get("d")).contains("its ingress is slow");
+    for (String x : List.of("a", "b", "c")) {
+      assertThat(handovers(ds, "c-" + x)).as("told to %s", x).containsExactly("d");
+    }
+  }
+
+  /**
+   * The control: holdings that grew by half the median member's (a slow ingress by the measure of
+   * the own-reads-first rule, as members late in id order often show while the origin paces the
+   * swarm) are not slow enough to give the share away; the member reads it.
+   */
+  @Test
+  void aMemberWhoseIngressIsOnlyALittleSlowerReadsItsShareWhenItsTurnComes() {
+    SwarmPolicy<String> d =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    List<Decision<String>> ds = dWhenItsTurnComes(d, 12);
+    assertThat(d.handedOver()).isEmpty();
+    assertThat(runs(ds)).containsExactly(new Run(36, 4));
+  }
+
+  /**
+   * A member whose link is that slow sends one copy at a time while the swarm reads in turns: each
+   * copy leaves at its whole uplink, and the receivers pass the piece on, where four at once would
+   * each take four times as long.
+   */
+  @Test
+  void aMemberWhoseLinkIsFarSlowerSendsOneCopyAtATime() {
+    SwarmPolicy<String> d =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    dWhenItsTurnComes(d, 2);
+    for (String x : List.of("a", "b", "c")) {
+      d.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
+    }
+    assertThat(pieceSends(d.drain())).containsExactly("a:0");
+    // Requests that waited half a peer timeout go out beside it, but two copies of a piece at most
+    // (twice its one slot, not twice four).
+    advance(T / 2);
+    d.onFrame("c-a", "a", new Frame.Request(1));
+    assertThat(pieceSends(d.drain())).containsExactly("b:0");
+    d.onPieceSent("c-a", "a");
+    assertThat(pieceSends(d.drain())).containsExactly("c:0");
+
+    SwarmPolicy<String> control =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    dWhenItsTurnComes(control, 12);
+    for (String x : List.of("a", "b", "c")) {
+      control.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
+    }
+    assertThat(pieceSends(control.drain())).containsExactly("a:0", "b:0", "c:0");
+  }
+
   @Test
   void aSlowMemberThatCatchesUpWithinHalfAPeerTimeoutKeepsItsShare() {
     SwarmPolicy<String> b = bWhileCLags();

@@ -2590,12 +2590,18 @@ public final class SwarmPolicy<C> {
   /**
    * Whether this member's holdings grew far slower than the median member's in the last window
    * ({@link #ingressSlow}, at most {@link #OWN_HANDOVER_FRACTION} of it and {@link
-   * #OWN_HANDOVER_GAP} pieces less): its link, not the origin or its peers, paces it.
+   * #OWN_HANDOVER_GAP} pieces less) while it holds less than {@link #SLOW_FRACTION} of what the
+   * median live member holds: its link, not the origin or its peers, paces it. A member that holds
+   * everything, or more than the others, gains only what is new to it: its growth says nothing of
+   * its link, and it is the best uploader there is. O(members) only once the growth test passed.
    */
   private boolean linkFarSlower(View view, long now) {
-    return ingressSlow(view, now)
+    int held = present.cardinality();
+    return held < map.size()
+        && ingressSlow(view, now)
         && heldGrowth <= OWN_HANDOVER_FRACTION * growthMedian
-        && growthMedian - heldGrowth >= OWN_HANDOVER_GAP;
+        && growthMedian - heldGrowth >= OWN_HANDOVER_GAP
+        && held < SLOW_FRACTION * heldMedian(view.live(), view);
   }
 
   /**

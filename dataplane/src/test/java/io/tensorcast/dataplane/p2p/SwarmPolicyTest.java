@@ -1467,13 +1467,8 @@ class SwarmPolicyTest {
     assertThat(requests(ds)).hasSize(8);
   }
 
-  /**
-   * {@code d} of {a, b, c, d} on {@link #MAP48} (blocks a 0-11, b 12-23, c 24-35, d 36-47) with a
-   * concurrency of 2: the swarm reads in turns, a and b first. Over half a peer timeout a and b
-   * read their shares and fetch each other's, c fetches both (each gains 24 pieces), and d stores
-   * {@code fromPeers} of them. Then a's and b's shares are held and the turn is c's and d's.
-   */
-  private List<Decision<String>> dWhenItsTurnComes(SwarmPolicy<String> d, int fromPeers) {
+  /** {@code d} of {a, b, c, d} on {@link #MAP48}, concurrency 2, connected to all three. */
+  private static void dOfFourConnected(SwarmPolicy<String> d) {
     d.applyMembership(membership("abcd", "a", "b", "c", "d"));
     d.startFill(MAP48, 2, 4 * 1024);
     d.transportStarted();
@@ -1483,6 +1478,16 @@ class SwarmPolicyTest {
       d.onFrame(conn, x, none48());
     }
     d.drain();
+  }
+
+  /**
+   * {@code d} of {a, b, c, d} on {@link #MAP48} (blocks a 0-11, b 12-23, c 24-35, d 36-47) with a
+   * concurrency of 2: the swarm reads in turns, a and b first. Over half a peer timeout a and b
+   * read their shares and fetch each other's, c fetches both (each gains 24 pieces), and d stores
+   * {@code fromPeers} of them. Then a's and b's shares are held and the turn is c's and d's.
+   */
+  private List<Decision<String>> dWhenItsTurnComes(SwarmPolicy<String> d, int fromPeers) {
+    dOfFourConnected(d);
     assertThat(runs(tick(d))).as("not d's turn yet").isEmpty();
     for (int i = 0; i < 24; i++) {
       for (String x : List.of("a", "b", "c")) {
@@ -1563,6 +1568,51 @@ class SwarmPolicyTest {
       control.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
     }
     assertThat(pieceSends(control.drain())).containsExactly("a:0", "b:0", "c:0");
+  }
+
+  /**
+   * A member ahead of the others gains only what is new to it: d stored the 20 pieces a and b
+   * announced of their shares, then gained nothing in the next window while the others caught up
+   * (14-24 pieces). Its growth is far below theirs, but it holds 20 against the median member's 24:
+   * its link is not what paces it, so it reads its share when its turn comes and sends as many
+   * copies as any member.
+   */
+  @Test
+  void aMemberAheadOfTheOthersIsNotFarSlowerForGainingLess() {
+    SwarmPolicy<String> d =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    dOfFourConnected(d);
+    tick(d); // the first window starts
+    for (int i = 0; i < 10; i++) {
+      d.onFrame("c-a", "a", new Frame.Have(i, trueHash(i)));
+      d.onFrame("c-b", "b", new Frame.Have(12 + i, trueHash(12 + i)));
+      d.onPieceStored("a", i, trueHash(i));
+      d.onPieceStored("b", 12 + i, trueHash(12 + i));
+    }
+    d.drain();
+    advance(T / 2);
+    assertThat(runs(tick(d))).as("a's and b's turn").isEmpty(); // d gained 20, a, b 10, c 0
+    for (int i : new int[] {10, 11}) {
+      d.onFrame("c-a", "a", new Frame.Have(i, trueHash(i)));
+    }
+    for (int i : new int[] {22, 23}) {
+      d.onFrame("c-b", "b", new Frame.Have(i, trueHash(i)));
+    }
+    for (int i = 0; i < 24; i++) {
+      String x = i < 12 ? "b" : "a";
+      d.onFrame(("c-" + x).intern(), x, new Frame.Have(i, trueHash(i)));
+      d.onFrame("c-c", "c", new Frame.Have(i, trueHash(i)));
+    }
+    d.drain();
+    advance(T / 2);
+    List<Decision<String>> ds = tick(d); // d gained nothing, a and b 14 each, c 24
+    assertThat(d.handedOver()).isEmpty();
+    assertThat(runs(ds)).containsExactly(new Run(36, 4));
+    for (String x : List.of("a", "b", "c")) {
+      d.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
+    }
+    assertThat(pieceSends(d.drain())).containsExactly("a:0", "b:0", "c:0");
   }
 
   @Test

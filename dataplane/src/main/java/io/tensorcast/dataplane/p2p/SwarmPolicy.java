@@ -531,10 +531,16 @@ public final class SwarmPolicy<C> {
   /**
    * This member's link is far slower than the others' ({@link #linkFarSlower}), judged each round
    * while the swarm reads in turns: one copy goes out at a time, each at the whole uplink, and the
-   * receivers pass it on ({@link #unchoke}); its own share is handed over if its turn has not yet
-   * begun ({@link #handOverOwnSlowShare}).
+   * receivers pass it on ({@link #unchoke}); its own share is handed over once its turn has begun,
+   * before it read any of it ({@link #handOverOwnSlowShare}).
    */
   private boolean slowLink;
+
+  /**
+   * This fill started a source run of the plan (not a last resort): a member that read some of its
+   * share keeps the rest ({@link #handOverOwnSlowShare}), whatever membership changes reset.
+   */
+  private boolean planReadStarted;
 
   /** Pieces this member is reading from the source → when READING was last sent for it. */
   private final Map<Integer, Long> sourceReading = new TreeMap<>();
@@ -865,6 +871,7 @@ public final class SwarmPolicy<C> {
     this.rangeSize = Math.max(1, rangeSize);
     this.filling = true;
     this.serving = true;
+    this.planReadStarted = false;
     if (transportUp && membership == null) {
       membershipDeadline = now() + config.membershipWait().toNanos();
     }
@@ -1650,6 +1657,9 @@ public final class SwarmPolicy<C> {
    */
   private void unchoke() {
     long now = now();
+    // A complete member's tick makes no more rounds: the last round's verdict must not outlive it.
+    boolean oneAtATime = slowLink && present.cardinality() < map.size();
+    int slots = oneAtATime ? 1 : UPLOAD_SLOTS;
     while (serving && !closed && !waiters.isEmpty()) {
       Peer<C> best = null;
       Waiting bestWait = null;
@@ -1670,9 +1680,8 @@ public final class SwarmPolicy<C> {
           int piece = w.piece();
           long at = w.at();
           boolean old = now - at >= timeout / 2;
-          int slots = slowLink ? 1 : UPLOAD_SLOTS;
           if (sendingNow[piece] >= (old ? 2 * slots : slots)
-              || (!old && readingTurn != null && sendingTotal >= (slowLink ? 1 : SEND_SLOTS))) {
+              || (!old && readingTurn != null && sendingTotal >= (oneAtATime ? 1 : SEND_SLOTS))) {
             continue;
           }
           int sent = timesSent[piece];
@@ -1761,10 +1770,12 @@ public final class SwarmPolicy<C> {
     }
     schedule(now);
     while (sourceRuns < concurrency) {
+      boolean lastResortRun = !lastResort.isEmpty();
       Run run = nextSourceRun(now);
       if (run == null) {
         break;
       }
+      planReadStarted |= !lastResortRun;
       sourceRuns++;
       emit(new Decision.ReadSource<>(run));
     }
@@ -1804,14 +1815,14 @@ public final class SwarmPolicy<C> {
     }
     lastView = view;
     readingTurn = readingTurn(view, now);
+    if (!resumed.isEmpty()) {
+      confirmOwnReads(view.plan());
+    }
     slowLink = readingTurn != null && linkFarSlower(view, now);
     if (handOverOwnSlowShare(view, now)) {
       view = view(now);
       lastView = view;
       readingTurn = readingTurn(view, now);
-    }
-    if (!resumed.isEmpty()) {
-      confirmOwnReads(view.plan());
     }
     List<List<String>> readersKey = List.of(view.plan().members(), view.plan().live());
     // The same lists as the last round's (the usual case) are equal without a look at each id.
@@ -2561,7 +2572,9 @@ public final class SwarmPolicy<C> {
    * once by the others instead. The others hand over a slow member only once it announced some of
    * its share ({@link #handOverSlow}), which a share of one run never gives them the time to see.
    * Never without reading turns (too early to know any rate when the turns begin), with a source
-   * read of its own in flight, or once it read a piece of its share.
+   * read of its own in flight, once this fill started a run of the plan (membership changes
+   * included), or with pieces an earlier fill kept that are not confirmed yet (they may be its
+   * share: handing them over would have them read again).
    *
    * @return whether the share was handed over (the view is stale then)
    */
@@ -2571,8 +2584,9 @@ public final class SwarmPolicy<C> {
     if (!slowLink
         || !readingTurn.contains(self)
         || handedOverIds.contains(self)
-        || ownShareReads > 0
+        || planReadStarted
         || !sourceReading.isEmpty()
+        || !resumed.isEmpty()
         || waitingByReader(view).getOrDefault(self, 0) == 0) {
       return false;
     }
@@ -2634,7 +2648,8 @@ public final class SwarmPolicy<C> {
     for (Peer<C> p : peers.values()) {
       int h = p.has.cardinality();
       p.heldGrowth = whole && p.heldAtWindow >= 0 ? h - p.heldAtWindow : -1;
-      p.heldAtWindow = h;
+      // No baseline before its BITFIELD: the whole BITFIELD would count as the next window's gain.
+      p.heldAtWindow = p.synced ? h : -1;
     }
     heldWindowAt = now;
     growthMedian = -1;

@@ -1571,6 +1571,32 @@ class SwarmPolicyTest {
   }
 
   /**
+   * The verdict of the last scheduling round does not outlive the member's completion (a complete
+   * member's tick makes no more rounds): once it holds everything it sends as many copies as any.
+   */
+  @Test
+  void aFarSlowerMemberThatCompletesSendsAsManyCopiesAsAnyMember() {
+    SwarmPolicy<String> d =
+        new SwarmPolicy<>(
+            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    dWhenItsTurnComes(d, 2);
+    for (int i = 24; i < MAP48.size(); i++) {
+      for (String x : List.of("a", "b", "c")) {
+        d.onFrame(("c-" + x).intern(), x, new Frame.Have(i, trueHash(i)));
+      }
+    }
+    for (int i = 2; i < MAP48.size(); i++) {
+      d.onPieceStored("a", i, trueHash(i));
+    }
+    d.drain();
+    assertThat(d.present().cardinality()).isEqualTo(MAP48.size());
+    for (String x : List.of("a", "b", "c")) {
+      d.onFrame(("c-" + x).intern(), x, new Frame.Request(5));
+    }
+    assertThat(pieceSends(d.drain())).containsExactly("a:5", "b:5", "c:5");
+  }
+
+  /**
    * A member ahead of the others gains only what is new to it: d stored the 20 pieces a and b
    * announced of their shares, then gained nothing in the next window while the others caught up
    * (14-24 pieces). Its growth is far below theirs, but it holds 20 against the median member's 24:
@@ -1578,7 +1604,7 @@ class SwarmPolicyTest {
    * copies as any member.
    */
   @Test
-  void aMemberAheadOfTheOthersIsNotFarSlowerForGainingLess() {
+  void aMemberHoldingAboutAsMuchAsTheMedianIsNotFarSlowerForGainingLess() {
     SwarmPolicy<String> d =
         new SwarmPolicy<>(
             new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);

@@ -1467,6 +1467,12 @@ class SwarmPolicyTest {
     assertThat(requests(ds)).hasSize(8);
   }
 
+  /** A member {@code self} with no membership and no fill yet. */
+  private SwarmPolicy<String> unstarted(String self) {
+    return new SwarmPolicy<>(
+        new SwarmPolicy.Config(self, TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+  }
+
   /** {@code d} of {a, b, c, d} on {@link #MAP48}, concurrency 2, connected to all three. */
   private static void dOfFourConnected(SwarmPolicy<String> d) {
     d.applyMembership(membership("abcd", "a", "b", "c", "d"));
@@ -1510,9 +1516,7 @@ class SwarmPolicyTest {
    */
   @Test
   void aMemberWhoseIngressIsFarSlowerWhenItsReadingTurnComesHandsOverItsShareUnread() {
-    SwarmPolicy<String> d =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> d = unstarted("d");
     List<Decision<String>> ds = dWhenItsTurnComes(d, 2); // 2 pieces gained against the others' 24
     assertThat(runs(ds)).as("nothing read behind its ingress").isEmpty();
     assertThat(d.handedOver()).containsOnlyKeys("d");
@@ -1529,9 +1533,7 @@ class SwarmPolicyTest {
    */
   @Test
   void aMemberWhoseIngressIsOnlyALittleSlowerReadsItsShareWhenItsTurnComes() {
-    SwarmPolicy<String> d =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> d = unstarted("d");
     List<Decision<String>> ds = dWhenItsTurnComes(d, 12);
     assertThat(d.handedOver()).isEmpty();
     assertThat(runs(ds)).containsExactly(new Run(36, 4));
@@ -1544,9 +1546,7 @@ class SwarmPolicyTest {
    */
   @Test
   void aMemberWhoseLinkIsFarSlowerSendsOneCopyAtATime() {
-    SwarmPolicy<String> d =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> d = unstarted("d");
     dWhenItsTurnComes(d, 2);
     for (String x : List.of("a", "b", "c")) {
       d.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
@@ -1560,9 +1560,7 @@ class SwarmPolicyTest {
     d.onPieceSent("c-a", "a");
     assertThat(pieceSends(d.drain())).containsExactly("c:0");
 
-    SwarmPolicy<String> control =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> control = unstarted("d");
     dWhenItsTurnComes(control, 12);
     for (String x : List.of("a", "b", "c")) {
       control.onFrame(("c-" + x).intern(), x, new Frame.Request(0));
@@ -1576,9 +1574,7 @@ class SwarmPolicyTest {
    */
   @Test
   void aFarSlowerMemberThatCompletesSendsAsManyCopiesAsAnyMember() {
-    SwarmPolicy<String> d =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> d = unstarted("d");
     dWhenItsTurnComes(d, 2);
     for (int i = 24; i < MAP48.size(); i++) {
       for (String x : List.of("a", "b", "c")) {
@@ -1605,9 +1601,7 @@ class SwarmPolicyTest {
    */
   @Test
   void aMemberHoldingAboutAsMuchAsTheMedianIsNotFarSlowerForGainingLess() {
-    SwarmPolicy<String> d =
-        new SwarmPolicy<>(
-            new SwarmPolicy.Config("d", TIMEOUT, 4, Duration.ofSeconds(3)), () -> now);
+    SwarmPolicy<String> d = unstarted("d");
     dOfFourConnected(d);
     tick(d); // the first window starts
     for (int i = 0; i < 10; i++) {

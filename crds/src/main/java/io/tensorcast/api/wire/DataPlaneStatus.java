@@ -439,11 +439,15 @@ public record DataPlaneStatus(
    * @param path path relative to the artifact root
    * @param size size in bytes
    * @param complete whether the file is verified and complete in the store
-   * @param sha256 lowercase hex SHA-256 of the bytes in the store, once complete
+   * @param sha256 lowercase hex SHA-256 of the bytes in the store, once complete, when that is the
+   *     digest the store recorded (see {@code contentDigest})
    * @param verification how the bytes were verified, once complete
    * @param digest which digest: e.g. {@code "sha256 (Hub LFS)"}, {@code "git blob sha1"}, {@code
    *     "CRC64NVME (S3 full-object checksum)"}, {@code "MD5 (single-part ETag)"}; with {@link
    *     Verification#ReaderPieceHashes}, why the source gave none usable
+   * @param contentDigest the digest the store recorded for the bytes once complete, as {@code
+   *     <algorithm>:<lowercase hex>}: the source's digest that verified them (e.g. {@code
+   *     crc64nvme:…}, {@code md5:…}), or {@code sha256:…} where the source publishes none
    */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   @JsonIgnoreProperties(ignoreUnknown = true)
@@ -453,10 +457,29 @@ public record DataPlaneStatus(
       boolean complete,
       String sha256,
       Verification verification,
-      String digest) {
+      String digest,
+      String contentDigest) {
     /** A file without verification detail. */
     public FileStatus(String path, long size, boolean complete, String sha256) {
-      this(path, size, complete, sha256, null, null);
+      this(path, size, complete, sha256, null, null, sha256 == null ? null : "sha256:" + sha256);
+    }
+
+    /** A file verified as {@code verification} says, whose recorded digest is its SHA-256. */
+    public FileStatus(
+        String path,
+        long size,
+        boolean complete,
+        String sha256,
+        Verification verification,
+        String digest) {
+      this(
+          path,
+          size,
+          complete,
+          sha256,
+          verification,
+          digest,
+          sha256 == null ? null : "sha256:" + sha256);
     }
   }
 

@@ -289,7 +289,9 @@ public final class CopyLocator {
     }
     for (JsonNode f : files) {
       String path = f.path("path").asText("");
-      if (path.isEmpty() || f.path("sha256").isNull() || f.path("sha256").asText("").isEmpty()) {
+      // A complete file has its digest: "digest" in the state file's format 2, "sha256" in 1.
+      if (path.isEmpty()
+          || (f.path("digest").asText("").isEmpty() && f.path("sha256").asText("").isEmpty())) {
         return Optional.of("file '" + path + "' is not complete yet");
       }
       Path file = directory.resolve(path).normalize();

@@ -203,7 +203,10 @@ final class LoadCommand implements Callable<Integer> {
     }
     out.printf("  directory  %s%n", s.storeDirectory());
     for (DataPlaneStatus.FileStatus f : s.fileStatuses()) {
-      out.printf("    %-48s %12s  sha256:%s%n", f.path(), Quantities.human(f.size()), f.sha256());
+      // the digest the store recorded: the source's where it publishes one, else a SHA-256
+      out.printf(
+          "    %-48s %12s  %s%n",
+          f.path(), Quantities.human(f.size()), f.contentDigest() == null ? "" : f.contentDigest());
     }
   }
 

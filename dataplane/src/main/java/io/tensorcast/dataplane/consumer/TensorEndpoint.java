@@ -325,7 +325,7 @@ public final class TensorEndpoint {
     plan.segments().forEach(s -> files.add(s.file()));
     for (String f : files) {
       String sha =
-          a.completedSha256(f)
+          a.completedDigest(f)
               .orElseThrow(
                   () ->
                       new TensorReadException(

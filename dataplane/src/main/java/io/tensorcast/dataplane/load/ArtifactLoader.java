@@ -13,6 +13,7 @@ import io.tensorcast.dataplane.source.Backoff;
 import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceException;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.ContentDigest;
 import io.tensorcast.dataplane.store.InsufficientMemoryException;
 import io.tensorcast.dataplane.store.LockStatus;
 import io.tensorcast.dataplane.store.PinnedStore;
@@ -371,7 +372,7 @@ public final class ArtifactLoader implements Loader {
     state.locked(kept.lockStatus(), kept.directory().toString());
     for (SourceFile f : files) {
       state.fileComplete(
-          f.path(), kept.completedSha256(f.path()).orElseThrow(), keptDigests.get(f.path()));
+          f.path(), kept.completedDigest(f.path()).orElseThrow(), keptDigests.get(f.path()));
     }
     state.adopted(total);
     if (filler != null) {
@@ -1131,8 +1132,9 @@ public final class ArtifactLoader implements Loader {
 
   /**
    * Checks a complete copy adopted after a restart against the source's published digests (the
-   * store re-hashed it against its own recorded SHA-256 only): the digest per file, or null when a
-   * file differs (logged; the copy is then discarded and loaded again).
+   * store re-hashed it against the digest it recorded, which is the source's when it has one, so
+   * only a file recorded with another algorithm is hashed again): the digest per file, or null when
+   * a file differs (logged; the copy is then discarded and loaded again).
    */
   private Map<String, PublishedDigest> verifyKept(StoredArtifact kept, List<SourceFile> files)
       throws LoadFailure {
@@ -1144,12 +1146,13 @@ public final class ArtifactLoader implements Loader {
       boolean ok;
       if (!d.present()) {
         ok = true;
-      } else if (d.algorithm() == PublishedDigest.Algorithm.SHA256) {
-        ok = d.valueHex().equalsIgnoreCase(kept.completedSha256(f.path()).orElse(""));
       } else {
+        ContentDigest recorded = ContentDigest.parse(kept.completedDigest(f.path()).orElseThrow());
         ok =
-            java.util.Arrays.equals(
-                SourceDigests.compute(kept, f.path(), f.size(), d.algorithm()), d.value());
+            recorded.algorithm() == d.algorithm()
+                ? recorded.hex().equals(d.valueHex())
+                : java.util.Arrays.equals(
+                    SourceDigests.compute(kept, f.path(), f.size(), d.algorithm()), d.value());
       }
       if (!ok) {
         log.warn(
@@ -1389,7 +1392,7 @@ public final class ArtifactLoader implements Loader {
         if (stored.isComplete(f.path())) {
           if (!otherVersion && storedVersion.isPresent()) {
             state.fileComplete(
-                f.path(), stored.completedSha256(f.path()).orElseThrow(), digests.get(f.path()));
+                f.path(), stored.completedDigest(f.path()).orElseThrow(), digests.get(f.path()));
             checked.get(f.path()).complete(null);
             kept += f.size();
             continue;
@@ -1684,13 +1687,13 @@ public final class ArtifactLoader implements Loader {
                 + "); the file stays incomplete");
       }
     }
-    String sha;
+    String recorded;
     try {
-      sha = stored.markCompleteHashed(file.path(), digests.sha256Hex());
+      recorded = stored.markCompleteHashed(file.path(), digests.contentDigest());
     } catch (StoreException e) {
       throw new LoadFailure(e.reason(), e.getMessage(), e);
     }
-    state.fileComplete(file.path(), sha, digest);
+    state.fileComplete(file.path(), recorded, digest);
   }
 
   /**

@@ -7,6 +7,7 @@ import io.tensorcast.api.wire.DataPlaneStatus.Phase;
 import io.tensorcast.dataplane.format.safetensors.SafetensorsHeader;
 import io.tensorcast.dataplane.source.PublishedDigest;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.ContentDigest;
 import io.tensorcast.dataplane.store.LockStatus;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -169,10 +170,14 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
   /**
    * A file is verified and complete.
    *
+   * @param recorded the {@link ContentDigest} the store recorded for it, in its written form; the
+   *     status shows it as the file's {@code sha256} when it is one
    * @param digest the source's digest it was checked against, or {@link PublishedDigest#none} with
    *     why there was none (then the readers' piece hashes are what verified it)
    */
-  synchronized void fileComplete(String path, String sha256, PublishedDigest digest) {
+  synchronized void fileComplete(String path, String recorded, PublishedDigest digest) {
+    ContentDigest c = ContentDigest.parse(recorded);
+    String sha256 = c.isSha256() ? c.hex() : null;
     FileStatus f = files.get(path);
     files.put(
         path,
@@ -184,7 +189,8 @@ final class LoadState implements ReadProgressListener, StoreFiller.FillProgress 
             digest.present()
                 ? DataPlaneStatus.Verification.SourceDigest
                 : DataPlaneStatus.Verification.ReaderPieceHashes,
-            digest.description()));
+            digest.description(),
+            c.named()));
   }
 
   synchronized void ready(Instant at) {

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.load;
 import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
+import io.tensorcast.dataplane.source.DigestHasher;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
@@ -24,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * The native context is freed by {@link #finish()}, or by a {@link Cleaner} when a hasher is
  * abandoned. Not thread-safe.
  */
-final class OpenSslSha256 implements SourceDigests.Hasher {
+final class OpenSslSha256 implements DigestHasher {
   private static final Logger log = LoggerFactory.getLogger(OpenSslSha256.class);
 
   /** System property: {@code false} keeps {@code MessageDigest} even where libcrypto loads. */
@@ -135,7 +136,7 @@ final class OpenSslSha256 implements SourceDigests.Hasher {
   /**
    * A native SHA-256 hasher, or null when libcrypto is not usable here (see {@link #available()}).
    */
-  static SourceDigests.Hasher create() {
+  static DigestHasher create() {
     return available() ? new OpenSslSha256() : null;
   }
 

@@ -1,7 +1,9 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.dataplane.source.DigestHasher;
 import io.tensorcast.dataplane.source.PublishedDigest.Algorithm;
 import io.tensorcast.dataplane.source.SourceFile;
+import io.tensorcast.dataplane.store.ContentDigest;
 import io.tensorcast.dataplane.store.StoredArtifact;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -27,14 +29,16 @@ import org.slf4j.LoggerFactory;
  * Digests of each file's bytes in the store, computed while the bytes arrive rather than after the
  * last one.
  *
- * <p>The digests sources publish (SHA-256, SHA-1, MD5, CRCs) and the store's SHA-256 are
- * sequential: a file's digest can only take in its bytes in order. So each digest follows the
- * <em>contiguous prefix</em> of the file's stored bytes: {@link #stored} reports a range as final
- * in the store (ranges arrive in any order, from any thread); whenever the prefix grows, the newly
- * contiguous bytes are hashed from the store by a task of the pool, one task per file and algorithm
- * at a time, so the algorithms of one file and the files of an artifact are hashed in parallel
- * while later ranges are still being read. When every algorithm of a file has taken in its last
- * byte, {@code onDigested} gets the file and its digests, on the pool thread.
+ * <p>Each file gets the digest its source publishes for it (SHA-256, SHA-1, MD5, a CRC), which
+ * verifies its bytes and is what the store records for it ({@link ContentDigest}); a file whose
+ * source publishes none gets a SHA-256, which the store records. These digests are sequential: a
+ * file's digest can only take in its bytes in order. So each digest follows the <em>contiguous
+ * prefix</em> of the file's stored bytes: {@link #stored} reports a range as final in the store
+ * (ranges arrive in any order, from any thread); whenever the prefix grows, the newly contiguous
+ * bytes are hashed from the store by a task of the pool, one task per file and algorithm at a time,
+ * so the algorithms of one file and the files of an artifact are hashed in parallel while later
+ * ranges are still being read. When every algorithm of a file has taken in its last byte, {@code
+ * onDigested} gets the file and its digests, on the pool thread.
  *
  * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are read back
  * from the store in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's read lock,
@@ -53,9 +57,16 @@ final class PrefixDigester implements AutoCloseable {
 
   /** The digests of one file's bytes in the store, by algorithm. */
   record FileDigests(SourceFile file, Map<Algorithm, byte[]> digests) {
-    /** The SHA-256 as lowercase hex. */
-    String sha256Hex() {
-      return HexFormat.of().formatHex(digests.get(Algorithm.SHA256));
+    /**
+     * What the store records for the file, in {@link ContentDigest}'s written form: its SHA-256
+     * when it was computed, else the digest of the first algorithm (in {@link Algorithm}'s order).
+     */
+    String contentDigest() {
+      Algorithm a =
+          digests.containsKey(Algorithm.SHA256)
+              ? Algorithm.SHA256
+              : new java.util.TreeSet<>(digests.keySet()).first();
+      return new ContentDigest(a, HexFormat.of().formatHex(digests.get(a))).toString();
     }
   }
 
@@ -78,7 +89,7 @@ final class PrefixDigester implements AutoCloseable {
   private final Consumer<FileDigests> onDigested;
   private final BiConsumer<SourceFile, RuntimeException> onError;
   private final Map<String, Track> tracks = new HashMap<>();
-  private final AtomicLong hashedSha256 = new AtomicLong();
+  private final AtomicLong hashedRecorded = new AtomicLong();
   private volatile boolean closed;
 
   /**
@@ -107,8 +118,9 @@ final class PrefixDigester implements AutoCloseable {
   }
 
   /**
-   * Starts the digests of {@code file}: SHA-256 and the other {@code algorithms}. Call once per
-   * file before its first {@link #stored}; an empty file is digested at once.
+   * Starts the digests of {@code file}: {@code algorithms}, the digests its source publishes, or
+   * SHA-256 when that is empty. Call once per file before its first {@link #stored}; an empty file
+   * is digested at once.
    */
   void track(SourceFile file, Set<Algorithm> algorithms) {
     Track t;
@@ -199,12 +211,12 @@ final class PrefixDigester implements AutoCloseable {
   }
 
   /**
-   * Bytes taken in by the SHA-256 digests so far, over all files (each byte once; the other
-   * algorithms hash the same bytes alongside). Read before and after the last byte is stored, it
-   * tells how much hashing the bytes' arrival order left for after the last byte.
+   * Bytes taken in by the digests the store records so far, over all files (each byte once; any
+   * other algorithm of a file hashes the same bytes alongside). Read before and after the last byte
+   * is stored, it tells how much hashing the bytes' arrival order left for after the last byte.
    */
   long hashedBytes() {
-    return hashedSha256.get();
+    return hashedRecorded.get();
   }
 
   private void submit(Runnable task, SourceFile file) {
@@ -244,8 +256,8 @@ final class PrefixDigester implements AutoCloseable {
           } else {
             stored.consume(file.path(), off, n, lane.hasher::update);
           }
-          if (lane.algorithm == Algorithm.SHA256) {
-            hashedSha256.addAndGet(n);
+          if (lane == t.lanes.get(0)) {
+            hashedRecorded.addAndGet(n);
           }
         }
         if (closed) {
@@ -313,11 +325,11 @@ final class PrefixDigester implements AutoCloseable {
 
     Track(SourceFile file, Set<Algorithm> algorithms) {
       this.file = file;
-      lanes.add(new Lane(Algorithm.SHA256, file.size()));
-      for (Algorithm a : algorithms) {
-        if (a != Algorithm.SHA256) {
-          lanes.add(new Lane(a, file.size()));
-        }
+      if (algorithms.isEmpty()) {
+        lanes.add(new Lane(Algorithm.SHA256, file.size()));
+      }
+      for (Algorithm a : new java.util.TreeSet<>(algorithms)) {
+        lanes.add(new Lane(a, file.size()));
       }
     }
 
@@ -340,7 +352,7 @@ final class PrefixDigester implements AutoCloseable {
   /** One algorithm of one file: its hasher and how far it has hashed. */
   private static final class Lane {
     final Algorithm algorithm;
-    final SourceDigests.Hasher hasher;
+    final DigestHasher hasher;
     long hashed;
     boolean running;
 

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.load;
 
+import io.tensorcast.dataplane.source.DigestHasher;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -14,7 +15,7 @@ public final class Sha256 {
 
   /** The SHA-256 of {@code bytes}' remaining bytes, which it consumes. */
   public static byte[] of(ByteBuffer bytes) {
-    SourceDigests.Hasher h = OpenSslSha256.create();
+    DigestHasher h = OpenSslSha256.create();
     if (h != null) {
       h.update(bytes);
       return h.finish();

@@ -8,31 +8,40 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
  * The per-artifact state file {@code <root>/.tensorcast/<artifactId>.json}: the artifact's files
- * and, for each complete file, its SHA-256. Kept outside the artifact directory so that directory
- * holds exactly the artifact's files. Written atomically (temporary file, then rename).
+ * and, for each complete file, the {@link ContentDigest} it was completed with. Kept outside the
+ * artifact directory so that directory holds exactly the artifact's files. Written atomically
+ * (temporary file, then rename). Format 2 records each file's {@code digest}; format 1, written
+ * before other digests than SHA-256 were recorded, its {@code sha256}, and is still read.
  *
  * @param formatVersion {@value #FORMAT_VERSION}
  * @param artifactId the artifact id; must equal the file's name
  * @param files every file of the artifact, in allocation order
  */
 record ArtifactState(int formatVersion, String artifactId, List<FileState> files) {
-  static final int FORMAT_VERSION = 1;
+  static final int FORMAT_VERSION = 2;
   private static final Pattern SHA256_HEX = Pattern.compile("[0-9a-f]{64}");
 
   /**
-   * @param sha256 lowercase hex SHA-256 once the file is complete; null while it is not
+   * @param digest the file's {@link ContentDigest} in its written form once the file is complete;
+   *     null while it is not
    */
-  record FileState(String path, long size, String sha256) {
+  record FileState(String path, long size, String digest) {
     boolean complete() {
-      return sha256 != null;
+      return digest != null;
     }
   }
+
+  /** A state file as written, format 1 or 2; every field checked by {@link #read}. */
+  private record Written(Integer formatVersion, String artifactId, List<WrittenFile> files) {}
+
+  private record WrittenFile(String path, Long size, String sha256, String digest) {}
 
   /**
    * The reader, built on first read only: a cold load writes its state file while the bytes wait
@@ -43,9 +52,7 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
     static final ObjectMapper JSON =
         new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-            .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES);
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
   }
 
   private static final JsonFactory WRITER = new JsonFactory();
@@ -79,7 +86,7 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
         g.writeStartObject();
         g.writeStringField("path", f.path());
         g.writeNumberField("size", f.size());
-        g.writeStringField("sha256", f.sha256());
+        g.writeStringField("digest", f.digest());
         g.writeEndObject();
       }
       g.writeEndArray();
@@ -95,35 +102,82 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
    * @throws IOException naming the file and what is wrong
    */
   static ArtifactState read(Path file, String expectedId) throws IOException {
-    ArtifactState s;
+    Written w;
     try {
-      s = Reader.JSON.readValue(file.toFile(), ArtifactState.class);
+      w = Reader.JSON.readValue(file.toFile(), Written.class);
     } catch (IOException e) {
       throw new IOException("state file " + file + " is not valid: " + e.getMessage(), e);
     }
-    if (s.formatVersion() != FORMAT_VERSION) {
+    if (w.formatVersion() == null || (w.formatVersion() != 1 && w.formatVersion() != 2)) {
       throw new IOException(
-          "state file " + file + " has formatVersion " + s.formatVersion() + ", expected 1");
+          "state file "
+              + file
+              + " has formatVersion "
+              + w.formatVersion()
+              + ", expected 1 or "
+              + FORMAT_VERSION);
     }
-    if (!s.artifactId().equals(expectedId)) {
+    if (w.artifactId() == null || !w.artifactId().equals(expectedId)) {
       throw new IOException(
-          "state file " + file + " names artifact '" + s.artifactId() + "', not " + expectedId);
+          "state file " + file + " names artifact '" + w.artifactId() + "', not " + expectedId);
     }
-    for (FileState f : s.files()) {
+    if (w.files() == null) {
+      throw new IOException("state file " + file + " has no files");
+    }
+    List<FileState> files = new ArrayList<>();
+    for (WrittenFile f : w.files()) {
       if (f == null || f.path() == null) {
         throw new IOException("state file " + file + " lists a file without a path");
       }
+      if (f.size() == null) {
+        throw new IOException("state file " + file + ": '" + f.path() + "' has no size");
+      }
+      files.add(new FileState(f.path(), f.size(), digestOf(file, w.formatVersion(), f)));
+    }
+    try {
+      StorePaths.checkFiles(
+          expectedId, files.stream().map(f -> new StoreFile(f.path(), f.size())).toList());
+    } catch (StoreException e) {
+      throw new IOException("state file " + file + ": " + e.getMessage(), e);
+    }
+    return new ArtifactState(FORMAT_VERSION, w.artifactId(), files);
+  }
+
+  /** A file's recorded digest: format 1's {@code sha256}, format 2's {@code digest}, checked. */
+  private static String digestOf(Path file, int version, WrittenFile f) throws IOException {
+    String other = version == 1 ? f.digest() : f.sha256();
+    if (other != null) {
+      throw new IOException(
+          "state file "
+              + file
+              + ": '"
+              + f.path()
+              + "' has a "
+              + (version == 1 ? "digest" : "sha256")
+              + " field, which format "
+              + version
+              + " does not have");
+    }
+    if (version == 1) {
       if (f.sha256() != null && !SHA256_HEX.matcher(f.sha256()).matches()) {
         throw new IOException(
             "state file " + file + ": sha256 of '" + f.path() + "' is not 64 lowercase hex digits");
       }
+      return f.sha256();
+    }
+    if (f.digest() == null) {
+      return null;
     }
     try {
-      StorePaths.checkFiles(
-          expectedId, s.files().stream().map(f -> new StoreFile(f.path(), f.size())).toList());
-    } catch (StoreException e) {
-      throw new IOException("state file " + file + ": " + e.getMessage(), e);
+      ContentDigest d = ContentDigest.parse(f.digest());
+      if (!d.toString().equals(f.digest())) {
+        throw new IllegalArgumentException("not in lowercase: '" + f.digest() + "'");
+      }
+      return f.digest();
+    } catch (IllegalArgumentException e) {
+      throw new IOException(
+          "state file " + file + ": digest of '" + f.path() + "' is not valid: " + e.getMessage(),
+          e);
     }
-    return s;
   }
 }

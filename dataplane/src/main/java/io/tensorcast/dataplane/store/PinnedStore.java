@@ -50,9 +50,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Layout.</b> {@code <root>/<artifactId>/<path>} holds exactly the artifact's files. The
  * store's own bookkeeping lives in {@code <root>/.tensorcast/}: a state file {@code
- * <artifactId>.json} per artifact (its files and the SHA-256 of each complete one, replaced
- * atomically) and {@code store.lock}, an exclusive file lock held while the store is open, so two
- * stores (in one process or two) never share a root.
+ * <artifactId>.json} per artifact (its files and the {@link ContentDigest} of each complete one,
+ * replaced atomically) and {@code store.lock}, an exclusive file lock held while the store is open,
+ * so two stores (in one process or two) never share a root.
  *
  * <p><b>Budget.</b> An artifact is charged its file sizes each rounded up to whole pages (what a
  * tmpfs really uses). {@link #allocate} refuses an artifact that does not fit {@code budget - in
@@ -60,19 +60,19 @@ import org.slf4j.LoggerFactory;
  * the bytes.
  *
  * <p><b>Start: clean up.</b> Opening a store scans its root. An artifact is <em>adopted</em> —
- * re-mapped, every file's SHA-256 recomputed over the mapping and compared with the state file,
- * locked per the policy, charged to the budget — only if its state file is readable, every file in
- * it is complete, and the directory holds exactly those files (regular files, same sizes, nothing
- * else). Adopting saves reloading a model after a data-plane restart: tmpfs pages outlive the
- * process. An artifact with incomplete files is adopted too when a load recorded its stored ranges
- * ({@code .tensorcast/<id>.stored}, see {@link StoredArtifact#writeStoredRanges}): its complete
- * files are re-hashed, the incomplete ones keep those ranges, and the next load resumes from them
- * ({@code Resumable}). Everything else that is the store's is removed: directories named like an
- * artifact id without a state file or with incomplete files and no stored ranges, state files
- * without a directory, temporary state files, artifacts whose bytes changed, artifacts that cannot
- * be locked under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no longer
- * fit, adopted in id order. Entries that are not directories named like an artifact id are left
- * alone and reported. {@link #recovery()} lists every decision.
+ * re-mapped, every file's recorded digest recomputed over the mapping and compared with the state
+ * file, locked per the policy, charged to the budget — only if its state file is readable, every
+ * file in it is complete, and the directory holds exactly those files (regular files, same sizes,
+ * nothing else). Adopting saves reloading a model after a data-plane restart: tmpfs pages outlive
+ * the process. An artifact with incomplete files is adopted too when a load recorded its stored
+ * ranges ({@code .tensorcast/<id>.stored}, see {@link StoredArtifact#writeStoredRanges}): its
+ * complete files are re-hashed, the incomplete ones keep those ranges, and the next load resumes
+ * from them ({@code Resumable}). Everything else that is the store's is removed: directories named
+ * like an artifact id without a state file or with incomplete files and no stored ranges, state
+ * files without a directory, temporary state files, artifacts whose bytes changed, artifacts that
+ * cannot be locked under {@link LockPolicy#REQUIRED}, and (with a fixed budget) artifacts that no
+ * longer fit, adopted in id order. Entries that are not directories named like an artifact id are
+ * left alone and reported. {@link #recovery()} lists every decision.
  *
  * <p><b>Memory accounting.</b> tmpfs pages are charged to the memory cgroup of the process that
  * first touches them and outlive it, and deleting a file that is still mapped frees nothing; so
@@ -464,8 +464,8 @@ public final class PinnedStore implements AutoCloseable {
             + " files, "
             + a.bytesAllocated()
             + (complete
-                ? " bytes, sha256 verified; "
-                : " bytes, incomplete: the complete files sha256 verified, the stored ranges of"
+                ? " bytes, digests verified; "
+                : " bytes, incomplete: the complete files' digests verified, the stored ranges of"
                     + " the others kept for the next load to resume; ")
             + status.reason()
             + ": "
@@ -820,7 +820,7 @@ public final class PinnedStore implements AutoCloseable {
   /**
    * Lays an artifact the store holds out again as {@code files}, keeping what did not change: every
    * file with the same path and size keeps its bytes, its mapping and page lock, its recorded
-   * SHA-256 when complete and its stored ranges with the source version they were read from ({@link
+   * digest when complete and its stored ranges with the source version they were read from ({@link
    * StoredArtifact#recordStored}); files not listed any more, or listed with another size, are
    * deleted; new ones are created empty at their size, as {@link #allocate} creates them. The
    * budget is charged the difference. For a load whose source changed under it (an object replaced

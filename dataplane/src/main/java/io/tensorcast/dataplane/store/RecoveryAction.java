@@ -15,7 +15,9 @@ public record RecoveryAction(String name, Action action, String reason, String m
 
   /** What happened to the entry. */
   public enum Action {
-    /** A complete artifact: re-mapped, SHA-256 verified, locked per policy, held again. */
+    /**
+     * A complete artifact: re-mapped, its recorded digests verified, locked per policy, held again.
+     */
     ADOPTED,
     /** Deleted from the store's root. */
     REMOVED,

@@ -1,6 +1,8 @@
 package io.tensorcast.dataplane.store;
 
 import io.tensorcast.api.Reason;
+import io.tensorcast.dataplane.source.DigestHasher;
+import io.tensorcast.dataplane.source.PublishedDigest.Algorithm;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -8,8 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -61,7 +61,10 @@ public final class StoredArtifact {
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private boolean released; // guarded by guard's write lock
   private volatile LockStatus lockStatus;
-  private final Map<String, String> sha256ByPath = new ConcurrentHashMap<>();
+
+  /** The {@link ContentDigest} (its written form) of each complete file. */
+  private final Map<String, String> digestByPath = new ConcurrentHashMap<>();
+
   private final Map<String, StoredRanges> storedByPath = new ConcurrentHashMap<>();
   private final java.util.concurrent.atomic.AtomicLong rangesWrittenAt =
       new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
@@ -293,7 +296,7 @@ public final class StoredArtifact {
     String id = old.artifactId;
     Map<String, MappedFile> carried = new LinkedHashMap<>();
     List<MappedFile> dropped = new ArrayList<>();
-    Map<String, String> sha256 = new HashMap<>();
+    Map<String, String> digests = new HashMap<>();
     Map<String, StoredRanges> ranges = new HashMap<>();
     old.guard.writeLock().lock();
     try {
@@ -305,9 +308,9 @@ public final class StoredArtifact {
         Long size = wanted.get(m.file.path());
         if (size != null && size == m.size()) {
           carried.put(m.file.path(), m);
-          String sha = old.sha256ByPath.get(m.file.path());
-          if (sha != null) {
-            sha256.put(m.file.path(), sha);
+          String digest = old.digestByPath.get(m.file.path());
+          if (digest != null) {
+            digests.put(m.file.path(), digest);
           }
           StoredRanges r = old.storedByPath.get(m.file.path());
           if (r != null) {
@@ -365,7 +368,7 @@ public final class StoredArtifact {
               old.reserveOnWrite);
       a.fileSync = old.fileSync;
       old.unsynced.stream().filter(carried::containsKey).forEach(a.unsynced::add);
-      a.sha256ByPath.putAll(sha256);
+      a.digestByPath.putAll(digests);
       a.storedByPath.putAll(ranges);
       a.lockStatus = oldLock;
       synchronized (a.stateWrite) {
@@ -397,8 +400,8 @@ public final class StoredArtifact {
   }
 
   /**
-   * Maps the files of a complete artifact found on start and checks each file's SHA-256 against the
-   * state file, in parallel.
+   * Maps the files of a complete artifact found on start and checks each file's bytes against the
+   * {@link ContentDigest} its state file recorded, with that digest's algorithm, in parallel.
    *
    * @throws StoreException {@code ChecksumMismatch} if a file's bytes changed, {@code StoreIoError}
    *     if it cannot be mapped; nothing stays mapped
@@ -450,22 +453,25 @@ public final class StoredArtifact {
       }
       checks.add(
           () -> {
-            String actual = a.hash(a.mapped.get(f.path()));
-            if (!actual.equals(f.sha256())) {
+            ContentDigest recorded = ContentDigest.parse(f.digest());
+            ContentDigest actual = a.digestOf(a.mapped.get(f.path()), recorded.algorithm());
+            if (!actual.equals(recorded)) {
               throw new StoreException(
                   Reason.ChecksumMismatch,
                   "artifact "
                       + id
                       + ": file '"
                       + f.path()
-                      + "' has sha256 "
-                      + actual
+                      + "' has "
+                      + recorded.algorithm().label()
+                      + " "
+                      + actual.hex()
                       + " but was completed with "
-                      + f.sha256()
+                      + recorded.hex()
                       + "; its bytes changed after completion");
             }
-            a.sha256ByPath.put(f.path(), actual);
-            return actual;
+            a.digestByPath.put(f.path(), actual.toString());
+            return actual.toString();
           });
     }
     StoreException bad = runAll(pool, checks, new ArrayList<>());
@@ -991,7 +997,7 @@ public final class StoredArtifact {
   public String sha256(String path) {
     guard.readLock().lock();
     try {
-      return hash(file(path));
+      return digestOf(file(path), Algorithm.SHA256).hex();
     } finally {
       guard.readLock().unlock();
     }
@@ -1001,9 +1007,10 @@ public final class StoredArtifact {
    * Marks {@code path} complete: computes its SHA-256 over the mapping, records it in the state
    * file (atomically) and makes the file read-only for {@link #writable} and {@link #write}. Only
    * complete artifacts survive a restart of the store. Marking a complete file again returns its
-   * recorded hash.
+   * recorded digest.
    *
-   * @return the file's lowercase hex SHA-256
+   * @return the file's lowercase hex SHA-256, or the {@link ContentDigest} it was completed with
+   *     before
    */
   public String markComplete(String path) throws StoreException {
     return markComplete(path, null);
@@ -1020,28 +1027,34 @@ public final class StoredArtifact {
   }
 
   /**
-   * Marks {@code path} complete with the SHA-256 its writer computed over its bytes in the store
-   * after the last write (e.g. as the bytes arrived), without hashing the file again: recorded in
-   * the state file, and the file becomes read-only. The caller vouches that no byte changed since;
-   * a restarted store re-hashes the file against it before adopting it.
+   * Marks {@code path} complete with a digest its writer computed over its bytes in the store after
+   * the last write (e.g. as the bytes arrived), without hashing the file again: recorded in the
+   * state file, and the file becomes read-only. The caller vouches that no byte changed since; a
+   * restarted store re-hashes the file with the digest's algorithm before adopting it.
    *
-   * @param sha256OfStoredBytes lowercase or uppercase hex SHA-256 of the file's bytes in the store
-   * @return the recorded lowercase hex SHA-256 (the earlier one if the file was complete already)
+   * @param digestOfStoredBytes the {@link ContentDigest} of the file's bytes in the store, in its
+   *     written form (hex of any case for SHA-256, {@code <algorithm>:<hex>} otherwise)
+   * @return the recorded digest's written form (the earlier one if the file was complete already)
+   * @throws IllegalArgumentException if {@code digestOfStoredBytes} is not a content digest
    */
-  public String markCompleteHashed(String path, String sha256OfStoredBytes) throws StoreException {
-    if (sha256OfStoredBytes == null || !sha256OfStoredBytes.matches("[0-9a-fA-F]{64}")) {
-      throw new IllegalArgumentException(
-          "not a hex SHA-256: '" + sha256OfStoredBytes + "' for file '" + path + "'");
+  public String markCompleteHashed(String path, String digestOfStoredBytes) throws StoreException {
+    ContentDigest digest;
+    try {
+      digest = ContentDigest.parse(digestOfStoredBytes);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(e.getMessage() + " for file '" + path + "'", e);
     }
     file(path);
-    return complete(path, null, sha256OfStoredBytes.toLowerCase(java.util.Locale.ROOT));
+    return complete(path, null, digest.toString());
   }
 
   private String complete(String path, String expectedSha256, String computed)
       throws StoreException {
-    String recorded = sha256ByPath.get(path);
+    String recorded = digestByPath.get(path);
     String actual = recorded != null ? recorded : computed != null ? computed : sha256(path);
-    if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actual)) {
+    String actualSha256 =
+        expectedSha256 == null || ContentDigest.parse(actual).isSha256() ? actual : sha256(path);
+    if (expectedSha256 != null && !expectedSha256.equalsIgnoreCase(actualSha256)) {
       throw new StoreException(
           Reason.ChecksumMismatch,
           "artifact "
@@ -1049,7 +1062,7 @@ public final class StoredArtifact {
               + ": file '"
               + path
               + "' has sha256 "
-              + actual
+              + actualSha256
               + " but "
               + expectedSha256.toLowerCase()
               + " was expected; the file stays incomplete");
@@ -1067,16 +1080,16 @@ public final class StoredArtifact {
           throw StoreException.ioError(
               artifactId, "cannot force to the device", directory.resolve(path), e);
         }
-        sha256ByPath.putIfAbsent(path, actual);
+        digestByPath.putIfAbsent(path, actual);
         ArtifactState.writeAtomically(stateFile, currentState());
       } catch (IOException e) {
-        sha256ByPath.remove(path, actual);
+        digestByPath.remove(path, actual);
         throw StoreException.ioError(artifactId, "cannot write", stateFile, e);
       } finally {
         guard.readLock().unlock();
       }
     }
-    return sha256ByPath.get(path);
+    return digestByPath.get(path);
   }
 
   /**
@@ -1177,7 +1190,7 @@ public final class StoredArtifact {
       guard.readLock().lock();
       try {
         checkLive();
-        if (sha256ByPath.remove(path) != null) {
+        if (digestByPath.remove(path) != null) {
           ArtifactState.writeAtomically(stateFile, currentState());
         }
       } catch (IOException e) {
@@ -1191,18 +1204,21 @@ public final class StoredArtifact {
   /** Whether {@code path} was marked complete. */
   public boolean isComplete(String path) {
     file(path);
-    return sha256ByPath.containsKey(path);
+    return digestByPath.containsKey(path);
   }
 
   /** Whether every file was marked complete. */
   public boolean isComplete() {
-    return sha256ByPath.size() == mapped.size();
+    return digestByPath.size() == mapped.size();
   }
 
-  /** The SHA-256 recorded when {@code path} was marked complete; empty while it is not. */
-  public Optional<String> completedSha256(String path) {
+  /**
+   * The {@link ContentDigest} recorded when {@code path} was marked complete, in its written form;
+   * empty while it is not complete.
+   */
+  public Optional<String> completedDigest(String path) {
     file(path);
-    return Optional.ofNullable(sha256ByPath.get(path));
+    return Optional.ofNullable(digestByPath.get(path));
   }
 
   @Override
@@ -1223,21 +1239,16 @@ public final class StoredArtifact {
         ArtifactState.FORMAT_VERSION,
         artifactId,
         files.stream()
-            .map(f -> new ArtifactState.FileState(f.path(), f.size(), sha256ByPath.get(f.path())))
+            .map(f -> new ArtifactState.FileState(f.path(), f.size(), digestByPath.get(f.path())))
             .toList());
   }
 
-  private String hash(MappedFile f) {
-    MessageDigest md;
-    try {
-      md = MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is required of every Java platform", e);
-    }
+  private ContentDigest digestOf(MappedFile f, Algorithm algorithm) {
+    DigestHasher h = DigestHasher.of(algorithm, f.size());
     for (long off = 0; off < f.size(); off += windowBytes) {
-      md.update(f.buffer(off, (int) Math.min(windowBytes, f.size() - off)));
+      h.update(f.buffer(off, (int) Math.min(windowBytes, f.size() - off)));
     }
-    return HexFormat.of().formatHex(md.digest());
+    return new ContentDigest(algorithm, HexFormat.of().formatHex(h.finish()));
   }
 
   private void checkLive() {
@@ -1263,7 +1274,7 @@ public final class StoredArtifact {
 
   private MappedFile fileForWrite(String path) {
     MappedFile f = file(path);
-    if (sha256ByPath.containsKey(path)) {
+    if (digestByPath.containsKey(path)) {
       throw new IllegalStateException(
           "file '"
               + path

@@ -85,7 +85,9 @@ class ArtifactLoaderIT {
 
   private static long modelBytes;
   private static long modelTensors;
-  private static final Map<String, String> modelSha256 = new TreeMap<>();
+
+  /** Each model file's MD5: what S3 publishes for a single-part object as its ETag. */
+  private static final Map<String, String> modelMd5 = new TreeMap<>();
 
   private static final String TORCH = "torch-model/";
   private static final String TORCH_NEEDS_CODE = "torch-needs-code/";
@@ -122,7 +124,7 @@ class ArtifactLoaderIT {
     for (Map.Entry<String, Path> e : model.entrySet()) {
       s3.putFile(BUCKET, MODEL + e.getKey(), e.getValue());
       modelBytes += Files.size(e.getValue());
-      modelSha256.put(e.getKey(), sha256(e.getValue()));
+      modelMd5.put(e.getKey(), md5(e.getValue()));
       if (e.getKey().endsWith(".safetensors")) {
         modelTensors += SafetensorsHeader.read(e.getValue()).tensors().size();
       }
@@ -185,14 +187,26 @@ class ArtifactLoaderIT {
     Path dir = root.resolve("model");
     assertThat(s.storeDirectory()).isEqualTo(dir.toString());
     assertThat(s.fileStatuses())
-        .extracting(f -> f.path(), f -> f.size(), f -> f.complete(), f -> f.sha256())
+        .extracting(
+            f -> f.path(),
+            f -> f.size(),
+            f -> f.complete(),
+            f -> f.verification(),
+            f -> f.contentDigest(),
+            f -> f.sha256())
         .containsExactlyElementsOf(
             model.keySet().stream()
                 .map(
                     p ->
                         org.assertj.core.groups.Tuple.tuple(
-                            p, size(model.get(p)), true, modelSha256.get(p)))
+                            p,
+                            size(model.get(p)),
+                            true,
+                            DataPlaneStatus.Verification.SourceDigest,
+                            "md5:" + modelMd5.get(p),
+                            null))
                 .toList());
+    assertRecordedMd5(store.get("model").orElseThrow());
     assertByteIdentical(dir);
 
     assertThat(store.bytesInUse()).isEqualTo(pageRounded(model.values()));
@@ -230,11 +244,15 @@ class ArtifactLoaderIT {
     assertThat(s.phase()).isEqualTo(Phase.Ready);
     assertByteIdentical(root.resolve("model"));
     assertThat(s.fileStatuses())
-        .extracting(f -> f.path(), f -> f.sha256())
+        .extracting(f -> f.path(), f -> f.verification())
         .containsExactlyElementsOf(
-            modelSha256.entrySet().stream()
-                .map(e -> org.assertj.core.groups.Tuple.tuple(e.getKey(), e.getValue()))
+            modelMd5.keySet().stream()
+                .map(
+                    p ->
+                        org.assertj.core.groups.Tuple.tuple(
+                            p, DataPlaneStatus.Verification.SourceDigest))
                 .toList());
+    assertRecordedMd5(store.get("model").orElseThrow());
     // the loopback origin delivers far more than a range per connection in half a second: some
     // requests asked for several planned ranges, none for more than the largest
     List<Long> lengths =
@@ -954,9 +972,18 @@ class ArtifactLoaderIT {
     }
   }
 
-  private static String sha256(Path p) throws Exception {
-    MessageDigest md = MessageDigest.getInstance("SHA-256");
+  private static String md5(Path p) throws Exception {
+    MessageDigest md = MessageDigest.getInstance("MD5");
     return HexFormat.of().formatHex(md.digest(Files.readAllBytes(p)));
+  }
+
+  /**
+   * Each model file was verified by its single-part ETag's MD5 and the store recorded that MD5 for
+   * it, computed over its bytes in the store, in place of a SHA-256 (which nothing computed).
+   */
+  private static void assertRecordedMd5(StoredArtifact held) {
+    assertThat(modelMd5)
+        .allSatisfy((p, md5) -> assertThat(held.completedDigest(p)).contains("md5:" + md5));
   }
 
   /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.tensorcast.dataplane.source.DigestHasher;
 import io.tensorcast.dataplane.source.PublishedDigest.Algorithm;
 import io.tensorcast.testing.Corpus;
 import java.nio.ByteBuffer;
@@ -57,7 +58,7 @@ class OpenSslSha256Test {
           HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
 
       // Direct buffers of random sizes, each at a random position of a larger buffer.
-      SourceDigests.Hasher direct = OpenSslSha256.create();
+      DigestHasher direct = OpenSslSha256.create();
       int at = 0;
       while (at < bytes.length) {
         int n = Math.min(bytes.length - at, 1 + random.nextInt(3 << 20));
@@ -71,7 +72,7 @@ class OpenSslSha256Test {
       assertThat(HexFormat.of().formatHex(direct.finish())).as(file.toString()).isEqualTo(expected);
 
       // Heap buffers larger than the native chunk, with an array offset.
-      SourceDigests.Hasher heap = OpenSslSha256.create();
+      DigestHasher heap = OpenSslSha256.create();
       byte[] padded = new byte[bytes.length + 3];
       System.arraycopy(bytes, 0, padded, 3, bytes.length);
       ByteBuffer wrapped = ByteBuffer.wrap(padded, 3, bytes.length).slice();
@@ -80,7 +81,7 @@ class OpenSslSha256Test {
       assertThat(HexFormat.of().formatHex(heap.finish())).isEqualTo(expected);
 
       // A read-only view of a mapping, as SourceDigests.compute passes it.
-      SourceDigests.Hasher mapped = OpenSslSha256.create();
+      DigestHasher mapped = OpenSslSha256.create();
       try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
         mapped.update(ch.map(FileChannel.MapMode.READ_ONLY, 0, bytes.length).asReadOnlyBuffer());
       }
@@ -102,7 +103,7 @@ class OpenSslSha256Test {
             .orElseThrow();
     byte[] bytes = Files.readAllBytes(file);
     MessageDigest jdk = MessageDigest.getInstance("SHA-256");
-    SourceDigests.Hasher h = OpenSslSha256.create();
+    DigestHasher h = OpenSslSha256.create();
     Random random = new Random(23);
     int at = 0;
     int shape = 0;
@@ -157,7 +158,7 @@ class OpenSslSha256Test {
                   for (int i = 0; i < 200; i++) {
                     OpenSslSha256.create().update(ByteBuffer.wrap(bytes, 0, 1000)); // abandoned
                   }
-                  SourceDigests.Hasher h = OpenSslSha256.create();
+                  DigestHasher h = OpenSslSha256.create();
                   ByteBuffer direct = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
                   while (direct.hasRemaining()) {
                     h.update(direct.slice(direct.position(), Math.min(65_537, direct.remaining())));
@@ -188,7 +189,7 @@ class OpenSslSha256Test {
   @Test
   void emptyInputAndFinishedHashers() {
     assumeTrue(OpenSslSha256.available());
-    SourceDigests.Hasher h = OpenSslSha256.create();
+    DigestHasher h = OpenSslSha256.create();
     h.update(ByteBuffer.allocateDirect(0));
     assertThat(HexFormat.of().formatHex(h.finish()))
         .isEqualTo("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -113,19 +114,24 @@ class PrefixDigesterTest {
     }
 
     Map<Algorithm, byte[]> bigDigests = done.get(big.path()).digests();
-    assertThat(bigDigests.keySet())
-        .containsExactlyInAnyOrder(Algorithm.SHA256, Algorithm.MD5, Algorithm.CRC32C);
-    assertThat(bigDigests.get(Algorithm.SHA256))
-        .isEqualTo(MessageDigest.getInstance("SHA-256").digest(bytes));
+    // a file whose source publishes digests gets those and no SHA-256; the store records the
+    // first in Algorithm's order
+    assertThat(bigDigests.keySet()).containsExactlyInAnyOrder(Algorithm.MD5, Algorithm.CRC32C);
     assertThat(bigDigests.get(Algorithm.MD5))
         .isEqualTo(MessageDigest.getInstance("MD5").digest(bytes));
     CRC32C crc = new CRC32C();
     crc.update(bytes);
     assertThat(bigDigests.get(Algorithm.CRC32C))
         .isEqualTo(ByteBuffer.allocate(4).putInt((int) crc.getValue()).array());
-    assertThat(done.get(big.path()).sha256Hex()).isEqualTo(a.sha256(big.path())).hasSize(64);
+    assertThat(done.get(big.path()).contentDigest())
+        .isEqualTo(
+            "md5:" + HexFormat.of().formatHex(MessageDigest.getInstance("MD5").digest(bytes)));
+    // a file whose source publishes none gets a SHA-256, recorded as bare hex
+    assertThat(done.get(tiny.path()).digests().keySet()).containsExactly(Algorithm.SHA256);
     assertThat(done.get(tiny.path()).digests().get(Algorithm.SHA256))
         .isEqualTo(MessageDigest.getInstance("SHA-256").digest(small));
+    assertThat(done.get(tiny.path()).contentDigest()).isEqualTo(a.sha256(tiny.path()));
+    assertThat(done.get(empty.path()).digests().keySet()).containsExactly(Algorithm.SHA1);
     assertThat(done.get(empty.path()).digests().get(Algorithm.SHA1))
         .isEqualTo(MessageDigest.getInstance("SHA-1").digest(new byte[0]));
   }

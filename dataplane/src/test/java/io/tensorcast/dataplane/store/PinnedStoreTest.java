@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.tensorcast.api.Reason;
+import io.tensorcast.dataplane.source.DigestHasher;
+import io.tensorcast.dataplane.source.PublishedDigest.Algorithm;
 import io.tensorcast.testing.Corpus;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -18,6 +20,7 @@ import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
@@ -187,7 +190,7 @@ class PinnedStoreTest {
     assertThat(a.isComplete()).isTrue();
     String state = Files.readString(root.resolve(".tensorcast/corpus.json"));
     for (String[] r : rows) {
-      assertThat(state).contains("\"sha256\" : \"" + r[1] + "\"");
+      assertThat(state).contains("\"digest\" : \"" + r[1] + "\"");
     }
     if (policy == LockPolicy.REQUIRED) {
       assertThat(a.lockStatus().lockedBytes()).isEqualTo(a.bytesAllocated());
@@ -447,7 +450,7 @@ class PinnedStoreTest {
     assertThat(a.markComplete("a.bin", good.toUpperCase())).isEqualTo(good);
     assertThat(a.isComplete("a.bin")).isTrue();
     assertThat(a.isComplete()).isFalse();
-    assertThat(a.completedSha256("a.bin")).contains(good);
+    assertThat(a.completedDigest("a.bin")).contains(good);
     assertThat(a.markComplete("a.bin")).isEqualTo(good);
     assertThatThrownBy(() -> a.writable("a.bin", 0, 1))
         .isInstanceOf(IllegalStateException.class)
@@ -455,8 +458,8 @@ class PinnedStoreTest {
 
     String state = Files.readString(root.resolve(".tensorcast/m.json"));
     assertThat(state)
-        .contains("\"path\" : \"a.bin\"", "\"sha256\" : \"" + good + "\"")
-        .contains("\"path\" : \"b.bin\"", "\"sha256\" : null");
+        .contains("\"path\" : \"a.bin\"", "\"digest\" : \"" + good + "\"")
+        .contains("\"path\" : \"b.bin\"", "\"digest\" : null");
     assertThat(ShmRoot.listTree(root.resolve(".tensorcast")))
         .containsExactly("m.json", "store.lock"); // no temporary file left behind
   }
@@ -621,7 +624,7 @@ class PinnedStoreTest {
 
     StoredArtifact adopted = second.get("done").orElseThrow();
     assertThat(adopted.isComplete()).isTrue();
-    assertThat(adopted.completedSha256("w.bin")).contains(sha256(w));
+    assertThat(adopted.completedDigest("w.bin")).contains(sha256(w));
     byte[] back = new byte[300];
     adopted.readOnly("cfg/c.json", 0, 300).get(back);
     assertThat(back).isEqualTo(c);
@@ -629,6 +632,78 @@ class PinnedStoreTest {
     assertThat(adopted.lockStatus().lockedBytes()).isEqualTo(10_300);
     assertThat(second.bytesInUse()).isEqualTo(3 * PAGE + PAGE);
     assertThat(second.artifacts()).containsOnlyKeys("done");
+  }
+
+  @Test
+  void aFileCompletedWithItsSourcesDigestIsRecordedAndAdoptedByThatDigest() throws Exception {
+    PinnedStore first = store(MIB, LockPolicy.DISABLED, PAGE);
+    byte[] w = pattern(31, 10_000);
+    byte[] t = pattern(32, 100);
+    byte[] l = pattern(33, 100);
+    String crc64 = "crc64nvme:" + hex(Algorithm.CRC64NVME, w);
+    StoredArtifact a = first.allocate("crc", List.of(new StoreFile("w.bin", 10_000)));
+    a.write("w.bin", 0, ByteBuffer.wrap(w));
+    assertThatThrownBy(() -> a.markCompleteHashed("w.bin", "crc64nvme:12"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("not a crc64nvme value (16 hex digits): '12' for file 'w.bin'");
+    assertThatThrownBy(() -> a.markCompleteHashed("w.bin", "crc65:00"))
+        .hasMessageContaining("unknown digest algorithm 'crc65'");
+    assertThat(a.isComplete("w.bin")).isFalse();
+    assertThat(
+            a.markCompleteHashed(
+                "w.bin", crc64.toUpperCase(Locale.ROOT).replace("CRC64NVME", "crc64nvme")))
+        .isEqualTo(crc64);
+    assertThat(a.completedDigest("w.bin")).contains(crc64);
+    assertThat(Files.readString(root.resolve(".tensorcast/crc.json")))
+        .contains("\"formatVersion\" : 2", "\"digest\" : \"" + crc64 + "\"")
+        .doesNotContain("sha256");
+    StoredArtifact b = first.allocate("crc-tampered", List.of(new StoreFile("t.bin", 100)));
+    b.write("t.bin", 0, ByteBuffer.wrap(t));
+    b.markCompleteHashed("t.bin", "crc32c:" + hex(Algorithm.CRC32C, t));
+    StoredArtifact c = first.allocate("legacy", List.of(new StoreFile("l.bin", 100)));
+    c.write("l.bin", 0, ByteBuffer.wrap(l));
+    c.markComplete("l.bin");
+    first.close();
+
+    try (FileChannel ch =
+        FileChannel.open(root.resolve("crc-tampered/t.bin"), StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(new byte[] {(byte) (t[50] ^ 1)}), 50);
+    }
+    // what a store of the state file's format 1 wrote
+    Files.writeString(
+        root.resolve(".tensorcast/legacy.json"),
+        "{\"formatVersion\": 1, \"artifactId\": \"legacy\", \"files\": [{\"path\": \"l.bin\","
+            + " \"size\": 100, \"sha256\": \""
+            + sha256(l)
+            + "\"}]}");
+
+    PinnedStore second = store(MIB, LockPolicy.DISABLED, PAGE);
+    Map<String, RecoveryAction> decisions =
+        second.recovery().stream().collect(Collectors.toMap(RecoveryAction::name, r -> r));
+    assertThat(decisions.get("crc").action()).isEqualTo(RecoveryAction.Action.ADOPTED);
+    assertThat(decisions.get("legacy").action()).isEqualTo(RecoveryAction.Action.ADOPTED);
+    assertThat(decisions.get("crc-tampered").action()).isEqualTo(RecoveryAction.Action.REMOVED);
+    assertThat(decisions.get("crc-tampered").reason()).isEqualTo("ChecksumMismatch");
+    assertThat(decisions.get("crc-tampered").message())
+        .contains(
+            "file 't.bin' has crc32c "
+                + hex(Algorithm.CRC32C, tampered(t))
+                + " but was completed with "
+                + hex(Algorithm.CRC32C, t));
+    assertThat(second.get("crc").orElseThrow().completedDigest("w.bin")).contains(crc64);
+    assertThat(second.get("legacy").orElseThrow().completedDigest("l.bin")).contains(sha256(l));
+  }
+
+  private static byte[] tampered(byte[] t) {
+    byte[] x = t.clone();
+    x[50] ^= 1;
+    return x;
+  }
+
+  private static String hex(Algorithm algorithm, byte[] bytes) {
+    DigestHasher h = DigestHasher.of(algorithm, bytes.length);
+    h.update(ByteBuffer.wrap(bytes));
+    return HexFormat.of().formatHex(h.finish());
   }
 
   @Test

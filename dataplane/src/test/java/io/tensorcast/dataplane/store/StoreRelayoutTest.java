@@ -96,7 +96,7 @@ class StoreRelayoutTest {
         .extracting(StoreFile::path)
         .containsExactly("keep.bin", "part.bin", "resized.bin", "new/added.bin");
     assertThat(a.isComplete("keep.bin")).isTrue();
-    assertThat(a.completedSha256("keep.bin")).contains(keepSha);
+    assertThat(a.completedDigest("keep.bin")).contains(keepSha);
     assertThat(a.storedVersion("keep.bin")).contains("etag-k");
     assertThat(read(a, "keep.bin", 0, 5000)).isEqualTo(keep);
     assertThat(a.isComplete("part.bin")).isFalse();
@@ -130,7 +130,7 @@ class StoreRelayoutTest {
         .satisfies(r -> assertThat(r.reason()).isEqualTo("Resumable"));
     StoredArtifact adopted = again.get("relaid").orElseThrow();
     assertThat(adopted.files()).isEqualTo(a.files());
-    assertThat(adopted.completedSha256("keep.bin")).contains(keepSha);
+    assertThat(adopted.completedDigest("keep.bin")).contains(keepSha);
     assertThat(adopted.storedRanges("part.bin", "etag-p")).containsExactly(new long[] {0, 9000});
     assertThat(adopted.storedRanges("resized.bin", "etag-r1")).isEmpty();
     assertThat(read(adopted, "part.bin", 4096, rest.length)).isEqualTo(rest);

@@ -310,8 +310,10 @@ public final class TensorEndpoint {
   }
 
   /**
-   * A strong ETag: SHA-256 over the SHA-256 the store recorded for every file the plan reads, the
-   * tensor's name, dtype and shape and the canonical query; the first 128 bits in hex, quoted.
+   * A strong ETag: SHA-256 over every file the plan reads (its path, the source version its bytes
+   * were stored under when the store knows it, and the digest the store recorded for it: a SHA-256
+   * or the source's digest, see {@link io.tensorcast.dataplane.store.ContentDigest}), the tensor's
+   * name, dtype and shape and the canonical query; the first 128 bits in hex, quoted.
    */
   static String etag(StoredArtifact a, ReadPlan plan, TensorQuery query)
       throws TensorReadException {
@@ -324,7 +326,7 @@ public final class TensorEndpoint {
     Set<String> files = new LinkedHashSet<>();
     plan.segments().forEach(s -> files.add(s.file()));
     for (String f : files) {
-      String sha =
+      String recorded =
           a.completedDigest(f)
               .orElseThrow(
                   () ->
@@ -332,7 +334,8 @@ public final class TensorEndpoint {
                           503,
                           NOT_READY,
                           "file '" + f + "' of artifact " + a.artifactId() + " is not complete"));
-      md.update((f + "\0" + sha + "\0").getBytes(StandardCharsets.UTF_8));
+      String version = a.storedVersion(f).orElse("");
+      md.update((f + "\0" + version + "\0" + recorded + "\0").getBytes(StandardCharsets.UTF_8));
     }
     md.update(
         (plan.name() + "\0" + plan.dtype() + "\0" + plan.shapeHeader() + "\0" + query.canonical())

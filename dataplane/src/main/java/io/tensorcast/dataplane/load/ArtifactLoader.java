@@ -52,12 +52,12 @@ import org.slf4j.LoggerFactory;
  * checked against the headers ({@code Metadata}) → verify → Ready. A header or structure that
  * breaks its rules stops the load with its rule, whenever it arrives.
  *
- * <p>Verification runs while the bytes arrive ({@link PrefixDigester}): each file's SHA-256 and the
- * source's digest follow the contiguous prefix of its stored bytes, and a file whose last byte is
- * hashed is checked at once — its header or checkpoint structure read again from the store and
- * compared with the one validated from the source, the source unchanged, the digest equal to the
- * source's — and marked complete with that SHA-256. After the last byte only the tail of the
- * hashing remains. A file that fails its check stops the load.
+ * <p>Verification runs while the bytes arrive ({@link PrefixDigester}): each file's digest (the
+ * source's, or a SHA-256 where the source publishes none) follows the contiguous prefix of its
+ * stored bytes, and a file whose last byte is hashed is checked at once — its header or checkpoint
+ * structure read again from the store and compared with the one validated from the source, the
+ * source unchanged, the digest equal to the source's — and marked complete with that digest. After
+ * the last byte only the tail of the hashing remains. A file that fails its check stops the load.
  *
  * <p>When the store already holds a complete copy of exactly the listed files (adopted and
  * re-hashed by {@link PinnedStore} after a restart of the data plane), the headers are validated
@@ -1482,7 +1482,7 @@ public final class ArtifactLoader implements Loader {
       storedBytes(file, offset, length);
     }
 
-    /** Bytes the SHA-256 digests took in so far. */
+    /** Bytes the digests the store records took in so far. */
     long hashedBytes() {
       return digester.hashedBytes();
     }
@@ -1635,7 +1635,8 @@ public final class ArtifactLoader implements Loader {
    * Checks one file's bytes in the store: the safetensors header (or torch checkpoint structure) in
    * the store must be the one validated from the source (so the structure check applies to the
    * bytes consumers will read), the source must still hold the listed version, and the digest must
-   * equal the source's when it publishes one. Then marks the file complete with its SHA-256.
+   * equal the source's when it publishes one. Then marks the file complete with the digest the
+   * store records ({@link PrefixDigester.FileDigests#contentDigest}).
    */
   private void verify(
       StoredArtifact stored,

@@ -8,8 +8,8 @@ import java.util.List;
 /**
  * Puts every byte of an allocated artifact into the store, in place of {@link ArtifactLoader}'s own
  * parallel ranged read from the source: the peer-to-peer distribution implements it. The loader
- * still runs its end-of-load checks (headers re-validated from the store, SHA-256 against the
- * source's digest, source unchanged) afterwards.
+ * still runs its end-of-load checks (headers re-validated from the store, each file's bytes against
+ * the source's digest, source unchanged) afterwards.
  */
 public interface StoreFiller {
 

@@ -17,8 +17,10 @@ import java.util.regex.Pattern;
  * The per-artifact state file {@code <root>/.tensorcast/<artifactId>.json}: the artifact's files
  * and, for each complete file, the {@link ContentDigest} it was completed with. Kept outside the
  * artifact directory so that directory holds exactly the artifact's files. Written atomically
- * (temporary file, then rename). Format 2 records each file's {@code digest}; format 1, written
- * before other digests than SHA-256 were recorded, its {@code sha256}, and is still read.
+ * (temporary file, then rename). Format 1 records each complete file's {@code sha256}; format 2,
+ * written only when some file was completed with another digest, each file's {@code digest} (in
+ * {@link ContentDigest}'s written form). A copy whose files all have a SHA-256 keeps format 1,
+ * which data planes and CSI drivers from before format 2 read.
  *
  * @param formatVersion {@value #FORMAT_VERSION}
  * @param artifactId the artifact id; must equal the file's name
@@ -73,20 +75,26 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
     DurableFiles.replace(target, toJson(state));
   }
 
-  /** The file's bytes: the fields {@link #read} binds, pretty-printed, written by the generator. */
+  /**
+   * The file's bytes: the fields {@link #read} binds, pretty-printed, written by the generator; in
+   * format 1 unless a file was completed with another digest than SHA-256.
+   */
   static byte[] toJson(ArtifactState state) throws IOException {
+    boolean onlySha256 =
+        state.files().stream()
+            .allMatch(f -> f.digest() == null || ContentDigest.parse(f.digest()).isSha256());
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     try (JsonGenerator g = WRITER.createGenerator(out)) {
       g.useDefaultPrettyPrinter();
       g.writeStartObject();
-      g.writeNumberField("formatVersion", state.formatVersion());
+      g.writeNumberField("formatVersion", onlySha256 ? 1 : 2);
       g.writeStringField("artifactId", state.artifactId());
       g.writeArrayFieldStart("files");
       for (FileState f : state.files()) {
         g.writeStartObject();
         g.writeStringField("path", f.path());
         g.writeNumberField("size", f.size());
-        g.writeStringField("digest", f.digest());
+        g.writeStringField(onlySha256 ? "sha256" : "digest", f.digest());
         g.writeEndObject();
       }
       g.writeEndArray();
@@ -171,7 +179,8 @@ record ArtifactState(int formatVersion, String artifactId, List<FileState> files
     try {
       ContentDigest d = ContentDigest.parse(f.digest());
       if (!d.toString().equals(f.digest())) {
-        throw new IllegalArgumentException("not in lowercase: '" + f.digest() + "'");
+        throw new IllegalArgumentException(
+            "'" + f.digest() + "' is not in its written form '" + d + "'");
       }
       return f.digest();
     } catch (IllegalArgumentException e) {

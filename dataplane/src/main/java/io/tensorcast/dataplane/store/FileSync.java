@@ -11,7 +11,7 @@ import java.util.Set;
 /**
  * Forces a data file's bytes (written through its {@code MAP_SHARED} mapping) or a directory's
  * entries to the device, so that a record claiming them ({@code .tensorcast/<id>.json} with a
- * file's SHA-256, {@code .tensorcast/<id>.stored} with its stored ranges) is never on the device
+ * file's digest, {@code .tensorcast/<id>.stored} with its stored ranges) is never on the device
  * before the bytes it claims. On a memory-backed root (tmpfs, ramfs) there is no device: nothing
  * survives a power loss, so {@link #forRoot} returns {@link #NONE} there and the store pays
  * nothing.

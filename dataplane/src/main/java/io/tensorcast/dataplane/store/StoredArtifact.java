@@ -280,7 +280,7 @@ public final class StoredArtifact {
   /**
    * Lays the artifact held as {@code old} out again as {@code files}, in the same directory: every
    * file of {@code old} with the same path and size is carried over as it is (its mapping, page
-   * lock, bytes, recorded SHA-256 when complete, and stored ranges with their source version); the
+   * lock, bytes, recorded digest when complete, and stored ranges with their source version); the
    * other files of {@code old} are unmapped and deleted; the files that are new (or whose size
    * changed) are created empty as {@link #create} does. Then the state file and the stored ranges
    * are written for the new layout. {@code old} is unusable afterwards (as after an unload), and
@@ -1006,11 +1006,10 @@ public final class StoredArtifact {
   /**
    * Marks {@code path} complete: computes its SHA-256 over the mapping, records it in the state
    * file (atomically) and makes the file read-only for {@link #writable} and {@link #write}. Only
-   * complete artifacts survive a restart of the store. Marking a complete file again returns its
-   * recorded digest.
+   * complete artifacts survive a restart of the store. Marking a complete file again keeps the
+   * digest it was completed with.
    *
-   * @return the file's lowercase hex SHA-256, or the {@link ContentDigest} it was completed with
-   *     before
+   * @return the file's lowercase hex SHA-256 (computed when it was completed with another digest)
    */
   public String markComplete(String path) throws StoreException {
     return markComplete(path, null);
@@ -1023,7 +1022,9 @@ public final class StoredArtifact {
    * @throws StoreException {@code ChecksumMismatch} with both hashes; the file stays incomplete
    */
   public String markComplete(String path, String expectedSha256) throws StoreException {
-    return complete(path, expectedSha256, null);
+    String recorded = complete(path, expectedSha256, null);
+    ContentDigest d = ContentDigest.parse(recorded);
+    return d.isSha256() ? d.hex() : sha256(path);
   }
 
   /**

@@ -190,7 +190,7 @@ class PinnedStoreTest {
     assertThat(a.isComplete()).isTrue();
     String state = Files.readString(root.resolve(".tensorcast/corpus.json"));
     for (String[] r : rows) {
-      assertThat(state).contains("\"digest\" : \"" + r[1] + "\"");
+      assertThat(state).contains("\"sha256\" : \"" + r[1] + "\"");
     }
     if (policy == LockPolicy.REQUIRED) {
       assertThat(a.lockStatus().lockedBytes()).isEqualTo(a.bytesAllocated());
@@ -458,8 +458,9 @@ class PinnedStoreTest {
 
     String state = Files.readString(root.resolve(".tensorcast/m.json"));
     assertThat(state)
-        .contains("\"path\" : \"a.bin\"", "\"digest\" : \"" + good + "\"")
-        .contains("\"path\" : \"b.bin\"", "\"digest\" : null");
+        .contains("\"formatVersion\" : 1")
+        .contains("\"path\" : \"a.bin\"", "\"sha256\" : \"" + good + "\"")
+        .contains("\"path\" : \"b.bin\"", "\"sha256\" : null");
     assertThat(ShmRoot.listTree(root.resolve(".tensorcast")))
         .containsExactly("m.json", "store.lock"); // no temporary file left behind
   }
@@ -653,6 +654,9 @@ class PinnedStoreTest {
             a.markCompleteHashed(
                 "w.bin", crc64.toUpperCase(Locale.ROOT).replace("CRC64NVME", "crc64nvme")))
         .isEqualTo(crc64);
+    assertThat(a.completedDigest("w.bin")).contains(crc64);
+    // marking it complete again keeps its record and still answers with its SHA-256
+    assertThat(a.markComplete("w.bin")).isEqualTo(sha256(w));
     assertThat(a.completedDigest("w.bin")).contains(crc64);
     assertThat(Files.readString(root.resolve(".tensorcast/crc.json")))
         .contains("\"formatVersion\" : 2", "\"digest\" : \"" + crc64 + "\"")

@@ -34,14 +34,43 @@ class StateFilesWriterTest {
                 new ArtifactState.FileState("a \"quoted\" name\u00e9\u2603.safetensors", 7, null),
                 new ArtifactState.FileState("sub/b.bin", 1L << 40, SHA),
                 new ArtifactState.FileState("empty", 0, null)));
+    // every record a SHA-256: format 1, as written before format 2 existed
     byte[] written = ArtifactState.toJson(state);
     assertThat(new String(written, StandardCharsets.UTF_8))
-        .isEqualTo(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(state));
-
+        .isEqualTo(
+            new ObjectMapper()
+                .writerWithDefaultPrettyPrinter()
+                .writeValueAsString(
+                    new Format1(
+                        1,
+                        "art",
+                        state.files().stream()
+                            .map(f -> new Format1File(f.path(), f.size(), f.digest()))
+                            .toList())));
     Path file = ArtifactState.pathFor(dir, "art");
     ArtifactState.writeAtomically(file, state);
     assertThat(ArtifactState.read(file, "art")).isEqualTo(state);
+
+    // one record of another digest: format 2, every file's "digest"
+    ArtifactState mixed =
+        new ArtifactState(
+            ArtifactState.FORMAT_VERSION,
+            "art",
+            List.of(
+                new ArtifactState.FileState("a.bin", 7, "crc64nvme:ae8b14860a799888"),
+                new ArtifactState.FileState("sub/b.bin", 1L << 40, SHA),
+                new ArtifactState.FileState("empty", 0, null)));
+    assertThat(new String(ArtifactState.toJson(mixed), StandardCharsets.UTF_8))
+        .isEqualTo(new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsString(mixed))
+        .contains("\"formatVersion\" : 2");
+    ArtifactState.writeAtomically(file, mixed);
+    assertThat(ArtifactState.read(file, "art")).isEqualTo(mixed);
   }
+
+  /** The state file's format 1, as its data-binding writer wrote it. */
+  private record Format1(int formatVersion, String artifactId, List<Format1File> files) {}
+
+  private record Format1File(String path, long size, String sha256) {}
 
   @Test
   void theRangesFileIsTheDataBindingWritersTextAndReadsBack(@TempDir Path dir) throws Exception {

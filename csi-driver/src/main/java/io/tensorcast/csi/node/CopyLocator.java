@@ -31,11 +31,11 @@ import java.util.Optional;
  * replaced), and the store must hold it complete: the state file {@code
  * <storeRoot>/<ns>.<name>/.tensorcast/<artifactId>.json} lists every file with its digest ({@code
  * sha256} in the state file's format 1, {@code digest} in format 2; the data plane writes a file's
- * digest only once the file is complete and verified), and each file is a
- * regular file of the listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. The artifact id
- * is that of {@code status.copyGeneration} (the generation whose content the copies hold, which a
- * change of replicas alone keeps), or of {@code metadata.generation} when the status has none. A
- * copy of other content is never mounted.
+ * digest only once the file is complete and verified), and each file is a regular file of the
+ * listed size in {@code <storeRoot>/<ns>.<name>/<artifactId>/}. The artifact id is that of {@code
+ * status.copyGeneration} (the generation whose content the copies hold, which a change of replicas
+ * alone keeps), or of {@code metadata.generation} when the status has none. A copy of other content
+ * is never mounted.
  */
 public final class CopyLocator {
 

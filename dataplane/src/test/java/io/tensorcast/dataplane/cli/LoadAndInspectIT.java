@@ -155,7 +155,7 @@ class LoadAndInspectIT {
               "(?m)^    "
                   + java.util.regex.Pattern.quote(e.getKey())
                   + " +.* md5:"
-                  + md5(e.getValue())
+                  + ServeIT.md5(e.getValue())
                   + "$");
       assertThat(Files.mismatch(dir.resolve(e.getKey()), e.getValue())).isEqualTo(-1L);
     }
@@ -268,14 +268,5 @@ class LoadAndInspectIT {
         .startsWith("inspect failed: InvalidSafetensors: " + BROKEN_FILE + ": ")
         .contains("1000")
         .contains("[rule header-length-exceeds-file]");
-  }
-
-  private static String md5(Path p) {
-    try {
-      return java.util.HexFormat.of()
-          .formatHex(java.security.MessageDigest.getInstance("MD5").digest(Files.readAllBytes(p)));
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

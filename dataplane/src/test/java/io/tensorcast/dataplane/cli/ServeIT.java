@@ -611,19 +611,11 @@ class ServeIT {
     }
   }
 
+  /** Lowercase hex MD5 of a file: a single-part object's ETag, what verifies it. */
   static String md5(Path p) {
     try {
       return HexFormat.of()
           .formatHex(MessageDigest.getInstance("MD5").digest(Files.readAllBytes(p)));
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  static String sha256(Path p) {
-    try {
-      return HexFormat.of()
-          .formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)));
     } catch (Exception e) {
       throw new IllegalStateException(e);
     }

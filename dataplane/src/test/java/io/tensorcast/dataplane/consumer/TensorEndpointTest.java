@@ -7,8 +7,18 @@ import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
 import io.tensorcast.api.wire.DataPlaneStatus;
+import io.tensorcast.dataplane.format.safetensors.Dtype;
+import io.tensorcast.dataplane.store.LockPolicy;
+import io.tensorcast.dataplane.store.PinnedStore;
+import io.tensorcast.dataplane.store.StoreFile;
+import io.tensorcast.dataplane.store.StoredArtifact;
+import io.tensorcast.testing.TestFiles;
 import java.net.URLEncoder;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -46,6 +56,33 @@ class TensorEndpointTest {
     assertThat(TensorEndpoint.encodeHeader("a b+ü%")).isEqualTo("a%20b%2B%C3%BC%25");
     String name = "x\u20ac/\ud83d\ude00 y";
     assertThat(TensorEndpoint.decodePath(TensorEndpoint.encodeHeader(name))).isEqualTo(name);
+  }
+
+  @Test
+  void theETagFollowsEachFilesSourceVersionAndRecordedDigest() throws Exception {
+    // Copies of the same bytes: the same ETag for the same source version and record; another
+    // version of the object, or another record, gives another one (a 32-bit CRC record alone
+    // does not tell two versions of a file apart)
+    Path root = Files.createTempDirectory(Path.of("/dev/shm"), "tensorcast-etag-test");
+    try (PinnedStore store = new PinnedStore(root, 1L << 20, LockPolicy.DISABLED)) {
+      String v1 = etagOf(store, "a", "etag-v1", "crc32c:00000001");
+      assertThat(etagOf(store, "b", "etag-v1", "crc32c:00000001")).isEqualTo(v1);
+      assertThat(etagOf(store, "c", "etag-v2", "crc32c:00000001")).isNotEqualTo(v1);
+      assertThat(etagOf(store, "d", "etag-v1", "crc32c:00000002")).isNotEqualTo(v1);
+    } finally {
+      TestFiles.deleteTree(root);
+    }
+  }
+
+  private static String etagOf(PinnedStore store, String id, String version, String digest)
+      throws Exception {
+    StoredArtifact a = store.allocate(id, List.of(new StoreFile("w.bin", 4)));
+    a.write("w.bin", 0, ByteBuffer.wrap(new byte[] {1, 2, 3, 4}));
+    a.recordStored("w.bin", version, 0, 4);
+    a.markCompleteHashed("w.bin", digest);
+    ReadPlan plan =
+        new ReadPlan("t", Dtype.U8, new long[] {4}, List.of(new Segment("w.bin", 0, 4)));
+    return TensorEndpoint.etag(a, plan, TensorQuery.AS_STORED);
   }
 
   @Test

@@ -12,8 +12,8 @@ import io.tensorcast.dataplane.tensor.NaiveSlicer;
 import io.tensorcast.testing.OssFront;
 import io.tensorcast.testing.S3MockServer;
 import io.tensorcast.testing.TestFiles;
+import io.tensorcast.testing.TestPorts;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -115,9 +115,8 @@ class WriteRoundTripIT {
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    // below the ephemeral range: a node's HTTP client once took a writer's peer port meanwhile
+    return TestPorts.freePort();
   }
 
   private Process spawn(String name, List<String> cmd, Map<String, String> env) throws IOException {

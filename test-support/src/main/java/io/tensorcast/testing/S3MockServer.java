@@ -3,7 +3,6 @@ package io.tensorcast.testing;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -180,10 +179,7 @@ public final class S3MockServer implements AutoCloseable {
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      socket.setReuseAddress(true);
-      return socket.getLocalPort();
-    }
+    return TestPorts.freePort();
   }
 
   /** Polls {@code GET /} (ListBuckets) until it answers 200, the process dies or time is up. */

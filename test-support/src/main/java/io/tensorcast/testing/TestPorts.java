@@ -1,6 +1,7 @@
 package io.tensorcast.testing;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.util.HashSet;
 import java.util.Set;
@@ -20,14 +21,22 @@ public final class TestPorts {
 
   private TestPorts() {}
 
-  /** A port in 20000–31999 that binds now and was not handed out before in this JVM. */
-  public static synchronized int freePort() throws IOException {
+  /** A port in 20000–31999 that binds now on every address and was not handed out before. */
+  public static int freePort() throws IOException {
+    return freePort(null);
+  }
+
+  /**
+   * A port in 20000–31999 that binds now on {@code address} (every address when null) and was not
+   * handed out before in this JVM.
+   */
+  public static synchronized int freePort(InetAddress address) throws IOException {
     for (int i = 0; i < 1_000; i++) {
       int port = FROM + ThreadLocalRandom.current().nextInt(COUNT);
       if (handedOut.contains(port)) {
         continue;
       }
-      try (ServerSocket s = new ServerSocket(port)) {
+      try (ServerSocket s = new ServerSocket(port, 1, address)) {
         handedOut.add(port);
         return port;
       } catch (IOException busy) {

@@ -14,8 +14,8 @@ import io.tensorcast.testing.Corpus;
 import io.tensorcast.testing.FaultInjectingProxy;
 import io.tensorcast.testing.S3MockServer;
 import io.tensorcast.testing.TestFiles;
+import io.tensorcast.testing.TestPorts;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -606,9 +606,7 @@ class ServeIT {
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return TestPorts.freePort();
   }
 
   /** Lowercase hex MD5 of a file: a single-part object's ETag, what verifies it. */

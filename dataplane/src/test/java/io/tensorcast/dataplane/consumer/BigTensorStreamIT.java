@@ -10,9 +10,9 @@ import io.tensorcast.dataplane.format.safetensors.SafetensorsWriter;
 import io.tensorcast.dataplane.format.safetensors.TensorDeclaration;
 import io.tensorcast.dataplane.format.safetensors.TensorInfo;
 import io.tensorcast.testing.TestFiles;
+import io.tensorcast.testing.TestPorts;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -93,9 +93,7 @@ class BigTensorStreamIT {
     dataOffset = h.dataOffset();
     assertThat(big.byteLength()).isEqualTo(256L << 20);
 
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    port = TestPorts.freePort();
     log = work.resolve("serve.log");
     List<String> cmd =
         List.of(

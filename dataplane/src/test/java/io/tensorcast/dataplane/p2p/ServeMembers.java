@@ -10,10 +10,10 @@ import io.tensorcast.dataplane.cli.ServeArguments;
 import io.tensorcast.dataplane.pod.DataPlaneServer;
 import io.tensorcast.dataplane.testing.ServeCommandLine;
 import io.tensorcast.testing.TestFiles;
+import io.tensorcast.testing.TestPorts;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -246,9 +246,7 @@ final class ServeMembers implements AutoCloseable {
   }
 
   static int freePort(InetAddress a) throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, a)) {
-      return s.getLocalPort();
-    }
+    return TestPorts.freePort(a);
   }
 
   @Override

@@ -16,8 +16,8 @@ import io.tensorcast.dataplane.p2p.PeerSettings;
 import io.tensorcast.dataplane.store.LockPolicy;
 import io.tensorcast.dataplane.tensor.NaiveSlicer;
 import io.tensorcast.dataplane.write.WriteClient.Tensor;
+import io.tensorcast.testing.TestPorts;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -137,9 +137,7 @@ class WrittenDistributionIT {
   }
 
   private static int freePort() throws Exception {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+    return TestPorts.freePort();
   }
 
   private JsonNode get(WriteNode n, String path) throws Exception {

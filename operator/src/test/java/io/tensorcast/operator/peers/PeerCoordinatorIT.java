@@ -9,6 +9,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.tensorcast.api.wire.DataPlaneStatus;
 import io.tensorcast.operator.status.DataPlaneClient;
+import io.tensorcast.testing.TestPorts;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -92,9 +93,7 @@ class PeerCoordinatorIT {
   }
 
   private static int freePort(String ip) throws IOException {
-    try (var socket = new java.net.ServerSocket(0, 1, InetAddress.getByName(ip))) {
-      return socket.getLocalPort();
-    }
+    return TestPorts.freePort(InetAddress.getByName(ip));
   }
 
   private static DataPlaneStatus report(String peerEpoch) {

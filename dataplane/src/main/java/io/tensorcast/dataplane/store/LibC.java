@@ -25,6 +25,7 @@ interface LibC extends Library {
   long MAP_FAILED = -1L;
 
   int MADV_DONTDUMP = 16;
+  int MADV_POPULATE_READ = 22;
   int MADV_POPULATE_WRITE = 23;
   int MLOCK_ONFAULT = 1;
   int MAP_PRIVATE = 2;

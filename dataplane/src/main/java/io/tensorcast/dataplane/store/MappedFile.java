@@ -135,6 +135,23 @@ final class MappedFile {
   }
 
   /**
+   * Maps the pages of bytes {@code [offset, offset + length)}, written through the file before,
+   * into the mapping now ({@code MADV_POPULATE_READ}); under {@code MLOCK_ONFAULT} they are locked
+   * as they are. The caller checked bounds.
+   *
+   * @return 0, or the error number ({@code ENOMEM})
+   */
+  int mapWritten(long offset, long length) {
+    if (length == 0) {
+      return 0;
+    }
+    long page = MemoryLockSupport.pageSize();
+    long start = offset / page * page;
+    long end = Math.min(size(), offset + length);
+    return MemoryLockSupport.populateRead(address + start, end - start);
+  }
+
+  /**
    * The same mapping under a new name: the file was renamed (same file system, same inode), so the
    * mapping stays valid and only its bookkeeping changes.
    */

@@ -783,23 +783,30 @@ public final class StoredArtifact {
 
   /**
    * Opens bytes {@code [offset, offset + length)} of {@code path} for writing in order from heap
-   * arrays by positional writes to the file ({@code pwrite}) rather than through the mapping. The
-   * range's pages are reserved (and locked, under the store's lock policy) first, as for {@link
-   * #writable}; the bytes land in the same pages the mapping shows. Writing through the file copies
-   * each byte once, in the kernel, without faulting the pages into this process's page tables one
-   * by one, which on a virtualized host costs more than the copy ({@code bench/README.md}, cold
-   * load, fourth run). Like a {@link #writable} buffer, the writer must not be used after the
-   * artifact is unloaded (the bytes would go to a deleted file); close it when the range is done.
+   * arrays by positional writes to the file ({@code pwrite}) rather than through the mapping; the
+   * bytes land in the same pages the mapping shows. Writing through the file copies each byte once,
+   * in the kernel, without faulting the pages into this process's page tables one by one, which on
+   * a virtualized host costs more than the copy ({@code bench/README.md}, cold load, fourth run).
+   * In an artifact whose writes reserve their pages ({@link #reservesOnWrite}), a write allocates
+   * its pages itself (a full file system is that write's {@code FilesystemFull}, not a SIGBUS), and
+   * every {@link RangeWriter#MAP_BATCH} bytes written are then mapped into the store's mapping in
+   * one call ({@code MADV_POPULATE_READ}), which locks them under the store's lock policy and lets
+   * the digests read them without a page fault; the pages are not zeroed first, as reserving them
+   * for a write through the mapping does ({@code bench/README.md}, cold load, seventeenth run).
+   * Otherwise the pages were reserved and locked when the artifact was allocated. Like a {@link
+   * #writable} buffer, the writer must not be used after the artifact is unloaded (the bytes would
+   * go to a deleted file); close it when the range is done.
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file
    * @throws IllegalStateException if the file is complete or the artifact was unloaded
-   * @throws StoreWriteException if the range's pages cannot be reserved or the file not opened
+   * @throws StoreWriteException if the file cannot be opened
    */
   public RangeWriter openRange(String path, long offset, int length) {
     guard.readLock().lock();
     try {
-      MappedFile f = reservedForWrite(path, offset, length);
+      MappedFile f = fileForWrite(path);
+      checkRange(f, offset, length);
       try {
         return new RangeWriter(
             FileChannel.open(f.absolutePath, StandardOpenOption.WRITE), f, offset, length);
@@ -818,16 +825,23 @@ public final class StoredArtifact {
    * thread-safe; one per range.
    */
   public final class RangeWriter implements AutoCloseable {
+    /** Bytes written between two calls that map them into the store's mapping (see above). */
+    static final int MAP_BATCH = 2 << 20;
+
     private final FileChannel channel;
     private final MappedFile file;
     private final long end;
     private long position;
+
+    /** The range's bytes before this one are mapped (always, without {@link #reserveOnWrite}). */
+    private long mappedUpTo;
 
     private RangeWriter(FileChannel channel, MappedFile file, long offset, int length) {
       this.channel = channel;
       this.file = file;
       this.position = offset;
       this.end = offset + length;
+      this.mappedUpTo = reserveOnWrite ? offset : end;
     }
 
     /**
@@ -851,7 +865,11 @@ public final class StoredArtifact {
       } catch (IOException e) {
         String m = String.valueOf(e.getMessage());
         throw new StoreWriteException(
-            m.contains("No space left") ? Reason.FilesystemFull : Reason.StoreIoError,
+            m.contains("No space left")
+                ? Reason.FilesystemFull
+                : m.contains("Cannot allocate memory")
+                    ? Reason.InsufficientMemory
+                    : Reason.StoreIoError,
             "artifact "
                 + artifactId
                 + ": writing bytes at "
@@ -859,8 +877,51 @@ public final class StoredArtifact {
                 + " of '"
                 + file.file.path()
                 + "' failed: "
-                + e);
+                + e
+                + (m.contains("No space left")
+                    ? " (the file system of "
+                        + directory
+                        + " is full or its size limit is lower than the store's budget)"
+                    : ""));
       }
+      if (position - mappedUpTo >= MAP_BATCH || position == end) {
+        mapWritten();
+      }
+    }
+
+    /** Maps the bytes written and not mapped yet into the store's mapping (see above). */
+    private void mapWritten() {
+      if (mappedUpTo >= position) {
+        return;
+      }
+      int err;
+      guard.readLock().lock();
+      try {
+        if (released || mapped.get(file.file.path()) != file) {
+          return; // unloaded, or the file mapped anew: nothing of this writer's is mapped there
+        }
+        err = file.mapWritten(mappedUpTo, position - mappedUpTo);
+      } finally {
+        guard.readLock().unlock();
+      }
+      if (err != 0) {
+        throw new StoreWriteException(
+            err == MemoryLockSupport.ENOMEM || err == MemoryLockSupport.EAGAIN
+                ? Reason.InsufficientMemory
+                : Reason.StoreIoError,
+            "artifact "
+                + artifactId
+                + ": cannot map the pages of bytes ["
+                + mappedUpTo
+                + ", "
+                + position
+                + ") of '"
+                + file.file.path()
+                + "' written through the file ("
+                + MemoryLockSupport.errnoName(err)
+                + ")");
+      }
+      mappedUpTo = position;
     }
 
     /** Where the next byte goes in the file. */
@@ -868,12 +929,21 @@ public final class StoredArtifact {
       return position;
     }
 
+    /**
+     * Maps what was written and not mapped yet (a range that stopped early), then closes the file.
+     *
+     * @throws StoreWriteException if those pages cannot be mapped
+     */
     @Override
     public void close() {
       try {
-        channel.close();
-      } catch (IOException ignored) {
-        // Positional writes are complete when write returns; closing frees the descriptor only.
+        mapWritten();
+      } finally {
+        try {
+          channel.close();
+        } catch (IOException ignored) {
+          // Positional writes are complete when write returns; closing frees the descriptor only.
+        }
       }
     }
   }

@@ -58,6 +58,38 @@ class FullFileSystemIT {
   }
 
   @Test
+  void aRangeWrittenThroughTheFileBeyondTheFileSystemIsFilesystemFullNamingTheFile()
+      throws Exception {
+    try (PinnedStore store =
+        new PinnedStore(
+            mountPoint.resolve("store"), 64 * MIB, LockPolicy.BEST_EFFORT, 4096, true)) {
+      StoredArtifact a = store.allocate("m", List.of(new StoreFile("w.bin", 8 * MIB)));
+      byte[] piece = new byte[256 * 1024];
+      try (StoredArtifact.RangeWriter w = a.openRange("w.bin", 0, MIB)) {
+        for (int i = 0; i < 4; i++) {
+          w.write(piece, 0, piece.length); // fits
+        }
+      }
+      StoredArtifact.RangeWriter w = a.openRange("w.bin", 4 * MIB, 2 * MIB);
+      assertThatThrownBy(
+              () -> {
+                for (int i = 0; i < 8; i++) {
+                  w.write(piece, 0, piece.length);
+                }
+              })
+          .isInstanceOfSatisfying(
+              StoreWriteException.class,
+              e -> assertThat(e.reason()).isEqualTo(Reason.FilesystemFull))
+          .hasMessageContaining("of 'w.bin'")
+          .hasMessageContaining("No space left")
+          .hasMessageContaining("is full");
+      w.close();
+      store.unload("m");
+      assertThat(mountPoint.resolve("store").resolve("m")).doesNotExist();
+    }
+  }
+
+  @Test
   void withPagesReservedUpFrontTheAllocationIsFilesystemFull() throws Exception {
     try (PinnedStore store =
         new PinnedStore(

@@ -1,5 +1,8 @@
 package io.tensorcast.dataplane.cli;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -13,15 +16,25 @@ import picocli.CommandLine.Command;
     name = "dataplane",
     mixinStandardHelpOptions = true,
     versionProvider = DataplaneCli.Version.class,
-    description = "Tensorcast data plane: load ML artifacts into page-locked host memory.",
-    subcommands = {
-      LoadCommand.class,
-      InspectCommand.class,
-      ServeCommand.class,
-      ServeWritesCommand.class,
-      GenerateCommand.class
-    })
+    description = "Tensorcast data plane: load ML artifacts into page-locked host memory.")
 public final class DataplaneCli implements Runnable {
+  /**
+   * The subcommands, in the order {@code --help} lists them. Registered by {@link #commandLine}
+   * rather than named in {@code @Command}: picocli builds the model of every registered command by
+   * reflection before it parses, and {@link #main} registers only the one the arguments name (a
+   * one-shot {@code load} then does not pay for {@code serve}'s dozens of options at start-up).
+   */
+  private static final Map<String, Supplier<Object>> SUBCOMMANDS = subcommands();
+
+  private static Map<String, Supplier<Object>> subcommands() {
+    Map<String, Supplier<Object>> m = new LinkedHashMap<>();
+    m.put("load", LoadCommand::new);
+    m.put("inspect", InspectCommand::new);
+    m.put("serve", ServeCommand::new);
+    m.put("serve-writes", ServeWritesCommand::new);
+    m.put("generate", GenerateCommand::new);
+    return m;
+  }
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -31,14 +44,28 @@ public final class DataplaneCli implements Runnable {
   }
 
   public static void main(String[] args) {
-    System.exit(commandLine().execute(args));
+    System.exit(commandLine(args.length > 0 ? args[0] : null).execute(args));
   }
 
-  /** The configured command line (also used by tests and in-process harnesses). */
+  /** The configured command line with every subcommand (also used by tests and harnesses). */
   public static CommandLine commandLine() {
-    return new CommandLine(new DataplaneCli())
-        .setCaseInsensitiveEnumValuesAllowed(true)
-        .setExitCodeExceptionMapper(e -> 1)
+    return commandLine(null);
+  }
+
+  /**
+   * The configured command line with only the subcommand {@code name} when there is one of that
+   * name, else with all of them (for {@code --help}, a misspelt name's suggestions, and the rest).
+   */
+  static CommandLine commandLine(String name) {
+    CommandLine cli = new CommandLine(new DataplaneCli());
+    SUBCOMMANDS.forEach(
+        (n, command) -> {
+          if (name == null || !SUBCOMMANDS.containsKey(name) || n.equals(name)) {
+            cli.addSubcommand(command.get());
+          }
+        });
+    return cli.setCaseInsensitiveEnumValuesAllowed(true)
+        .setExitCodeExceptionMapper(e -> e instanceof CommandLine.ParameterException ? 2 : 1)
         .setExecutionExceptionHandler(DataplaneCli::handle);
   }
 

@@ -71,4 +71,28 @@ class DataplaneCliTest {
           .doesNotContain("\tat ");
     }
   }
+
+  @Test
+  void aNamedSubcommandIsTheOnlyOneBuiltAndKeepsItsQualifiedName() {
+    CommandLine load = DataplaneCli.commandLine("load");
+    assertThat(load.getSubcommands().keySet()).containsExactly("load");
+    assertThat(load.getSubcommands().get("load").getCommandSpec().qualifiedName())
+        .isEqualTo("dataplane load");
+    // Anything else (no argument, an option, a misspelt name) gets every subcommand, in order.
+    for (String first : new String[] {null, "--help", "lod"}) {
+      assertThat(DataplaneCli.commandLine(first).getSubcommands().keySet())
+          .as(String.valueOf(first))
+          .containsExactly("load", "inspect", "serve", "serve-writes", "generate");
+    }
+  }
+
+  @Test
+  void aMisspeltSubcommandOrAnUnknownOptionIsAUsageErrorWithExitCode2() {
+    Run misspelt = run("lod");
+    assertThat(misspelt.code()).isEqualTo(2);
+    assertThat(misspelt.err()).contains("Did you mean: dataplane load");
+    Run unknown = run("load", "--bogus", tmp.toString());
+    assertThat(unknown.code()).isEqualTo(2);
+    assertThat(unknown.err()).contains("Unknown option: '--bogus'").doesNotContain("\tat ");
+  }
 }

@@ -134,6 +134,13 @@ class LauncherIT {
     Run help = launch(env, "load", "--help");
     assertThat(help.exit()).as(help.out()).isZero();
     assertThat(files(cds)).as("a command without a source URI writes no archive").isEmpty();
+    for (String flag : List.of("--help", "-V")) {
+      Run asks = launch(env, "load", flag, "file://" + model);
+      assertThat(asks.exit()).as(asks.out()).isZero();
+      assertThat(files(cds))
+          .as("a load asking for " + flag + " uses none of a load's classes: it writes no archive")
+          .isEmpty();
+    }
 
     // `sh` with its standard input closed: the first load hands the child what it has.
     List<String> cmd =

@@ -57,6 +57,7 @@ public final class Crc64Nvme implements Checksum {
         log.info("CRC-64/NVME: table-driven ({}=false)", NATIVE_PROPERTY);
         return false;
       }
+      namedCRuntime();
       String why = nativeUnusable();
       if (why == null) {
         log.debug("CRC-64/NVME: native (AWS Common Runtime)");
@@ -68,6 +69,45 @@ public final class Crc64Nvme implements Checksum {
           why);
       return false;
     }
+  }
+
+  /** The Common Runtime's system property naming the C library its native code is built for. */
+  static final String LIBC_PROPERTY = "aws.crt.libc";
+
+  /**
+   * Names the C library this JVM runs on ({@code glibc} or {@code musl}) to the Common Runtime,
+   * from the libraries mapped into this process, unless the property is set already. Without it,
+   * the Runtime finds out by starting {@code ldd} on the {@code java} executable, twice: a process
+   * start and a shell script on every load's first CRC. Nothing is set when neither is mapped.
+   */
+  static void namedCRuntime() {
+    if (System.getProperty(LIBC_PROPERTY) != null) {
+      return;
+    }
+    String libc = mappedCRuntime(java.nio.file.Path.of("/proc/self/maps"));
+    if (libc != null) {
+      System.setProperty(LIBC_PROPERTY, libc);
+    }
+  }
+
+  /**
+   * {@code musl} or {@code glibc}, from the file names of a {@code /proc/<pid>/maps} listing; null
+   * when it cannot be read or names neither.
+   */
+  static String mappedCRuntime(java.nio.file.Path maps) {
+    boolean glibc = false;
+    try (java.io.BufferedReader r = java.nio.file.Files.newBufferedReader(maps)) {
+      for (String line = r.readLine(); line != null; line = r.readLine()) {
+        String name = line.substring(line.lastIndexOf('/') + 1);
+        if (name.startsWith("ld-musl-") || name.startsWith("libc.musl-")) {
+          return "musl";
+        }
+        glibc |= name.equals("libc.so.6");
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      return null;
+    }
+    return glibc ? "glibc" : null;
   }
 
   /**

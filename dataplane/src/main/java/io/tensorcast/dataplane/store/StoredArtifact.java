@@ -645,20 +645,16 @@ public final class StoredArtifact {
   }
 
   /**
-   * Unlocks and unmaps every file (once), then, if {@code deleteFiles}, deletes the state file and
-   * the artifact directory. Waits for guarded operations in flight.
+   * Unmaps every file (once), which unlocks its pages (a lock belongs to the mapping: {@code
+   * munmap} removes it, and an {@code munlock} first would walk every page twice), then, if {@code
+   * deleteFiles}, deletes the state file and the artifact directory. Waits for guarded operations
+   * in flight.
    */
   void release(boolean deleteFiles) throws StoreException {
     guard.writeLock().lock();
     try {
       if (!released) {
         released = true;
-        LockStatus s = lockStatus;
-        if (s != null && s.lockedBytes() > 0) {
-          for (long[] w : windows()) {
-            MemoryLockSupport.munlock(w[0], w[1]);
-          }
-        }
         ErrnoException first = null;
         for (MappedFile f : mapped.values()) {
           try {

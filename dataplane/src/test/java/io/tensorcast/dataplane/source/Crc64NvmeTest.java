@@ -116,4 +116,40 @@ class Crc64NvmeTest {
     table.update(data, 0, data.length);
     assertThat(pieces.getValue()).isEqualTo(table.getValue());
   }
+
+  @Test
+  void theCLibraryIsNamedToTheCommonRuntimeFromTheMappedLibraries(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) throws Exception {
+    java.nio.file.Path glibc = tmp.resolve("glibc");
+    java.nio.file.Files.writeString(
+        glibc,
+        "7f1c2e200000-7f1c2e228000 r--p 00000000 00:17 1234 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            + "7f1c2e400000-7f1c2e401000 r--p 00000000 00:00 0 \n"
+            + "7ffd5a1e6000-7ffd5a207000 rw-p 00000000 00:00 0 [stack]\n");
+    java.nio.file.Path musl = tmp.resolve("musl");
+    java.nio.file.Files.writeString(
+        musl,
+        "7f0e6d9a2000-7f0e6d9b6000 r--p 00000000 00:30 99 /lib/ld-musl-x86_64.so.1\n"
+            + "7f0e6d000000-7f0e6d010000 r--p 00000000 00:30 98 /usr/lib/libgcompat.so.0\n");
+    java.nio.file.Path neither = tmp.resolve("neither");
+    java.nio.file.Files.writeString(neither, "7ffd5a1e6000-7ffd5a207000 rw-p 0 00:00 0 [stack]\n");
+
+    assertThat(Crc64Nvme.mappedCRuntime(glibc)).isEqualTo("glibc");
+    assertThat(Crc64Nvme.mappedCRuntime(musl)).isEqualTo("musl");
+    assertThat(Crc64Nvme.mappedCRuntime(neither)).isNull();
+    assertThat(Crc64Nvme.mappedCRuntime(tmp.resolve("missing"))).isNull();
+  }
+
+  @Test
+  @EnabledOnOs(OS.LINUX)
+  void creatingACrcNamesThisJvmsCLibraryUnlessTheUserDid() {
+    Crc64Nvme.create();
+    // This JVM runs on glibc or musl; the property is what its mappings say (or what was set).
+    assertThat(System.getProperty(Crc64Nvme.LIBC_PROPERTY))
+        .isIn("glibc", "musl")
+        .isEqualTo(
+            Crc64Nvme.mappedCRuntime(java.nio.file.Path.of("/proc/self/maps")) == null
+                ? System.getProperty(Crc64Nvme.LIBC_PROPERTY)
+                : Crc64Nvme.mappedCRuntime(java.nio.file.Path.of("/proc/self/maps")));
+  }
 }

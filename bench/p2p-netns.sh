@@ -161,6 +161,7 @@ if [ "$class_data" = image ]; then
   opt="$work/opt"
   mkdir -p "$opt/bin"
   cp -p "$jar" "$opt/tensorcast-dataplane.jar"
+  if [ -d "${jar%.jar}.natives" ]; then cp -rp "${jar%.jar}.natives" "$opt/tensorcast-dataplane.natives"; fi
   cp "$repo/dataplane/src/main/launcher/dataplane" "$repo/dataplane/src/main/launcher/load.jvm-options" \
     "$opt/bin/"
   echo "[bench] training the image's class-data archive (train-class-data)" >&2

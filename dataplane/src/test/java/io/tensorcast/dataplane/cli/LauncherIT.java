@@ -286,6 +286,94 @@ class LauncherIT {
     assertThat(Files.readString(classes)).doesNotContain("shared objects file (top)");
   }
 
+  /**
+   * The native libraries beside the jar (unpacked by the build into {@code
+   * tensorcast-dataplane.natives/}, shipped so by the image) are what the JVM loads: the Common
+   * Runtime's for a file verified by its CRC-64/NVME, JNA's for the store; neither is inflated from
+   * the jar into a temporary file. A tree others may write to is not the jar's: ignored, and the
+   * libraries come from the jar as before.
+   */
+  @Test
+  @Timeout(240)
+  void nativeLibrariesBesideTheJarAreLoadedFromThereUnlessOthersMayWriteThem(@TempDir Path tmp)
+      throws Exception {
+    String arch = System.getProperty("os.arch");
+    boolean x86 = arch.equals("amd64") || arch.equals("x86_64");
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        x86 || arch.equals("aarch64"), "the jar ships natives for x86_64 and aarch64 only");
+    Path opt = Files.createDirectories(tmp.resolve("opt"));
+    Path bin = Files.createDirectories(opt.resolve("bin"));
+    Path built = ServeIT.dataplaneJar();
+    Path jar = opt.resolve("tensorcast-dataplane.jar");
+    Files.copy(built, jar, StandardCopyOption.COPY_ATTRIBUTES);
+    Files.copy(LAUNCHER, bin.resolve("dataplane"));
+    Files.copy(LAUNCHER.resolveSibling("load.jvm-options"), bin.resolve("load.jvm-options"));
+    Path natives = opt.resolve("tensorcast-dataplane.natives");
+    Path builtNatives = built.resolveSibling("tensorcast-dataplane.natives");
+    assertThat(builtNatives).as("unpacked by the build beside the jar").isDirectory();
+    try (Stream<Path> tree = Files.walk(builtNatives)) {
+      for (Path p : tree.toList()) {
+        Files.copy(p, natives.resolve(builtNatives.relativize(p).toString()));
+      }
+    }
+    Path crt = natives.resolve("linux/" + (x86 ? "x86_64" : "armv8") + "/glibc/libaws-crt-jni.so");
+    Path jna =
+        natives.resolve("com/sun/jna/linux-" + (x86 ? "x86-64" : "aarch64") + "/libjnidispatch.so");
+    assertThat(crt).isRegularFile();
+    assertThat(jna).isRegularFile();
+
+    S3MockServer s3 = S3MockServer.shared();
+    String bucket = "launcher-natives";
+    s3.createBucket(bucket);
+    s3.client()
+        .putObject(
+            b ->
+                b.bucket(bucket)
+                    .key("model/model.safetensors")
+                    .checksumAlgorithm(
+                        software.amazon.awssdk.services.s3.model.ChecksumAlgorithm.CRC64_NVME),
+            Corpus.file("safetensors/lerobot__pusht_frame_0.safetensors"));
+    Path libraries = tmp.resolve("libraries.log");
+    Map<String, String> env = new HashMap<>();
+    env.put("TENSORCAST_DATAPLANE_JAR", jar.toString());
+    env.put("TENSORCAST_CDS_DIR", "");
+    env.put("JAVA_TOOL_OPTIONS", "-Xlog:library=info:file=" + libraries);
+    env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
+    env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
+    List<String> load =
+        List.of(
+            "/bin/sh",
+            bin.resolve("dataplane").toString(),
+            "load",
+            "s3://" + bucket + "/model",
+            "--endpoint",
+            s3.endpoint().toString(),
+            "--path-style",
+            "--region",
+            S3MockServer.REGION,
+            "--allow-insecure-endpoint",
+            "--store-root",
+            store(tmp));
+
+    Run trusted = run(load, env, 120);
+    assertThat(trusted.exit()).as(trusted.out()).isZero();
+    assertThat(trusted.out()).as("verified by its CRC-64/NVME").contains("crc64nvme:");
+    assertThat(Files.readString(libraries))
+        .contains("Loaded library " + crt + ",")
+        .contains("Loaded library " + jna + ",");
+
+    // Group-writable: someone else could swap the code the JVM runs; the jar's copies are used.
+    Files.setPosixFilePermissions(crt.getParent(), PosixFilePermissions.fromString("rwxrwxr-x"));
+    Files.delete(libraries);
+    Run ignored = run(load, env, 120);
+    assertThat(ignored.exit()).as(ignored.out()).isZero();
+    assertThat(ignored.out()).contains("crc64nvme:");
+    assertThat(Files.readString(libraries))
+        .containsPattern("Loaded library \\S*libaws-crt-jni\\.so")
+        .containsPattern("Loaded library \\S*(jnidispatch|/jna)\\S*,")
+        .doesNotContain("Loaded library " + natives);
+  }
+
   private static int stores;
 
   /** An archive of loads from local paths whose name carries its size. */

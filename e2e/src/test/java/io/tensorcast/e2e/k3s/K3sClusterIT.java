@@ -110,7 +110,8 @@ class K3sClusterIT {
                 "src/main/launcher/dataplane",
                 "src/main/launcher/load.jvm-options",
                 "src/main/launcher/train-class-data",
-                "target/test-servers/s3mock-exec.jar"));
+                "target/test-servers/s3mock-exec.jar",
+                "target/tensorcast-dataplane.natives"));
     String csiDriverImage = build("csi-driver", "tensorcast-csi-driver.jar", List.of());
 
     network = Network.newNetwork();

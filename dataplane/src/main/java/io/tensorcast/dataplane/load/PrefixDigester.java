@@ -42,12 +42,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Nothing is kept but the digests' state and the ranges past the prefix: the bytes are read back
  * from the store in windows of {@link SourceDigests#WINDOW} bytes, under the artifact's read lock,
- * through the store's mapping ({@link StoredArtifact#consume}): bytes stored by this process were
- * written after their pages were reserved, which maps them here, so hashing them takes neither a
- * page fault nor a copy (libcrypto hashes the mapping in place). A restarted or resumed load feeds
- * the ranges already in the store, written by an earlier process and not mapped in this one, as
- * {@link #kept}: those are read through the file ({@link StoredArtifact#consumeFromFile}, {@code
- * pread} into one 1 MiB buffer per hashing thread) rather than faulted in page by page.
+ * through the store's mapping ({@link StoredArtifact#consume}): the pages of bytes stored by this
+ * process are mapped here (reserved before a write through the mapping, mapped after a write
+ * through the file), so hashing them takes neither a page fault nor a copy (libcrypto hashes the
+ * mapping in place). A restarted or resumed load feeds the ranges already in the store, written by
+ * an earlier process and not mapped in this one, as {@link #kept}: those are read through the file
+ * ({@link StoredArtifact#consumeFromFile}, {@code pread} into one 1 MiB buffer per hashing thread)
+ * rather than faulted in page by page.
  *
  * <p>Thread-safe. {@link #close()} stops hashing and waits for the pool: afterwards no task reads
  * the store, so the artifact may be unloaded.

@@ -36,14 +36,15 @@ import org.slf4j.LoggerFactory;
  * budget. Consumer processes on the node open or mmap {@code <root>/<artifactId>/} as a normal
  * local model directory.
  *
- * <p><b>Pages as bytes land.</b> Allocating an artifact reserves its budget but no pages: each
- * write reserves the pages of its range first ({@code MADV_POPULATE_WRITE}, so a full file system
- * is an error of that write, not a SIGBUS), and the mappings are locked with {@code
- * mlock2(MLOCK_ONFAULT)}, so every page is locked as it is written. Loading thus starts without
- * touching the artifact's memory first, and the cost of allocating and locking pages is spread over
- * the writes. A load writes its ranges through the file ({@link StoredArtifact#openRange}, {@code
- * pwrite} after the range's pages are reserved) rather than through the mapping: the same pages,
- * one kernel copy, and no page faults of the loading process. On kernels without {@code
+ * <p><b>Pages as bytes land.</b> Allocating an artifact reserves its budget but no pages, and the
+ * mappings are locked with {@code mlock2(MLOCK_ONFAULT)}, so every page is locked as it is mapped.
+ * A write through the mapping reserves the pages of its range first ({@code MADV_POPULATE_WRITE},
+ * so a full file system is an error of that write, not a SIGBUS). A load writes its ranges through
+ * the file instead ({@link StoredArtifact#openRange}): {@code pwrite} allocates the pages (a full
+ * file system is its {@code ENOSPC}) without zeroing them first, and the written pages are then
+ * mapped in bulk ({@code MADV_POPULATE_READ}), which locks them: one kernel copy, and no page
+ * faults of the loading process. Loading thus starts without touching the artifact's memory first,
+ * and the cost of allocating and locking pages is spread over the writes. On kernels without {@code
  * MADV_POPULATE_WRITE} (before Linux 5.14) or {@code MLOCK_ONFAULT} (before 4.4) every page is
  * reserved with {@code posix_fallocate} and locked with {@code mlock} when the artifact is
  * allocated.

@@ -118,8 +118,9 @@ public final class StoredArtifact {
    * On failure removes everything it created.
    *
    * @param reserveOnWrite size the files without reserving their pages; every {@link #writable} and
-   *     {@link #write} reserves the pages of its range first ({@code MADV_POPULATE_WRITE}). False:
-   *     every page is reserved now ({@code posix_fallocate})
+   *     {@link #write} reserves the pages of its range first ({@code MADV_POPULATE_WRITE}), and a
+   *     {@link #openRange} writer's writes allocate them and map them after ({@code
+   *     MADV_POPULATE_READ}). False: every page is reserved now ({@code posix_fallocate})
    */
   static StoredArtifact create(
       String artifactId,
@@ -714,11 +715,12 @@ public final class StoredArtifact {
   }
 
   /**
-   * Whether every page is reserved before bytes are written into it: range by range by each {@link
-   * #writable} and {@link #write} ({@code MADV_POPULATE_WRITE}, Linux 5.14), or on older kernels
-   * all at allocation with {@code posix_fallocate}. False when the file system supports neither and
-   * the store fell back to {@code ftruncate}: pages are then allocated on first write, and a full
-   * file system would surface as SIGBUS during a write.
+   * Whether every page is reserved before bytes are written into it through the mapping: range by
+   * range by each {@link #writable} and {@link #write} ({@code MADV_POPULATE_WRITE}, Linux 5.14),
+   * or on older kernels all at allocation with {@code posix_fallocate}. False when the file system
+   * supports neither and the store fell back to {@code ftruncate}: pages are then allocated on
+   * first write, and a full file system would surface as SIGBUS during a write through the mapping
+   * (an {@link #openRange} writer's {@code pwrite} gets {@code ENOSPC} either way).
    */
   public boolean preallocated() {
     return preallocated;

@@ -1,5 +1,6 @@
 package io.tensorcast.dataplane.cli;
 
+import io.tensorcast.dataplane.source.BundledNatives;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -44,6 +45,7 @@ public final class DataplaneCli implements Runnable {
   }
 
   public static void main(String[] args) {
+    BundledNatives.checkJnaBootPath(); // before anything uses JNA
     System.exit(commandLine(args.length > 0 ? args[0] : null).execute(args));
   }
 

@@ -495,6 +495,9 @@ public final class ParallelRangeReader {
         if (writer != null) {
           try (writer) {
             read(r, writer::write);
+          } catch (StoreWriteException e) {
+            // from close: the bytes written could not be mapped into the store (out of memory)
+            throw failure(r, e.reason(), "the store could not take the range", 0, 0, false, e);
           }
           return;
         }

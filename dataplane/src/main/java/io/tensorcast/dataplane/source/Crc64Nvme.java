@@ -12,8 +12,8 @@ import org.slf4j.LoggerFactory;
  * CRC-64/NVME, the checksum S3 computes by default for new objects ({@code
  * x-amz-checksum-crc64nvme}): reflected polynomial {@code 0x9A6C9329AC4BC9B5}, initial value and
  * final XOR all ones (the NVM Express base specification's CRC; check value of {@code "123456789"}
- * is {@code 0xAE8B14860A799888}). The AWS SDK's own implementation needs the native CRT library,
- * which the data plane does not ship.
+ * is {@code 0xAE8B14860A799888}). The AWS SDK's own implementation needs the Common Runtime's
+ * native library (see {@link #create()}).
  *
  * <p>Table-driven, sixteen bytes per step ("slicing-by-16": two little-endian longs, sixteen
  * independent lookups in one flat table of 16 × 256 entries). Bytes of a direct buffer (a mapping
@@ -58,7 +58,10 @@ public final class Crc64Nvme implements Checksum {
         return false;
       }
       namedCRuntime();
-      String why = nativeUnusable();
+      String why = BundledNatives.crtLibraryMismatch();
+      if (why == null) {
+        why = nativeUnusable();
+      }
       if (why == null) {
         log.debug("CRC-64/NVME: native (AWS Common Runtime)");
         return true;
@@ -112,7 +115,9 @@ public final class Crc64Nvme implements Checksum {
 
   /**
    * Why the native CRC cannot be used on this platform, or null if it loads and computes the check
-   * value. Loading extracts the library into {@code aws.crt.lib.dir} or {@code java.io.tmpdir}.
+   * value. The Runtime loads its library from {@code java.library.path} (the launcher puts the copy
+   * beside the jar there, checked by {@link BundledNatives}), else extracts the jar's into {@code
+   * aws.crt.lib.dir} or {@code java.io.tmpdir}.
    */
   static String nativeUnusable() {
     try {

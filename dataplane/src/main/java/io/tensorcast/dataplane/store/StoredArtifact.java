@@ -551,8 +551,9 @@ public final class StoredArtifact {
 
   /**
    * Locks every file's whole mapping with {@code MLOCK_ONFAULT}: no page is touched now; each is
-   * locked as it is first written (an artifact made with {@code reserveOnWrite}, whose writes
-   * reserve their pages first). On failure unlocks what was locked.
+   * locked as it is first mapped (an artifact made with {@code reserveOnWrite}, whose writes map
+   * their pages: before a write through the mapping, after one through the file). On failure
+   * unlocks what was locked.
    *
    * @return the status, or null when the kernel or C library cannot lock on fault ({@code ENOSYS},
    *     {@code EINVAL}): then lock with {@link #lockPages} instead
@@ -577,7 +578,7 @@ public final class StoredArtifact {
           Reason.Locked,
           bytesAllocated
               + " bytes page-locked with mlock2(MLOCK_ONFAULT): each page is locked as its bytes"
-              + " are written");
+              + " are stored");
     }
     for (MappedFile f : locked) {
       MemoryLockSupport.munlock(f.address, f.size());
@@ -819,6 +820,20 @@ public final class StoredArtifact {
   }
 
   /**
+   * {@link MappedFile#mapWritten} under the artifact's read lock: 0 when the artifact was released
+   * meanwhile (unloaded, and the load fails on its own; or laid out anew around the same files,
+   * where the pages are mapped, and locked, when they are first read).
+   */
+  private int mapStoredPages(MappedFile f, long offset, long length) {
+    guard.readLock().lock();
+    try {
+      return released ? 0 : f.mapWritten(offset, length);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
    * Bytes of one range of a file, written in order by positional writes ({@link #openRange}). Not
    * thread-safe; one per range.
    */
@@ -892,16 +907,7 @@ public final class StoredArtifact {
       if (mappedUpTo >= position) {
         return;
       }
-      int err;
-      guard.readLock().lock();
-      try {
-        if (released || mapped.get(file.file.path()) != file) {
-          return; // unloaded, or the file mapped anew: nothing of this writer's is mapped there
-        }
-        err = file.mapWritten(mappedUpTo, position - mappedUpTo);
-      } finally {
-        guard.readLock().unlock();
-      }
+      int err = mapStoredPages(file, mappedUpTo, position - mappedUpTo);
       if (err != 0) {
         throw new StoreWriteException(
             err == MemoryLockSupport.ENOMEM || err == MemoryLockSupport.EAGAIN
@@ -1010,9 +1016,9 @@ public final class StoredArtifact {
    * temporary direct buffer), and handed to {@code reader} one chunk at a time (each a view of
    * {@code chunk}, position 0); the artifact's read lock is held throughout. For hashing bytes that
    * an earlier process stored: reading them through the file takes no page faults in this one,
-   * whose mapping does not have their pages yet (bytes written here after {@link #openRange} or
-   * {@link #writable} reserved their pages are mapped already, and {@link #consume} reads them
-   * without a copy).
+   * whose mapping does not have their pages yet (bytes written here by an {@link #openRange} writer
+   * or into a {@link #writable} buffer are mapped already, and {@link #consume} reads them without
+   * a copy).
    *
    * @throws IllegalArgumentException if the artifact has no such file
    * @throws IndexOutOfBoundsException if the range is not inside the file

@@ -313,7 +313,11 @@ class LauncherIT {
     assertThat(builtNatives).as("unpacked by the build beside the jar").isDirectory();
     try (Stream<Path> tree = Files.walk(builtNatives)) {
       for (Path p : tree.toList()) {
-        Files.copy(p, natives.resolve(builtNatives.relativize(p).toString()));
+        Path to = natives.resolve(builtNatives.relativize(p).toString());
+        Files.copy(p, to);
+        // as the image has them, whatever the umask of this run
+        Files.setPosixFilePermissions(
+            to, PosixFilePermissions.fromString(Files.isDirectory(to) ? "rwxr-xr-x" : "rw-r--r--"));
       }
     }
     Path crt = natives.resolve("linux/" + (x86 ? "x86_64" : "armv8") + "/glibc/libaws-crt-jni.so");
@@ -362,12 +366,36 @@ class LauncherIT {
         .contains("Loaded library " + crt + ",")
         .contains("Loaded library " + jna + ",");
 
+    // Not this jar's (a tree left beside a newer jar): JNA's is dropped for the jar's copy, the
+    // Runtime's (already on java.library.path) is refused and the CRC computed by the table; the
+    // load is verified all the same and says which directory to rebuild or remove.
+    Files.write(crt, new byte[] {0}, java.nio.file.StandardOpenOption.APPEND);
+    Files.write(jna, new byte[] {0}, java.nio.file.StandardOpenOption.APPEND);
+    Files.delete(libraries);
+    Run stale = run(load, env, 120);
+    assertThat(stale.exit()).as(stale.out()).isZero();
+    assertThat(stale.out())
+        .contains("crc64nvme:")
+        .contains("the native libraries beside the jar are not its own")
+        .contains("CRC-64/NVME: the AWS Common Runtime's native CRC is not usable here");
+    assertThat(Files.readString(libraries))
+        .containsPattern("Loaded library \\S*(jnidispatch|/jna)\\S*,")
+        .doesNotContain("Loaded library " + natives);
+
     // Group-writable: someone else could swap the code the JVM runs; the jar's copies are used.
+    Files.copy(
+        builtNatives.resolve(natives.relativize(crt).toString()),
+        crt,
+        StandardCopyOption.REPLACE_EXISTING);
+    Files.copy(
+        builtNatives.resolve(natives.relativize(jna).toString()),
+        jna,
+        StandardCopyOption.REPLACE_EXISTING);
     Files.setPosixFilePermissions(crt.getParent(), PosixFilePermissions.fromString("rwxrwxr-x"));
     Files.delete(libraries);
     Run ignored = run(load, env, 120);
     assertThat(ignored.exit()).as(ignored.out()).isZero();
-    assertThat(ignored.out()).contains("crc64nvme:");
+    assertThat(ignored.out()).contains("crc64nvme:").doesNotContain("not its own");
     assertThat(Files.readString(libraries))
         .containsPattern("Loaded library \\S*libaws-crt-jni\\.so")
         .containsPattern("Loaded library \\S*(jnidispatch|/jna)\\S*,")

@@ -3,6 +3,7 @@ package io.tensorcast.dataplane.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tensorcast.api.Reason;
 import io.tensorcast.dataplane.source.DigestHasher;
@@ -258,7 +259,7 @@ class PinnedStoreTest {
   }
 
   @Test
-  void rangesWrittenThroughTheFileAreReservedLockedAndReadBackThroughTheFile() throws Exception {
+  void rangesWrittenThroughTheFileAreMappedLockedAndReadBackThroughTheFile() throws Exception {
     boolean cap = MemoryLockSupport.hasCapIpcLock();
     final int mib = 1 << 20;
     PinnedStore store =
@@ -390,6 +391,30 @@ class PinnedStoreTest {
   /**
    * Bytes of this process's mappings of {@code file} that are locked ({@code Locked:} in smaps).
    */
+  @Test
+  void aRangeThatStopsEarlyOrStraddlesPagesHasEveryPageItWroteMappedAndLocked() throws Exception {
+    assumeTrue(MemoryLockSupport.hasCapIpcLock(), "locking needs CAP_IPC_LOCK");
+    PinnedStore store = new PinnedStore(root, 1L << 20, LockPolicy.REQUIRED, 4096, true);
+    stores.add(store);
+    int size = 3 * 4096 + 100;
+    StoredArtifact a = store.allocate("m", List.of(new StoreFile("w.bin", size)));
+    byte[] data = pattern(5, size);
+    // bytes [100, 5100) of a range [100, 8100) that stops early: pages 0 and 1, on close
+    StoredArtifact.RangeWriter early = a.openRange("w.bin", 100, 8000);
+    early.write(data, 100, 5000);
+    assertThat(lockedBytesMapped(a.directory().resolve("w.bin"))).isZero();
+    early.close();
+    assertThat(lockedBytesMapped(a.directory().resolve("w.bin"))).isEqualTo(2 * 4096L);
+    // [8100, size) starts inside page 1 and ends inside page 3: pages 1 to 3, at its last byte
+    try (StoredArtifact.RangeWriter rest = a.openRange("w.bin", 8100, size - 8100)) {
+      rest.write(data, 8100, size - 8100);
+      assertThat(lockedBytesMapped(a.directory().resolve("w.bin"))).isEqualTo(4 * 4096L);
+    }
+    byte[] seen = new byte[size - 8100];
+    a.readOnly("w.bin", 8100, seen.length).get(seen);
+    assertThat(seen).isEqualTo(java.util.Arrays.copyOfRange(data, 8100, size));
+  }
+
   private static long lockedBytesMapped(Path file) throws IOException {
     long locked = 0;
     boolean inMapping = false;

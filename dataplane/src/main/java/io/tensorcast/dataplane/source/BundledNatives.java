@@ -35,19 +35,33 @@ public final class BundledNatives {
   private BundledNatives() {}
 
   /**
-   * Keeps {@code jna.boot.library.path} only when the dispatch library there is this jar's; else
+   * Keeps {@code jna.boot.library.path} only when it names at least one directory with a dispatch
+   * library and every dispatch library on it (JNA searches each of its entries) is this jar's; else
    * clears it, so that JNA extracts its own copy as it does without the launcher. Call before JNA
    * is first used.
    */
   public static void checkJnaBootPath() {
-    String dir = System.getProperty(JNA_BOOT_PATH);
-    if (dir == null || dir.isEmpty()) {
+    String path = System.getProperty(JNA_BOOT_PATH);
+    if (path == null || path.isEmpty()) {
       return;
     }
     String resource = jnaResource();
     String why = resource == null ? "no JNA library for this platform in the jar" : null;
-    if (why == null) {
-      why = differsFromJar(Path.of(dir).resolve("libjnidispatch.so"), resource);
+    String where = path;
+    boolean found = false;
+    for (String dir : entries(path)) {
+      if (why != null) {
+        break;
+      }
+      Path file = Path.of(dir).resolve(System.mapLibraryName("jnidispatch"));
+      if (Files.exists(file)) {
+        found = true;
+        why = differsFromJar(file, resource);
+        where = dir;
+      }
+    }
+    if (why == null && !found) {
+      why = "no " + System.mapLibraryName("jnidispatch") + " there";
     }
     if (why != null) {
       System.clearProperty(JNA_BOOT_PATH);
@@ -55,8 +69,19 @@ public final class BundledNatives {
           "the native libraries beside the jar are not its own ({}): JNA uses the jar's; rebuild"
               + " or remove {}",
           why,
-          dir);
+          where);
     }
+  }
+
+  /** The directories of a search path: empty entries are the working directory, as for the JDK. */
+  private static String[] entries(String path) {
+    String[] dirs = path.split(java.io.File.pathSeparator, -1);
+    for (int i = 0; i < dirs.length; i++) {
+      if (dirs[i].isEmpty()) {
+        dirs[i] = ".";
+      }
+    }
+    return dirs;
   }
 
   /**
@@ -66,16 +91,25 @@ public final class BundledNatives {
    */
   static String crtLibraryMismatch() {
     String path = System.getProperty("java.library.path", "");
-    for (String dir : path.split(java.io.File.pathSeparator)) {
-      if (dir.isEmpty()) {
-        continue;
-      }
+    if (path.isEmpty()) {
+      return null;
+    }
+    for (String dir : entries(path)) {
       Path file = Path.of(dir).resolve(System.mapLibraryName("aws-crt-jni"));
       if (Files.exists(file)) {
         String resource = crtResource();
-        return resource == null
-            ? file + " is on java.library.path but the jar has no such library for this platform"
-            : differsFromJar(file, resource);
+        String why =
+            resource == null
+                ? file
+                    + " is on java.library.path but the jar has no such library for this platform"
+                : differsFromJar(file, resource);
+        // The JVM's library path is fixed at its start: the jar's copy cannot be used instead.
+        return why == null
+            ? null
+            : why
+                + "; rebuild or remove "
+                + dir
+                + " (the launcher puts the native libraries beside the jar on LD_LIBRARY_PATH)";
       }
     }
     return null;

@@ -80,6 +80,16 @@ class BundledNativesTest {
       System.setProperty(BundledNatives.JNA_BOOT_PATH, tmp.resolve("empty").toString());
       BundledNatives.checkJnaBootPath();
       assertThat(System.getProperty(BundledNatives.JNA_BOOT_PATH)).isNull();
+
+      // JNA searches every entry of a path list: one that is not the jar's clears it all.
+      String list = own + java.io.File.pathSeparator + stale;
+      System.setProperty(BundledNatives.JNA_BOOT_PATH, list);
+      BundledNatives.checkJnaBootPath();
+      assertThat(System.getProperty(BundledNatives.JNA_BOOT_PATH)).isNull();
+      String ownAndEmpty = tmp.resolve("empty") + java.io.File.pathSeparator + own;
+      System.setProperty(BundledNatives.JNA_BOOT_PATH, ownAndEmpty);
+      BundledNatives.checkJnaBootPath();
+      assertThat(System.getProperty(BundledNatives.JNA_BOOT_PATH)).isEqualTo(ownAndEmpty);
     } finally {
       if (before == null) {
         System.clearProperty(BundledNatives.JNA_BOOT_PATH);

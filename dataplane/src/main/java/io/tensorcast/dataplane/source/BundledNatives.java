@@ -158,11 +158,10 @@ public final class BundledNatives {
     try {
       URLConnection c = url.openConnection();
       if (c instanceof JarURLConnection jar) {
-        c.setUseCaches(false);
+        // The jar's directory, opened once and cached by the JDK for the second library's check.
         JarEntry e = jar.getJarEntry();
         size = e.getSize();
         crc = e.getCrc();
-        jar.getJarFile().close();
       } else {
         long[] sc = sizeAndCrc(c.getInputStream());
         size = sc[0];

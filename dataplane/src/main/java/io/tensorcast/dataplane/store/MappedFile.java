@@ -125,13 +125,9 @@ final class MappedFile {
    * @return 0, or the error number ({@code EFAULT}: the file system is full; {@code ENOMEM})
    */
   int reserve(long offset, int length) {
-    if (length == 0) {
-      return 0;
-    }
-    long page = MemoryLockSupport.pageSize();
-    long start = offset / page * page;
-    long end = Math.min(size(), offset + length);
-    return MemoryLockSupport.populateWrite(address + start, end - start);
+    return length == 0
+        ? 0
+        : MemoryLockSupport.populateWrite(address + pageStart(offset), pagesTo(offset, length));
   }
 
   /**
@@ -142,13 +138,20 @@ final class MappedFile {
    * @return 0, or the error number ({@code ENOMEM})
    */
   int mapWritten(long offset, long length) {
-    if (length == 0) {
-      return 0;
-    }
+    return length == 0
+        ? 0
+        : MemoryLockSupport.populateRead(address + pageStart(offset), pagesTo(offset, length));
+  }
+
+  /** The offset of the page that holds byte {@code offset}. */
+  private static long pageStart(long offset) {
     long page = MemoryLockSupport.pageSize();
-    long start = offset / page * page;
-    long end = Math.min(size(), offset + length);
-    return MemoryLockSupport.populateRead(address + start, end - start);
+    return offset / page * page;
+  }
+
+  /** Bytes from {@code offset}'s page start to the end of the range (the file's end at most). */
+  private long pagesTo(long offset, long length) {
+    return Math.min(size(), offset + length) - pageStart(offset);
   }
 
   /**

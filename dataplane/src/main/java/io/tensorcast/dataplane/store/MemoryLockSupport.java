@@ -298,15 +298,7 @@ public final class MemoryLockSupport {
    * the error number; retried on {@code EINTR}.
    */
   static int populateWrite(long address, long length) {
-    while (true) {
-      if (LibC.INSTANCE.madvise(new Pointer(address), length, LibC.MADV_POPULATE_WRITE) == 0) {
-        return 0;
-      }
-      int err = Native.getLastError();
-      if (err != EINTR) {
-        return err;
-      }
-    }
+    return populate(address, length, LibC.MADV_POPULATE_WRITE);
   }
 
   /**
@@ -317,8 +309,13 @@ public final class MemoryLockSupport {
    * number; retried on {@code EINTR}.
    */
   static int populateRead(long address, long length) {
+    return populate(address, length, LibC.MADV_POPULATE_READ);
+  }
+
+  /** {@code madvise(address, length, advice)}, retried on {@code EINTR}: 0 or the error number. */
+  private static int populate(long address, long length, int advice) {
     while (true) {
-      if (LibC.INSTANCE.madvise(new Pointer(address), length, LibC.MADV_POPULATE_READ) == 0) {
+      if (LibC.INSTANCE.madvise(new Pointer(address), length, advice) == 0) {
         return 0;
       }
       int err = Native.getLastError();

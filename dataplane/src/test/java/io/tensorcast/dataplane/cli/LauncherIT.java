@@ -215,23 +215,7 @@ class LauncherIT {
     env.put("JAVA_TOOL_OPTIONS", "-Xlog:class+load=info:file=" + classes);
     env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
     env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    Run load =
-        run(
-            List.of(
-                "/bin/sh",
-                bin.resolve("dataplane").toString(),
-                "load",
-                "s3://" + bucket + "/model",
-                "--endpoint",
-                s3.endpoint().toString(),
-                "--path-style",
-                "--region",
-                S3MockServer.REGION,
-                "--allow-insecure-endpoint",
-                "--store-root",
-                store(tmp)),
-            env,
-            120);
+    Run load = run(s3Load(bin, s3, bucket, tmp), env, 120);
     assertThat(load.exit()).as(load.out()).isZero();
     assertThat(load.out()).as("class-data sharing prints nothing").doesNotContain("[warning]");
     assertThat(Files.readString(classes))
@@ -344,20 +328,7 @@ class LauncherIT {
     env.put("JAVA_TOOL_OPTIONS", "-Xlog:library=info:file=" + libraries);
     env.put("AWS_ACCESS_KEY_ID", S3MockServer.ACCESS_KEY);
     env.put("AWS_SECRET_ACCESS_KEY", S3MockServer.SECRET_KEY);
-    List<String> load =
-        List.of(
-            "/bin/sh",
-            bin.resolve("dataplane").toString(),
-            "load",
-            "s3://" + bucket + "/model",
-            "--endpoint",
-            s3.endpoint().toString(),
-            "--path-style",
-            "--region",
-            S3MockServer.REGION,
-            "--allow-insecure-endpoint",
-            "--store-root",
-            store(tmp));
+    List<String> load = s3Load(bin, s3, bucket, tmp);
 
     Run trusted = run(load, env, 120);
     assertThat(trusted.exit()).as(trusted.out()).isZero();
@@ -400,6 +371,23 @@ class LauncherIT {
         .containsPattern("Loaded library \\S*libaws-crt-jni\\.so")
         .containsPattern("Loaded library \\S*(jnidispatch|/jna)\\S*,")
         .doesNotContain("Loaded library " + natives);
+  }
+
+  /** {@code dataplane load} of {@code s3://bucket/model} from the S3Mock, as installed in bin. */
+  private static List<String> s3Load(Path bin, S3MockServer s3, String bucket, Path tmp) {
+    return List.of(
+        "/bin/sh",
+        bin.resolve("dataplane").toString(),
+        "load",
+        "s3://" + bucket + "/model",
+        "--endpoint",
+        s3.endpoint().toString(),
+        "--path-style",
+        "--region",
+        S3MockServer.REGION,
+        "--allow-insecure-endpoint",
+        "--store-root",
+        store(tmp));
   }
 
   private static int stores;
